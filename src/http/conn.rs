@@ -1,0 +1,157 @@
+//! One connection's state machine: read the request, wait for the answer, write it, close.
+
+use super::request::{Progress, Reader};
+use super::{Limits, Request, Response};
+use mio::net::TcpStream;
+use std::io::{self, ErrorKind, Read, Write};
+use std::net::Shutdown;
+use std::time::{Duration, Instant};
+
+const INTERIM_CONTINUE: &[u8] = b"HTTP/1.1 100 Continue\r\n\r\n";
+/// After the response, unread input is drained for at most this many bytes before closing,
+/// so the kernel does not answer leftovers with a reset that destroys the response.
+const LINGER_BYTES: usize = 64 * 1024;
+/// Longest wait for the peer to close after the response is out.
+const LINGER_TIME: Duration = Duration::from_secs(2);
+
+/// Where a connection is in its life.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Phase {
+    /// Reading the head and body.
+    Reading,
+    /// The handler deferred; waiting for its ticket.
+    Waiting,
+    /// Writing the response.
+    Writing,
+    /// Response sent and write side shut; draining input until the peer closes.
+    Lingering,
+}
+
+/// What the loop must do after an event on this connection.
+pub enum Step {
+    /// Nothing more for now.
+    Idle,
+    /// A request is ready for the handler.
+    Dispatch(Request),
+    /// The connection is finished; drop it.
+    Close,
+}
+
+pub struct Conn {
+    pub stream: TcpStream,
+    pub generation: u64,
+    pub phase: Phase,
+    pub deadline: Instant,
+    pub head_only: bool,
+    write_timeout: Duration,
+    reader: Reader,
+    out: Vec<u8>,
+    sent: usize,
+    drained: usize,
+}
+
+impl Conn {
+    pub fn new(stream: TcpStream, generation: u64, limits: &Limits, now: Instant) -> Conn {
+        Conn {
+            stream,
+            generation,
+            phase: Phase::Reading,
+            deadline: now + limits.request_timeout,
+            head_only: false,
+            write_timeout: limits.write_timeout,
+            reader: Reader::new(limits),
+            out: Vec::new(),
+            sent: 0,
+            drained: 0,
+        }
+    }
+
+    /// Read what the socket has and advance the reader.
+    pub fn on_readable(&mut self) -> Step {
+        let mut chunk = [0u8; 8192];
+        loop {
+            match self.stream.read(&mut chunk) {
+                Ok(0) => return Step::Close,
+                Ok(n) => match self.phase {
+                    Phase::Reading => match self.reader.feed(&chunk[..n]) {
+                        Progress::NeedMore => {}
+                        Progress::SendContinue => {
+                            self.out.extend_from_slice(INTERIM_CONTINUE);
+                            if let Step::Close = self.flush() {
+                                return Step::Close;
+                            }
+                        }
+                        Progress::Done(req) => {
+                            self.head_only = req.method == "HEAD";
+                            return Step::Dispatch(req);
+                        }
+                        Progress::Refused(refusal) => {
+                            let resp = Response::error(refusal.status(), refusal.reason());
+                            return self.respond(&resp, Instant::now());
+                        }
+                    },
+                    Phase::Lingering => {
+                        self.drained += n;
+                        if self.drained > LINGER_BYTES {
+                            return Step::Close;
+                        }
+                    }
+                    // Bytes after a complete request are ignored.
+                    Phase::Waiting | Phase::Writing => {}
+                },
+                Err(e) if e.kind() == ErrorKind::WouldBlock => return Step::Idle,
+                Err(e) if e.kind() == ErrorKind::Interrupted => {}
+                Err(_) => return Step::Close,
+            }
+        }
+    }
+
+    /// Queue `resp` after anything still unsent (an interim 100) and start writing, with
+    /// the write deadline counted from `now`.
+    pub fn respond(&mut self, resp: &Response, now: Instant) -> Step {
+        self.out.extend_from_slice(&resp.encode(self.head_only));
+        self.phase = Phase::Writing;
+        self.deadline = now + self.write_timeout;
+        self.flush()
+    }
+
+    /// Write as much as the socket takes; move on to lingering when the response is out.
+    pub fn flush(&mut self) -> Step {
+        while self.sent < self.out.len() {
+            match self.stream.write(&self.out[self.sent..]) {
+                Ok(0) => return Step::Close,
+                Ok(n) => self.sent += n,
+                Err(e) if e.kind() == ErrorKind::WouldBlock => return Step::Idle,
+                Err(e) if e.kind() == ErrorKind::Interrupted => {}
+                Err(_) => return Step::Close,
+            }
+        }
+        if self.phase == Phase::Writing {
+            self.out = Vec::new();
+            self.sent = 0;
+            if self.stream.shutdown(Shutdown::Write).is_err() {
+                return Step::Close;
+            }
+            self.phase = Phase::Lingering;
+            self.deadline = self.deadline.min(Instant::now() + LINGER_TIME);
+            // Drain whatever is already waiting; the peer's close ends the connection.
+            return self.on_readable();
+        }
+        Step::Idle
+    }
+}
+
+/// Answer a connection accepted beyond the cap: best-effort 503, then close.
+pub fn refuse_over_capacity(mut stream: TcpStream) -> io::Result<()> {
+    let resp = Response::error(503, "too many connections");
+    stream.write_all(&resp.encode(false))?;
+    stream.shutdown(Shutdown::Write)?;
+    let mut sink = [0u8; 4096];
+    for _ in 0..16 {
+        match stream.read(&mut sink) {
+            Ok(n) if n > 0 => {}
+            _ => break,
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,52 @@
+//! The small HTTP/1.1 layer every listener in the project uses: the roost, the capsule's
+//! A2A door and the `/resources/` planes.
+//!
+//! One thread runs a mio event loop ([`serve`]); a handler answers each request at once or
+//! defers it with a [`Ticket`] that another thread completes. Every response closes its
+//! connection. [`client`] is the matching blocking client for the runtime's own calls.
+
+pub mod client;
+mod conn;
+pub mod request;
+pub mod response;
+mod server;
+
+pub use request::{Refusal, Request};
+pub use response::Response;
+pub use server::{serve, Controller, Exchange, Handler, Reply, Server, Ticket};
+
+use std::time::Duration;
+
+/// Per-server limits. The defaults are the project's: 16 KiB / 64 header fields, 1 MiB
+/// body, 10 s to deliver a request, 1024 open connections.
+#[derive(Debug, Clone)]
+pub struct Limits {
+    /// Largest request head (request line, fields, blank line), bytes. Beyond: 431.
+    pub max_head: usize,
+    /// Most header fields. Beyond: 431.
+    pub max_headers: usize,
+    /// Largest body, bytes. Beyond: 413.
+    pub max_body: usize,
+    /// Time from accept until the whole request has arrived. Beyond: 408 and close.
+    pub request_timeout: Duration,
+    /// Time a deferred answer may take when the handler names none. Beyond: 503.
+    pub defer_timeout: Duration,
+    /// Time to hand a response to a client that reads slowly. Beyond: the connection drops.
+    pub write_timeout: Duration,
+    /// Most open connections. A new one beyond this gets a 503 and is closed.
+    pub max_connections: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Limits {
+        Limits {
+            max_head: 16 * 1024,
+            max_headers: 64,
+            max_body: 1024 * 1024,
+            request_timeout: Duration::from_secs(10),
+            defer_timeout: Duration::from_secs(30),
+            write_timeout: Duration::from_secs(10),
+            max_connections: 1024,
+        }
+    }
+}

@@ -1,0 +1,338 @@
+//! Incremental, strict HTTP/1.x request reader: bytes in, one [`Request`] or one refusal out.
+//!
+//! It never touches a socket, so the server and the fuzz target drive the same code. Memory
+//! is bounded by the limits: at most `max_head + max_body` bytes are kept, whatever arrives.
+
+use super::Limits;
+
+/// One parsed request. Header names are lowercase; values are kept as raw bytes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Request {
+    /// The method token, as sent (`GET`, `POST`, ...).
+    pub method: String,
+    /// The request target as sent: an origin-form path with an optional query.
+    pub target: String,
+    /// Minor HTTP version: 0 for HTTP/1.0, 1 for HTTP/1.1.
+    pub version: u8,
+    /// Header fields in arrival order, names lowercased.
+    pub headers: Vec<(String, Vec<u8>)>,
+    /// Exactly `content-length` bytes (empty when there is none).
+    pub body: Vec<u8>,
+}
+
+impl Request {
+    /// The target's path, without the query.
+    pub fn path(&self) -> &str {
+        self.target.split_once('?').map_or(&self.target, |(p, _)| p)
+    }
+
+    /// The target's query, without the `?`.
+    pub fn query(&self) -> Option<&str> {
+        self.target.split_once('?').map(|(_, q)| q)
+    }
+
+    /// The first value of header `name` (lowercase), if present and valid UTF-8.
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(n, _)| n == name)
+            .and_then(|(_, v)| std::str::from_utf8(v).ok())
+    }
+}
+
+/// Why a request was refused; each maps to one status code.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Refusal {
+    /// 400: framing or syntax the server will not guess about.
+    BadRequest(&'static str),
+    /// 431: head larger than `max_head` or more than `max_headers` fields.
+    HeadTooLarge,
+    /// 413: declared body larger than `max_body`.
+    BodyTooLarge,
+}
+
+impl Refusal {
+    /// The status code this refusal is answered with.
+    pub fn status(self) -> u16 {
+        match self {
+            Refusal::BadRequest(_) => 400,
+            Refusal::HeadTooLarge => 431,
+            Refusal::BodyTooLarge => 413,
+        }
+    }
+
+    /// A short human reason, used as the error body.
+    pub fn reason(self) -> &'static str {
+        match self {
+            Refusal::BadRequest(why) => why,
+            Refusal::HeadTooLarge => "request header fields too large",
+            Refusal::BodyTooLarge => "request body too large",
+        }
+    }
+}
+
+/// What the reader wants next.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Progress {
+    /// Feed more bytes.
+    NeedMore,
+    /// The head asked for `Expect: 100-continue`; send the interim response, then feed more.
+    SendContinue,
+    /// A whole request; anything after it is ignored.
+    Done(Request),
+    /// Refuse with this and close.
+    Refused(Refusal),
+}
+
+struct Head {
+    method: String,
+    target: String,
+    version: u8,
+    headers: Vec<(String, Vec<u8>)>,
+    len: usize,
+    body_len: usize,
+}
+
+/// Accumulates bytes until a whole request (or a refusal) is known.
+pub struct Reader {
+    buf: Vec<u8>,
+    head: Option<Head>,
+    max_head: usize,
+    max_headers: usize,
+    max_body: usize,
+    finished: bool,
+}
+
+const BODY_METHODS: [&str; 3] = ["POST", "PUT", "PATCH"];
+
+impl Reader {
+    /// A reader enforcing `limits`.
+    pub fn new(limits: &Limits) -> Reader {
+        Reader {
+            buf: Vec::new(),
+            head: None,
+            max_head: limits.max_head,
+            max_headers: limits.max_headers,
+            max_body: limits.max_body,
+            finished: false,
+        }
+    }
+
+    /// Feed the next bytes from the connection. After `Done` or `Refused`, further bytes are
+    /// ignored and `NeedMore` is returned.
+    pub fn feed(&mut self, bytes: &[u8]) -> Progress {
+        if self.finished {
+            return Progress::NeedMore;
+        }
+        let old_len = self.buf.len();
+        let room = (self.max_head + self.max_body + 1).saturating_sub(old_len);
+        self.buf.extend_from_slice(&bytes[..bytes.len().min(room)]);
+        let progress = self.advance(old_len);
+        if matches!(progress, Progress::Done(_) | Progress::Refused(_)) {
+            self.finished = true;
+            self.buf = Vec::new();
+        }
+        progress
+    }
+
+    fn advance(&mut self, old_len: usize) -> Progress {
+        if self.head.is_none() {
+            // Only parse once a blank line may have arrived: keeps a byte-at-a-time
+            // sender from costing a full re-parse per byte.
+            let from = old_len.saturating_sub(3);
+            let window = &self.buf[from..];
+            let blank = window.windows(2).any(|w| w == b"\n\n") || window.windows(3).any(|w| w == b"\n\r\n");
+            if !blank {
+                return if self.buf.len() > self.max_head {
+                    Progress::Refused(Refusal::HeadTooLarge)
+                } else {
+                    Progress::NeedMore
+                };
+            }
+            match self.parse_head() {
+                Ok(Some(head)) => {
+                    let wants_continue = head.version == 1
+                        && head.body_len > 0
+                        && self.buf.len() < head.len + head.body_len
+                        && expects_continue(&head.headers);
+                    self.head = Some(head);
+                    if wants_continue {
+                        return Progress::SendContinue;
+                    }
+                }
+                Ok(None) => {
+                    return if self.buf.len() > self.max_head {
+                        Progress::Refused(Refusal::HeadTooLarge)
+                    } else {
+                        Progress::NeedMore
+                    };
+                }
+                Err(refusal) => return Progress::Refused(refusal),
+            }
+        }
+        let Some(head) = self.head.as_ref() else {
+            return Progress::NeedMore;
+        };
+        if self.buf.len() < head.len + head.body_len {
+            return Progress::NeedMore;
+        }
+        let head = self.head.take().expect("head checked above");
+        let body = self.buf[head.len..head.len + head.body_len].to_vec();
+        Progress::Done(Request {
+            method: head.method,
+            target: head.target,
+            version: head.version,
+            headers: head.headers,
+            body,
+        })
+    }
+
+    fn parse_head(&self) -> Result<Option<Head>, Refusal> {
+        let mut fields = vec![httparse::EMPTY_HEADER; self.max_headers];
+        let mut req = httparse::Request::new(&mut fields);
+        let len = match req.parse(&self.buf) {
+            Ok(httparse::Status::Complete(len)) => len,
+            Ok(httparse::Status::Partial) => return Ok(None),
+            Err(httparse::Error::TooManyHeaders) => return Err(Refusal::HeadTooLarge),
+            Err(httparse::Error::Version) => return Err(Refusal::BadRequest("unsupported HTTP version")),
+            Err(_) => return Err(Refusal::BadRequest("malformed request")),
+        };
+        if len > self.max_head {
+            return Err(Refusal::HeadTooLarge);
+        }
+        let method = req.method.ok_or(Refusal::BadRequest("malformed request"))?.to_string();
+        let target = req.path.ok_or(Refusal::BadRequest("malformed request"))?;
+        if !target.starts_with('/') {
+            return Err(Refusal::BadRequest("request target must be a path"));
+        }
+        let version = req.version.ok_or(Refusal::BadRequest("malformed request"))?;
+        let headers: Vec<(String, Vec<u8>)> = req
+            .headers
+            .iter()
+            .map(|h| (h.name.to_ascii_lowercase(), h.value.to_vec()))
+            .collect();
+        if headers.iter().any(|(n, _)| n == "transfer-encoding") {
+            return Err(Refusal::BadRequest("transfer-encoding is not accepted"));
+        }
+        let mut declared: Option<usize> = None;
+        for (_, value) in headers.iter().filter(|(n, _)| n == "content-length") {
+            let n = parse_length(value).ok_or(Refusal::BadRequest("invalid content-length"))?;
+            if declared.is_some_and(|d| d != n) {
+                return Err(Refusal::BadRequest("conflicting content-length"));
+            }
+            declared = Some(n);
+        }
+        let body_len = match declared {
+            Some(n) => n,
+            None if BODY_METHODS.contains(&method.as_str()) => {
+                return Err(Refusal::BadRequest("content-length required"));
+            }
+            None => 0,
+        };
+        if body_len > self.max_body {
+            return Err(Refusal::BodyTooLarge);
+        }
+        Ok(Some(Head { method, target: target.to_string(), version, headers, len, body_len }))
+    }
+}
+
+/// A content-length value: 1 to 19 ASCII digits, nothing else.
+fn parse_length(value: &[u8]) -> Option<usize> {
+    if value.is_empty() || value.len() > 19 || !value.iter().all(u8::is_ascii_digit) {
+        return None;
+    }
+    std::str::from_utf8(value).ok()?.parse().ok()
+}
+
+fn expects_continue(headers: &[(String, Vec<u8>)]) -> bool {
+    headers
+        .iter()
+        .any(|(n, v)| n == "expect" && v.eq_ignore_ascii_case(b"100-continue"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn limits() -> Limits {
+        Limits::default()
+    }
+
+    fn one_shot(bytes: &[u8]) -> Progress {
+        Reader::new(&limits()).feed(bytes)
+    }
+
+    #[test]
+    fn parses_a_get_and_a_post() {
+        let Progress::Done(req) = one_shot(b"GET /a/b?x=1 HTTP/1.1\r\nHost: h\r\nX-Thing: V\r\n\r\n") else {
+            panic!("not done")
+        };
+        assert_eq!((req.method.as_str(), req.path(), req.query()), ("GET", "/a/b", Some("x=1")));
+        assert_eq!(req.header("x-thing"), Some("V"));
+        let Progress::Done(req) = one_shot(b"POST / HTTP/1.0\r\ncontent-length: 3\r\n\r\nabcEXTRA") else {
+            panic!("not done")
+        };
+        assert_eq!((req.version, req.body.as_slice()), (0, &b"abc"[..]));
+    }
+
+    #[test]
+    fn byte_at_a_time_gives_the_same_request() {
+        let raw = b"POST /x HTTP/1.1\r\nContent-Length: 5\r\n\r\nhello";
+        let mut reader = Reader::new(&limits());
+        let mut last = Progress::NeedMore;
+        for b in raw {
+            last = reader.feed(std::slice::from_ref(b));
+        }
+        let Progress::Done(req) = last else { panic!("not done") };
+        assert_eq!(req.body, b"hello");
+    }
+
+    #[test]
+    fn strict_framing() {
+        let bad = |raw: &[u8]| match one_shot(raw) {
+            Progress::Refused(r) => r.status(),
+            other => panic!("accepted {other:?}"),
+        };
+        assert_eq!(bad(b"POST / HTTP/1.1\r\ncontent-length: 1\r\ntransfer-encoding: chunked\r\n\r\n"), 400);
+        assert_eq!(bad(b"POST / HTTP/1.1\r\ncontent-length: 1\r\ncontent-length: 2\r\n\r\nab"), 400);
+        assert_eq!(bad(b"POST / HTTP/1.1\r\ncontent-length: -1\r\n\r\n"), 400);
+        assert_eq!(bad(b"POST / HTTP/1.1\r\ncontent-length: 1, 1\r\n\r\n"), 400);
+        assert_eq!(bad(b"POST / HTTP/1.1\r\n\r\n"), 400);
+        assert_eq!(bad(b"GET http://x/ HTTP/1.1\r\n\r\n"), 400);
+        assert_eq!(bad(b"GET / HTTP/2.0\r\n\r\n"), 400);
+        assert_eq!(bad(b"G ET / HTTP/1.1\r\n\r\n"), 400);
+        assert_eq!(bad(b"POST / HTTP/1.1\r\ncontent-length: 1048577\r\n\r\n"), 413);
+        let same = one_shot(b"POST / HTTP/1.1\r\ncontent-length: 2\r\ncontent-length: 2\r\n\r\nab");
+        assert!(matches!(same, Progress::Done(_)));
+    }
+
+    #[test]
+    fn head_limits() {
+        let line = b"GET / HTTP/1.1\r\n";
+        let mut raw = line.to_vec();
+        for i in 0..65 {
+            raw.extend_from_slice(format!("h{i}: v\r\n").as_bytes());
+        }
+        raw.extend_from_slice(b"\r\n");
+        assert_eq!(one_shot(&raw), Progress::Refused(Refusal::HeadTooLarge));
+        let mut exact = line.to_vec();
+        let pad = 16 * 1024 - line.len() - 4 - 3;
+        exact.extend_from_slice(b"a: ");
+        exact.extend(std::iter::repeat_n(b'x', pad));
+        exact.extend_from_slice(b"\r\n\r\n");
+        assert_eq!(exact.len(), 16 * 1024);
+        assert!(matches!(one_shot(&exact), Progress::Done(_)));
+        exact.insert(20, b'y');
+        assert_eq!(one_shot(&exact), Progress::Refused(Refusal::HeadTooLarge));
+    }
+
+    #[test]
+    fn expect_continue_only_when_the_body_is_still_to_come() {
+        let mut reader = Reader::new(&limits());
+        let head = b"POST / HTTP/1.1\r\nExpect: 100-continue\r\ncontent-length: 2\r\n\r\n";
+        assert_eq!(reader.feed(head), Progress::SendContinue);
+        assert!(matches!(reader.feed(b"ok"), Progress::Done(_)));
+        let whole = b"POST / HTTP/1.1\r\nExpect: 100-continue\r\ncontent-length: 2\r\n\r\nok";
+        assert!(matches!(one_shot(whole), Progress::Done(_)));
+    }
+}

@@ -1,0 +1,350 @@
+//! The event loop: accepts, drives each connection's state machine, runs the handler, and
+//! completes deferred answers that other threads send back through a channel and a waker.
+
+use super::conn::{refuse_over_capacity, Conn, Phase, Step};
+use super::{Limits, Request, Response};
+use mio::net::TcpListener;
+use mio::{Events, Interest, Poll, Token, Waker};
+use std::cell::Cell;
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+use std::io::{self, ErrorKind};
+use std::net::SocketAddr;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{channel, Receiver, Sender};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+const LISTENER: Token = Token(usize::MAX - 1);
+const WAKER: Token = Token(usize::MAX - 2);
+/// How long accepting pauses when the process is out of descriptors.
+const ACCEPT_BACKOFF: Duration = Duration::from_millis(100);
+
+/// What a handler does with a request.
+pub enum Reply {
+    /// Answer now.
+    Now(Response),
+    /// Answer later through the [`Ticket`] from [`Exchange::defer`]. Without one, or if it is
+    /// never completed, the client gets a 503 at the deadline.
+    Later,
+}
+
+impl From<Response> for Reply {
+    fn from(resp: Response) -> Reply {
+        Reply::Now(resp)
+    }
+}
+
+/// Answers requests. Runs on the loop thread, so it must not block: work that blocks goes to
+/// another thread through [`Exchange::defer`].
+pub trait Handler {
+    /// Answer one request.
+    fn handle(&mut self, req: &Request, ex: &Exchange<'_>) -> Reply;
+}
+
+impl<F: FnMut(&Request, &Exchange<'_>) -> Reply> Handler for F {
+    fn handle(&mut self, req: &Request, ex: &Exchange<'_>) -> Reply {
+        self(req, ex)
+    }
+}
+
+struct Completion {
+    slot: usize,
+    generation: u64,
+    resp: Response,
+}
+
+/// The context of one request: who sent it, and how to answer it later.
+pub struct Exchange<'a> {
+    slot: usize,
+    generation: u64,
+    peer: Option<SocketAddr>,
+    tx: &'a Sender<Completion>,
+    waker: &'a Arc<Waker>,
+    deferred: Cell<Option<Duration>>,
+}
+
+impl Exchange<'_> {
+    /// The client's address.
+    pub fn peer(&self) -> Option<SocketAddr> {
+        self.peer
+    }
+
+    /// Defer this request for at most `timeout`; return [`Reply::Later`] and complete the
+    /// ticket from any thread.
+    pub fn defer(&self, timeout: Duration) -> Ticket {
+        self.deferred.set(Some(timeout));
+        Ticket {
+            slot: self.slot,
+            generation: self.generation,
+            tx: self.tx.clone(),
+            waker: Arc::clone(self.waker),
+        }
+    }
+}
+
+/// A promise to answer one deferred request. `Send`; completing it wakes the loop.
+pub struct Ticket {
+    slot: usize,
+    generation: u64,
+    tx: Sender<Completion>,
+    waker: Arc<Waker>,
+}
+
+impl Ticket {
+    /// Send the answer. Returns false if the server is gone; an answer that arrives after
+    /// the deadline (when the client already got its 503) is dropped by the loop.
+    pub fn complete(self, resp: Response) -> bool {
+        let sent = self.tx.send(Completion { slot: self.slot, generation: self.generation, resp }).is_ok();
+        sent && self.waker.wake().is_ok()
+    }
+}
+
+/// A handle that stops the server from another thread.
+#[derive(Clone)]
+pub struct Controller {
+    waker: Arc<Waker>,
+    stop: Arc<AtomicBool>,
+}
+
+impl Controller {
+    /// Ask the loop to return; open connections are dropped.
+    pub fn stop(&self) {
+        self.stop.store(true, Ordering::SeqCst);
+        let _ = self.waker.wake();
+    }
+}
+
+/// A bound server, not yet running.
+pub struct Server {
+    poll: Poll,
+    listener: TcpListener,
+    limits: Limits,
+    waker: Arc<Waker>,
+    stop: Arc<AtomicBool>,
+    tx: Sender<Completion>,
+    rx: Receiver<Completion>,
+}
+
+/// Run `handler` on `listener` with `limits` until an I/O error of the poller itself.
+pub fn serve<H: Handler>(listener: std::net::TcpListener, limits: Limits, handler: H) -> io::Result<()> {
+    Server::bind(listener, limits)?.run(handler)
+}
+
+impl Server {
+    /// Take over `listener` (made non-blocking here).
+    pub fn bind(listener: std::net::TcpListener, limits: Limits) -> io::Result<Server> {
+        listener.set_nonblocking(true)?;
+        let mut listener = TcpListener::from_std(listener);
+        let poll = Poll::new()?;
+        poll.registry().register(&mut listener, LISTENER, Interest::READABLE)?;
+        let waker = Arc::new(Waker::new(poll.registry(), WAKER)?);
+        let (tx, rx) = channel();
+        Ok(Server { poll, listener, limits, waker, stop: Arc::new(AtomicBool::new(false)), tx, rx })
+    }
+
+    /// The bound address.
+    pub fn local_addr(&self) -> io::Result<SocketAddr> {
+        self.listener.local_addr()
+    }
+
+    /// A handle to stop the loop from another thread.
+    pub fn controller(&self) -> Controller {
+        Controller { waker: Arc::clone(&self.waker), stop: Arc::clone(&self.stop) }
+    }
+
+    /// Serve until stopped.
+    pub fn run<H: Handler>(mut self, mut handler: H) -> io::Result<()> {
+        let mut state = Loop {
+            conns: Vec::new(),
+            free: Vec::new(),
+            open: 0,
+            next_generation: 0,
+            timers: BinaryHeap::new(),
+            accept_paused_until: None,
+        };
+        let mut events = Events::with_capacity(1024);
+        while !self.stop.load(Ordering::SeqCst) {
+            let timeout = state.next_wakeup().map(|at| at.saturating_duration_since(Instant::now()));
+            if let Err(e) = self.poll.poll(&mut events, timeout) {
+                if e.kind() == ErrorKind::Interrupted {
+                    continue;
+                }
+                return Err(e);
+            }
+            for event in events.iter() {
+                match event.token() {
+                    LISTENER => self.accept_all(&mut state),
+                    WAKER => self.complete_deferred(&mut state),
+                    Token(slot) => {
+                        let Some(conn) = state.conns.get_mut(slot).and_then(Option::as_mut) else {
+                            continue;
+                        };
+                        let before = conn.deadline;
+                        let mut step = Step::Idle;
+                        if event.is_writable() || event.is_write_closed() {
+                            step = conn.flush();
+                        }
+                        if !matches!(step, Step::Close) && (event.is_readable() || event.is_read_closed()) {
+                            step = conn.on_readable();
+                        }
+                        self.after(&mut state, slot, step, before, &mut handler);
+                    }
+                }
+            }
+            self.expire(&mut state);
+            if state.accept_paused_until.is_some_and(|t| Instant::now() >= t) {
+                state.accept_paused_until = None;
+                self.accept_all(&mut state);
+            }
+        }
+        Ok(())
+    }
+
+    fn accept_all(&self, state: &mut Loop) {
+        if state.accept_paused_until.is_some() {
+            return;
+        }
+        loop {
+            match self.listener.accept() {
+                Ok((mut stream, _)) => {
+                    if state.open >= self.limits.max_connections {
+                        let _ = refuse_over_capacity(stream);
+                        continue;
+                    }
+                    let _ = stream.set_nodelay(true);
+                    let slot = state.free.pop().unwrap_or_else(|| {
+                        state.conns.push(None);
+                        state.conns.len() - 1
+                    });
+                    let interest = Interest::READABLE | Interest::WRITABLE;
+                    if self.poll.registry().register(&mut stream, Token(slot), interest).is_err() {
+                        state.free.push(slot);
+                        continue;
+                    }
+                    state.next_generation += 1;
+                    let conn = Conn::new(stream, state.next_generation, &self.limits, Instant::now());
+                    state.timers.push(Reverse((conn.deadline, slot, conn.generation)));
+                    state.conns[slot] = Some(conn);
+                    state.open += 1;
+                }
+                Err(e) if e.kind() == ErrorKind::WouldBlock => return,
+                Err(e) if e.kind() == ErrorKind::Interrupted || e.kind() == ErrorKind::ConnectionAborted => {}
+                Err(_) => {
+                    // Out of descriptors or memory: back off rather than spin.
+                    state.accept_paused_until = Some(Instant::now() + ACCEPT_BACKOFF);
+                    return;
+                }
+            }
+        }
+    }
+
+    fn complete_deferred(&self, state: &mut Loop) {
+        let mut done = Vec::new();
+        while let Ok(c) = self.rx.try_recv() {
+            done.push(c);
+        }
+        for c in done {
+            let Some(conn) = state.conns.get_mut(c.slot).and_then(Option::as_mut) else {
+                continue;
+            };
+            if conn.generation != c.generation || conn.phase != Phase::Waiting {
+                continue;
+            }
+            let before = conn.deadline;
+            let step = conn.respond(&c.resp, Instant::now());
+            self.settle(state, c.slot, step, before);
+        }
+    }
+
+    /// Act on a connection's step, running the handler for a complete request.
+    fn after<H: Handler>(&self, state: &mut Loop, slot: usize, step: Step, before: Instant, handler: &mut H) {
+        let Step::Dispatch(req) = step else {
+            return self.settle(state, slot, step, before);
+        };
+        let Some(conn) = state.conns[slot].as_mut() else { return };
+        let ex = Exchange {
+            slot,
+            generation: conn.generation,
+            peer: conn.stream.peer_addr().ok(),
+            tx: &self.tx,
+            waker: &self.waker,
+            deferred: Cell::new(None),
+        };
+        let reply = catch_unwind(AssertUnwindSafe(|| handler.handle(&req, &ex)))
+            .unwrap_or_else(|_| Reply::Now(Response::error(500, "internal error")));
+        let now = Instant::now();
+        let step = match reply {
+            Reply::Now(resp) => conn.respond(&resp, now),
+            Reply::Later => {
+                conn.phase = Phase::Waiting;
+                conn.deadline = now + ex.deferred.get().unwrap_or(self.limits.defer_timeout);
+                Step::Idle
+            }
+        };
+        self.settle(state, slot, step, before);
+    }
+
+    /// Close a finished connection, or arm its timer if its deadline moved.
+    fn settle(&self, state: &mut Loop, slot: usize, step: Step, before: Instant) {
+        match step {
+            Step::Close => {
+                if let Some(mut conn) = state.conns[slot].take() {
+                    let _ = self.poll.registry().deregister(&mut conn.stream);
+                    state.free.push(slot);
+                    state.open -= 1;
+                }
+            }
+            Step::Idle | Step::Dispatch(_) => {
+                if let Some(conn) = state.conns[slot].as_ref() {
+                    if conn.deadline != before {
+                        state.timers.push(Reverse((conn.deadline, slot, conn.generation)));
+                    }
+                }
+            }
+        }
+    }
+
+    fn expire(&self, state: &mut Loop) {
+        let now = Instant::now();
+        while let Some(&Reverse((at, slot, generation))) = state.timers.peek() {
+            if at > now {
+                break;
+            }
+            state.timers.pop();
+            let Some(conn) = state.conns.get_mut(slot).and_then(Option::as_mut) else {
+                continue;
+            };
+            if conn.generation != generation || conn.deadline != at {
+                continue;
+            }
+            let before = conn.deadline;
+            let step = match conn.phase {
+                Phase::Reading => conn.respond(&Response::error(408, "request timeout"), now),
+                Phase::Waiting => conn.respond(&Response::error(503, "no answer in time"), now),
+                Phase::Writing | Phase::Lingering => Step::Close,
+            };
+            self.settle(state, slot, step, before);
+        }
+    }
+}
+
+struct Loop {
+    conns: Vec<Option<Conn>>,
+    free: Vec<usize>,
+    open: usize,
+    next_generation: u64,
+    timers: BinaryHeap<Reverse<(Instant, usize, u64)>>,
+    accept_paused_until: Option<Instant>,
+}
+
+impl Loop {
+    fn next_wakeup(&self) -> Option<Instant> {
+        let timer = self.timers.peek().map(|Reverse((at, _, _))| *at);
+        match (timer, self.accept_paused_until) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+}

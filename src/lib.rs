@@ -1,0 +1,14 @@
+//! A security-hardened implementation of the murmur capsule system.
+//!
+//! Two binaries come out of this crate: `mur-roost`, the loopback daemon that referees which
+//! capsules may spawn which others, and `mur`, the capsule runtime. The modules here are the
+//! mechanisms both share; each is written once and serves every caller.
+
+pub mod b64;
+pub mod cli;
+pub mod http;
+pub mod roost;
+pub mod token;
+
+/// The crate version both binaries report.
+pub const VERSION: &str = env!("CARGO_PKG_VERSION");

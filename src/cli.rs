@@ -12,7 +12,11 @@ pub enum ArgError {
     /// A flag that needs a value came last.
     MissingValue(String),
     /// A value that does not parse.
-    BadValue { flag: String, value: String, why: &'static str },
+    BadValue {
+        flag: String,
+        value: String,
+        why: &'static str,
+    },
 }
 
 impl fmt::Display for ArgError {
@@ -40,7 +44,9 @@ pub struct Args {
 impl Args {
     /// Arguments after the program name.
     pub fn new<I: IntoIterator<Item = String>>(args: I) -> Args {
-        Args { rest: args.into_iter().collect() }
+        Args {
+            rest: args.into_iter().collect(),
+        }
     }
 
     /// The next argument, split at `=` if it is a long flag.
@@ -48,12 +54,21 @@ impl Args {
         let raw = self.rest.pop_front()?;
         if raw.starts_with("--") && raw.len() > 2 {
             if let Some((name, value)) = raw.split_once('=') {
-                return Some(Arg::Flag { name: name.to_string(), inline: Some(value.to_string()) });
+                return Some(Arg::Flag {
+                    name: name.to_string(),
+                    inline: Some(value.to_string()),
+                });
             }
-            return Some(Arg::Flag { name: raw, inline: None });
+            return Some(Arg::Flag {
+                name: raw,
+                inline: None,
+            });
         }
         if raw.starts_with('-') && raw.len() > 1 {
-            return Some(Arg::Flag { name: raw, inline: None });
+            return Some(Arg::Flag {
+                name: raw,
+                inline: None,
+            });
         }
         Some(Arg::Word(raw))
     }
@@ -63,16 +78,26 @@ impl Args {
         if let Some(v) = inline {
             return Ok(v);
         }
-        self.rest.pop_front().ok_or_else(|| ArgError::MissingValue(flag.to_string()))
+        self.rest
+            .pop_front()
+            .ok_or_else(|| ArgError::MissingValue(flag.to_string()))
     }
 
     /// A whole number value of `flag` (ASCII digits only).
-    pub fn number<T: std::str::FromStr>(&mut self, flag: &str, inline: Option<String>) -> Result<T, ArgError> {
+    pub fn number<T: std::str::FromStr>(
+        &mut self,
+        flag: &str,
+        inline: Option<String>,
+    ) -> Result<T, ArgError> {
         let value = self.value(flag, inline)?;
         let digits = !value.is_empty() && value.bytes().all(|b| b.is_ascii_digit());
         match value.parse() {
             Ok(n) if digits => Ok(n),
-            _ => Err(ArgError::BadValue { flag: flag.to_string(), value, why: "a whole number in range" }),
+            _ => Err(ArgError::BadValue {
+                flag: flag.to_string(),
+                value,
+                why: "a whole number in range",
+            }),
         }
     }
 }
@@ -96,11 +121,29 @@ mod tests {
     #[test]
     fn flags_values_and_words() {
         let mut a = args(&["--port", "7", "--x=y", "run", "-v"]);
-        assert_eq!(a.next_arg(), Some(Arg::Flag { name: "--port".into(), inline: None }));
+        assert_eq!(
+            a.next_arg(),
+            Some(Arg::Flag {
+                name: "--port".into(),
+                inline: None
+            })
+        );
         assert_eq!(a.number::<u16>("--port", None), Ok(7));
-        assert_eq!(a.next_arg(), Some(Arg::Flag { name: "--x".into(), inline: Some("y".into()) }));
+        assert_eq!(
+            a.next_arg(),
+            Some(Arg::Flag {
+                name: "--x".into(),
+                inline: Some("y".into())
+            })
+        );
         assert_eq!(a.next_arg(), Some(Arg::Word("run".into())));
-        assert_eq!(a.next_arg(), Some(Arg::Flag { name: "-v".into(), inline: None }));
+        assert_eq!(
+            a.next_arg(),
+            Some(Arg::Flag {
+                name: "-v".into(),
+                inline: None
+            })
+        );
         assert_eq!(a.next_arg(), None);
     }
 
@@ -110,6 +153,9 @@ mod tests {
         assert!(args(&["70000"]).number::<u16>("--p", None).is_err());
         assert!(args(&[]).number::<u16>("--p", None).is_err());
         assert_eq!(args(&[]).number::<u16>("--p", Some("0".into())), Ok(0));
-        assert_eq!(ArgError::Unknown("--max-total".into()).to_string(), "unknown argument: --max-total");
+        assert_eq!(
+            ArgError::Unknown("--max-total".into()).to_string(),
+            "unknown argument: --max-total"
+        );
     }
 }

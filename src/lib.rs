@@ -4,6 +4,8 @@
 //! capsules may spawn which others, and `mur`, the capsule runtime. The modules here are the
 //! mechanisms both share; each is written once and serves every caller.
 
+#![deny(unsafe_code)]
+
 pub mod b64;
 pub mod cli;
 pub mod http;

@@ -12,7 +12,10 @@ struct Flags {
 }
 
 fn parse(mut args: Args) -> Result<Flags, ArgError> {
-    let mut flags = Flags { port: 7700, version: false };
+    let mut flags = Flags {
+        port: 7700,
+        version: false,
+    };
     while let Some(arg) = args.next_arg() {
         match arg {
             Arg::Flag { name, inline } if name == "--port" => flags.port = args.number(&name, inline)?,
@@ -20,7 +23,10 @@ fn parse(mut args: Args) -> Result<Flags, ArgError> {
                 no_value(&name, inline)?;
                 flags.version = true;
             }
-            Arg::Flag { name, inline: Some(v) } => return Err(ArgError::Unknown(format!("{name}={v}"))),
+            Arg::Flag {
+                name,
+                inline: Some(v),
+            } => return Err(ArgError::Unknown(format!("{name}={v}"))),
             Arg::Flag { name, inline: None } | Arg::Word(name) => return Err(ArgError::Unknown(name)),
         }
     }

@@ -37,12 +37,18 @@ fn parse(mut args: Args) -> Result<Command, ArgError> {
             no_value(&name, inline)?;
             Command::Version
         }
-        Some(Arg::Flag { name, inline: Some(v) }) => return Err(ArgError::Unknown(format!("{name}={v}"))),
+        Some(Arg::Flag {
+            name,
+            inline: Some(v),
+        }) => return Err(ArgError::Unknown(format!("{name}={v}"))),
         Some(Arg::Flag { name, inline: None } | Arg::Word(name)) => return Err(ArgError::Unknown(name)),
     };
     if let Some(extra) = args.next_arg() {
         let text = match extra {
-            Arg::Flag { name, inline: Some(v) } => format!("{name}={v}"),
+            Arg::Flag {
+                name,
+                inline: Some(v),
+            } => format!("{name}={v}"),
             Arg::Flag { name, inline: None } | Arg::Word(name) => name,
         };
         return Err(ArgError::Unknown(text));

@@ -38,7 +38,10 @@ pub struct ClientResponse {
 impl ClientResponse {
     /// The first value of header `name` (lowercase).
     pub fn header(&self, name: &str) -> Option<&str> {
-        self.headers.iter().find(|(n, _)| n == name).map(|(_, v)| v.as_str())
+        self.headers
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| v.as_str())
     }
 }
 
@@ -90,7 +93,11 @@ impl Url {
             Some(i) => (&rest[..i], &rest[i..]),
             None => (rest, "/"),
         };
-        if authority.is_empty() || authority.contains('@') || path.contains('#') || path.contains(char::is_whitespace) {
+        if authority.is_empty()
+            || authority.contains('@')
+            || path.contains('#')
+            || path.contains(char::is_whitespace)
+        {
             return Err(bad());
         }
         let (host, port) = if let Some(v6) = authority.strip_prefix('[') {
@@ -109,7 +116,11 @@ impl Url {
         if host.is_empty() || host.contains(char::is_whitespace) {
             return Err(bad());
         }
-        Ok(Url { host: host.to_ascii_lowercase(), port, path: path.to_string() })
+        Ok(Url {
+            host: host.to_ascii_lowercase(),
+            port,
+            path: path.to_string(),
+        })
     }
 
     /// `host:port` as sent in the `host` header.
@@ -128,7 +139,11 @@ pub fn request(
 ) -> Result<ClientResponse, ClientError> {
     let url = Url::parse(url)?;
     let mut stream = connect(&url, opts.connect_timeout)?;
-    let mut head = format!("{method} {} HTTP/1.1\r\nhost: {}\r\nconnection: close\r\n", url.path, url.authority());
+    let mut head = format!(
+        "{method} {} HTTP/1.1\r\nhost: {}\r\nconnection: close\r\n",
+        url.path,
+        url.authority()
+    );
     for (name, value) in headers {
         if name.contains(['\r', '\n', ':']) || value.contains(['\r', '\n']) {
             return Err(ClientError::BadResponse("header contains a line break"));
@@ -140,7 +155,9 @@ pub fn request(
     }
     head.push_str("\r\n");
     let deadline = Instant::now() + opts.read_timeout;
-    stream.set_write_timeout(Some(opts.read_timeout)).map_err(ClientError::Io)?;
+    stream
+        .set_write_timeout(Some(opts.read_timeout))
+        .map_err(ClientError::Io)?;
     stream.write_all(head.as_bytes()).map_err(ClientError::Io)?;
     stream.write_all(body).map_err(ClientError::Io)?;
     read_response(&mut stream, deadline, opts.max_response)
@@ -152,7 +169,12 @@ pub fn get(url: &str, headers: &[(&str, &str)], opts: &Options) -> Result<Client
 }
 
 /// POST a JSON body to `url`.
-pub fn post_json(url: &str, headers: &[(&str, &str)], json: &str, opts: &Options) -> Result<ClientResponse, ClientError> {
+pub fn post_json(
+    url: &str,
+    headers: &[(&str, &str)],
+    json: &str,
+    opts: &Options,
+) -> Result<ClientResponse, ClientError> {
     let mut all = vec![("content-type", "application/json")];
     all.extend_from_slice(headers);
     request("POST", url, &all, json.as_bytes(), opts)
@@ -160,7 +182,10 @@ pub fn post_json(url: &str, headers: &[(&str, &str)], json: &str, opts: &Options
 
 fn connect(url: &Url, timeout: Duration) -> Result<TcpStream, ClientError> {
     let host = url.host.trim_start_matches('[').trim_end_matches(']');
-    let addrs: Vec<SocketAddr> = (host, url.port).to_socket_addrs().map_err(ClientError::Connect)?.collect();
+    let addrs: Vec<SocketAddr> = (host, url.port)
+        .to_socket_addrs()
+        .map_err(ClientError::Connect)?
+        .collect();
     let mut last = io::Error::new(io::ErrorKind::NotFound, "no address");
     for addr in addrs {
         match TcpStream::connect_timeout(&addr, timeout) {
@@ -171,20 +196,46 @@ fn connect(url: &Url, timeout: Duration) -> Result<TcpStream, ClientError> {
     Err(ClientError::Connect(last))
 }
 
-fn read_response(stream: &mut TcpStream, deadline: Instant, cap: usize) -> Result<ClientResponse, ClientError> {
+/// A parsed response head: status, headers, where the body starts, and its length when the
+/// server framed it (None: read to close).
+struct Head {
+    status: u16,
+    headers: Vec<(String, String)>,
+    len: usize,
+    body_len: Option<usize>,
+}
+
+fn read_response(
+    stream: &mut TcpStream,
+    deadline: Instant,
+    cap: usize,
+) -> Result<ClientResponse, ClientError> {
     let mut buf: Vec<u8> = Vec::new();
     let mut chunk = [0u8; 8192];
-    let mut parsed: Option<(u16, Vec<(String, String)>, usize, Option<usize>)> = None;
+    let mut parsed: Option<Head> = None;
     loop {
-        if let Some((status, headers, head_len, Some(len))) = &parsed {
-            if buf.len() >= head_len + len {
-                let body = buf[*head_len..head_len + len].to_vec();
-                return Ok(ClientResponse { status: *status, headers: headers.clone(), body });
+        if let Some(Head {
+            status,
+            headers,
+            len,
+            body_len: Some(body_len),
+        }) = &parsed
+        {
+            if buf.len() >= len + body_len {
+                let body = buf[*len..len + body_len].to_vec();
+                return Ok(ClientResponse {
+                    status: *status,
+                    headers: headers.clone(),
+                    body,
+                });
             }
         }
         let left = deadline.saturating_duration_since(Instant::now());
         if left.is_zero() {
-            return Err(ClientError::Io(io::Error::new(io::ErrorKind::TimedOut, "response deadline passed")));
+            return Err(ClientError::Io(io::Error::new(
+                io::ErrorKind::TimedOut,
+                "response deadline passed",
+            )));
         }
         stream.set_read_timeout(Some(left)).map_err(ClientError::Io)?;
         let n = match stream.read(&mut chunk) {
@@ -194,9 +245,16 @@ fn read_response(stream: &mut TcpStream, deadline: Instant, cap: usize) -> Resul
         };
         if n == 0 {
             return match parsed {
-                Some((status, headers, head_len, None)) => {
-                    Ok(ClientResponse { status, headers, body: buf[head_len..].to_vec() })
-                }
+                Some(Head {
+                    status,
+                    headers,
+                    len,
+                    body_len: None,
+                }) => Ok(ClientResponse {
+                    status,
+                    headers,
+                    body: buf[len..].to_vec(),
+                }),
                 _ => Err(ClientError::BadResponse("connection closed early")),
             };
         }
@@ -208,8 +266,8 @@ fn read_response(stream: &mut TcpStream, deadline: Instant, cap: usize) -> Resul
             parsed = parse_head(&buf)?;
             // An interim 1xx response is skipped; the final one follows it.
             match &parsed {
-                Some((status, _, head_len, _)) if (100..200).contains(status) => {
-                    buf.drain(..*head_len);
+                Some(head) if (100..200).contains(&head.status) => {
+                    buf.drain(..head.len);
                     parsed = None;
                 }
                 _ => break,
@@ -218,19 +276,17 @@ fn read_response(stream: &mut TcpStream, deadline: Instant, cap: usize) -> Resul
     }
 }
 
-type Head = (u16, Vec<(String, String)>, usize, Option<usize>);
-
 fn parse_head(buf: &[u8]) -> Result<Option<Head>, ClientError> {
     let mut fields = [httparse::EMPTY_HEADER; 64];
     let mut resp = httparse::Response::new(&mut fields);
-    let head_len = match resp.parse(buf) {
+    let len = match resp.parse(buf) {
         Ok(httparse::Status::Complete(n)) => n,
         Ok(httparse::Status::Partial) => return Ok(None),
         Err(_) => return Err(ClientError::BadResponse("malformed head")),
     };
     let status = resp.code.ok_or(ClientError::BadResponse("no status"))?;
     let mut headers = Vec::new();
-    let mut length = None;
+    let mut body_len = None;
     for h in resp.headers.iter() {
         let name = h.name.to_ascii_lowercase();
         let value = String::from_utf8_lossy(h.value).trim().to_string();
@@ -238,18 +294,25 @@ fn parse_head(buf: &[u8]) -> Result<Option<Head>, ClientError> {
             return Err(ClientError::BadResponse("transfer-encoding is not supported"));
         }
         if name == "content-length" {
-            let n: usize = value.parse().map_err(|_| ClientError::BadResponse("bad content-length"))?;
-            if length.is_some_and(|l| l != n) {
+            let n: usize = value
+                .parse()
+                .map_err(|_| ClientError::BadResponse("bad content-length"))?;
+            if body_len.is_some_and(|l| l != n) {
                 return Err(ClientError::BadResponse("conflicting content-length"));
             }
-            length = Some(n);
+            body_len = Some(n);
         }
         headers.push((name, value));
     }
     if (100..200).contains(&status) || status == 204 || status == 304 {
-        length = Some(0);
+        body_len = Some(0);
     }
-    Ok(Some((status, headers, head_len, length)))
+    Ok(Some(Head {
+        status,
+        headers,
+        len,
+        body_len,
+    }))
 }
 
 #[cfg(test)]
@@ -259,19 +322,31 @@ mod tests {
     #[test]
     fn url_forms() {
         let u = Url::parse("http://LocalHost:7700/spawn?x").unwrap();
-        assert_eq!((u.host.as_str(), u.port, u.path.as_str()), ("localhost", 7700, "/spawn?x"));
+        assert_eq!(
+            (u.host.as_str(), u.port, u.path.as_str()),
+            ("localhost", 7700, "/spawn?x")
+        );
         assert_eq!(Url::parse("http://127.0.0.1").unwrap().path, "/");
         assert_eq!(Url::parse("http://[::1]:9/a").unwrap().host, "[::1]");
-        for bad in ["https://x/", "http://", "http://u@h/", "http://h:99999/", "http://h:x/", "ftp://h"] {
+        for bad in [
+            "https://x/",
+            "http://",
+            "http://u@h/",
+            "http://h:99999/",
+            "http://h:x/",
+            "ftp://h",
+        ] {
             assert!(Url::parse(bad).is_err(), "{bad}");
         }
     }
 
     #[test]
     fn response_heads() {
-        let (status, headers, len, body) = parse_head(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nhi").unwrap().unwrap();
-        assert_eq!((status, len, body), (200, 38, Some(2)));
-        assert_eq!(headers[0].0, "content-length");
+        let head = parse_head(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nhi")
+            .unwrap()
+            .unwrap();
+        assert_eq!((head.status, head.len, head.body_len), (200, 38, Some(2)));
+        assert_eq!(head.headers[0].0, "content-length");
         assert!(parse_head(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n").is_err());
         assert!(parse_head(b"HTTP/1.1 200 OK\r\n").unwrap().is_none());
     }

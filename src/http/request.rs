@@ -200,7 +200,10 @@ impl Reader {
         if len > self.max_head {
             return Err(Refusal::HeadTooLarge);
         }
-        let method = req.method.ok_or(Refusal::BadRequest("malformed request"))?.to_string();
+        let method = req
+            .method
+            .ok_or(Refusal::BadRequest("malformed request"))?
+            .to_string();
         let target = req.path.ok_or(Refusal::BadRequest("malformed request"))?;
         if !target.starts_with('/') {
             return Err(Refusal::BadRequest("request target must be a path"));
@@ -232,7 +235,14 @@ impl Reader {
         if body_len > self.max_body {
             return Err(Refusal::BodyTooLarge);
         }
-        Ok(Some(Head { method, target: target.to_string(), version, headers, len, body_len }))
+        Ok(Some(Head {
+            method,
+            target: target.to_string(),
+            version,
+            headers,
+            len,
+            body_len,
+        }))
     }
 }
 
@@ -267,7 +277,10 @@ mod tests {
         let Progress::Done(req) = one_shot(b"GET /a/b?x=1 HTTP/1.1\r\nHost: h\r\nX-Thing: V\r\n\r\n") else {
             panic!("not done")
         };
-        assert_eq!((req.method.as_str(), req.path(), req.query()), ("GET", "/a/b", Some("x=1")));
+        assert_eq!(
+            (req.method.as_str(), req.path(), req.query()),
+            ("GET", "/a/b", Some("x=1"))
+        );
         assert_eq!(req.header("x-thing"), Some("V"));
         let Progress::Done(req) = one_shot(b"POST / HTTP/1.0\r\ncontent-length: 3\r\n\r\nabcEXTRA") else {
             panic!("not done")
@@ -283,7 +296,9 @@ mod tests {
         for b in raw {
             last = reader.feed(std::slice::from_ref(b));
         }
-        let Progress::Done(req) = last else { panic!("not done") };
+        let Progress::Done(req) = last else {
+            panic!("not done")
+        };
         assert_eq!(req.body, b"hello");
     }
 
@@ -293,8 +308,14 @@ mod tests {
             Progress::Refused(r) => r.status(),
             other => panic!("accepted {other:?}"),
         };
-        assert_eq!(bad(b"POST / HTTP/1.1\r\ncontent-length: 1\r\ntransfer-encoding: chunked\r\n\r\n"), 400);
-        assert_eq!(bad(b"POST / HTTP/1.1\r\ncontent-length: 1\r\ncontent-length: 2\r\n\r\nab"), 400);
+        assert_eq!(
+            bad(b"POST / HTTP/1.1\r\ncontent-length: 1\r\ntransfer-encoding: chunked\r\n\r\n"),
+            400
+        );
+        assert_eq!(
+            bad(b"POST / HTTP/1.1\r\ncontent-length: 1\r\ncontent-length: 2\r\n\r\nab"),
+            400
+        );
         assert_eq!(bad(b"POST / HTTP/1.1\r\ncontent-length: -1\r\n\r\n"), 400);
         assert_eq!(bad(b"POST / HTTP/1.1\r\ncontent-length: 1, 1\r\n\r\n"), 400);
         assert_eq!(bad(b"POST / HTTP/1.1\r\n\r\n"), 400);

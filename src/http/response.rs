@@ -14,12 +14,18 @@ pub struct Response {
 impl Response {
     /// An empty response with `status`.
     pub fn new(status: u16) -> Response {
-        Response { status, headers: Vec::new(), body: Vec::new() }
+        Response {
+            status,
+            headers: Vec::new(),
+            body: Vec::new(),
+        }
     }
 
     /// A JSON response from text the caller already serialised.
     pub fn json(status: u16, body: impl Into<Vec<u8>>) -> Response {
-        Response::new(status).header("content-type", "application/json").body(body)
+        Response::new(status)
+            .header("content-type", "application/json")
+            .body(body)
     }
 
     /// A JSON response from a value.
@@ -35,7 +41,10 @@ impl Response {
     /// Add a header. The name is lowercased. A name or value that could split the head
     /// (CR, LF, NUL) or a name that is not a token is dropped rather than sent.
     pub fn header(mut self, name: &str, value: &str) -> Response {
-        let name_ok = !name.is_empty() && name.bytes().all(|b| b.is_ascii_alphanumeric() || b"-_!#$%&'*+.^`|~".contains(&b));
+        let name_ok = !name.is_empty()
+            && name
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b"-_!#$%&'*+.^`|~".contains(&b));
         let value_ok = !value.bytes().any(|b| b == b'\r' || b == b'\n' || b == 0);
         let reserved = name.eq_ignore_ascii_case("content-length") || name.eq_ignore_ascii_case("connection");
         if name_ok && value_ok && !reserved {
@@ -52,7 +61,10 @@ impl Response {
 
     /// The first value of header `name` (lowercase).
     pub fn header_value(&self, name: &str) -> Option<&str> {
-        self.headers.iter().find(|(n, _)| n == name).map(|(_, v)| v.as_str())
+        self.headers
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| v.as_str())
     }
 
     /// The wire bytes. With `head_only` (a HEAD request) the body is left out but its length
@@ -66,7 +78,9 @@ impl Response {
             out.extend_from_slice(value.as_bytes());
             out.extend_from_slice(b"\r\n");
         }
-        out.extend_from_slice(format!("content-length: {}\r\nconnection: close\r\n\r\n", self.body.len()).as_bytes());
+        out.extend_from_slice(
+            format!("content-length: {}\r\nconnection: close\r\n\r\n", self.body.len()).as_bytes(),
+        );
         if !head_only {
             out.extend_from_slice(&self.body);
         }
@@ -129,6 +143,9 @@ mod tests {
             .header("Content-Length", "99")
             .header("Connection", "keep-alive");
         let text = String::from_utf8(r.encode(true)).unwrap();
-        assert_eq!(text, "HTTP/1.1 200 OK\r\ncontent-length: 0\r\nconnection: close\r\n\r\n");
+        assert_eq!(
+            text,
+            "HTTP/1.1 200 OK\r\ncontent-length: 0\r\nconnection: close\r\n\r\n"
+        );
     }
 }

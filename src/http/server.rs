@@ -96,7 +96,14 @@ impl Ticket {
     /// Send the answer. Returns false if the server is gone; an answer that arrives after
     /// the deadline (when the client already got its 503) is dropped by the loop.
     pub fn complete(self, resp: Response) -> bool {
-        let sent = self.tx.send(Completion { slot: self.slot, generation: self.generation, resp }).is_ok();
+        let sent = self
+            .tx
+            .send(Completion {
+                slot: self.slot,
+                generation: self.generation,
+                resp,
+            })
+            .is_ok();
         sent && self.waker.wake().is_ok()
     }
 }
@@ -138,10 +145,19 @@ impl Server {
         listener.set_nonblocking(true)?;
         let mut listener = TcpListener::from_std(listener);
         let poll = Poll::new()?;
-        poll.registry().register(&mut listener, LISTENER, Interest::READABLE)?;
+        poll.registry()
+            .register(&mut listener, LISTENER, Interest::READABLE)?;
         let waker = Arc::new(Waker::new(poll.registry(), WAKER)?);
         let (tx, rx) = channel();
-        Ok(Server { poll, listener, limits, waker, stop: Arc::new(AtomicBool::new(false)), tx, rx })
+        Ok(Server {
+            poll,
+            listener,
+            limits,
+            waker,
+            stop: Arc::new(AtomicBool::new(false)),
+            tx,
+            rx,
+        })
     }
 
     /// The bound address.
@@ -151,7 +167,10 @@ impl Server {
 
     /// A handle to stop the loop from another thread.
     pub fn controller(&self) -> Controller {
-        Controller { waker: Arc::clone(&self.waker), stop: Arc::clone(&self.stop) }
+        Controller {
+            waker: Arc::clone(&self.waker),
+            stop: Arc::clone(&self.stop),
+        }
     }
 
     /// Serve until stopped.
@@ -166,7 +185,9 @@ impl Server {
         };
         let mut events = Events::with_capacity(1024);
         while !self.stop.load(Ordering::SeqCst) {
-            let timeout = state.next_wakeup().map(|at| at.saturating_duration_since(Instant::now()));
+            let timeout = state
+                .next_wakeup()
+                .map(|at| at.saturating_duration_since(Instant::now()));
             if let Err(e) = self.poll.poll(&mut events, timeout) {
                 if e.kind() == ErrorKind::Interrupted {
                     continue;
@@ -219,7 +240,12 @@ impl Server {
                         state.conns.len() - 1
                     });
                     let interest = Interest::READABLE | Interest::WRITABLE;
-                    if self.poll.registry().register(&mut stream, Token(slot), interest).is_err() {
+                    if self
+                        .poll
+                        .registry()
+                        .register(&mut stream, Token(slot), interest)
+                        .is_err()
+                    {
                         state.free.push(slot);
                         continue;
                     }
@@ -263,7 +289,9 @@ impl Server {
         let Step::Dispatch(req) = step else {
             return self.settle(state, slot, step, before);
         };
-        let Some(conn) = state.conns[slot].as_mut() else { return };
+        let Some(conn) = state.conns[slot].as_mut() else {
+            return;
+        };
         let ex = Exchange {
             slot,
             generation: conn.generation,

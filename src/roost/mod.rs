@@ -9,7 +9,10 @@ use std::net::TcpListener;
 
 /// The roost accepts request bodies of at most 64 KiB.
 pub fn limits() -> Limits {
-    Limits { max_body: 64 * 1024, ..Limits::default() }
+    Limits {
+        max_body: 64 * 1024,
+        ..Limits::default()
+    }
 }
 
 /// Answer one request.

@@ -1,0 +1,77 @@
+//! Helpers for the black-box tests: raw loopback sockets and the real binaries.
+#![allow(dead_code)]
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+/// Read until the server closes (or 10 s pass) and return everything as text.
+pub fn read_all(stream: &mut TcpStream) -> String {
+    stream.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let mut out = Vec::new();
+    let mut chunk = [0u8; 8192];
+    loop {
+        match stream.read(&mut chunk) {
+            Ok(0) => break,
+            Ok(n) => out.extend_from_slice(&chunk[..n]),
+            Err(e) => panic!("read failed after {} bytes: {e}", out.len()),
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// Send `bytes` on a fresh connection and return the whole answer.
+pub fn exchange(addr: SocketAddr, bytes: &[u8]) -> String {
+    let mut s = TcpStream::connect(addr).unwrap();
+    s.write_all(bytes).unwrap();
+    read_all(&mut s)
+}
+
+/// The status code of a raw answer.
+pub fn status_of(answer: &str) -> u16 {
+    answer
+        .get(9..12)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| panic!("no status in {answer:?}"))
+}
+
+/// The body of a raw answer.
+pub fn body_of(answer: &str) -> &str {
+    answer.split_once("\r\n\r\n").map_or("", |(_, b)| b)
+}
+
+/// A running binary, killed by PID when dropped.
+pub struct Running {
+    pub child: Child,
+    pub stdout: BufReader<std::process::ChildStdout>,
+}
+
+impl Running {
+    /// Start `path` with `args`, stdout piped.
+    pub fn start(path: &str, args: &[&str]) -> Running {
+        let mut child = Command::new(path)
+            .args(args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .unwrap();
+        let stdout = BufReader::new(child.stdout.take().unwrap());
+        Running { child, stdout }
+    }
+
+    /// The next line the binary prints.
+    pub fn line(&mut self) -> String {
+        let mut line = String::new();
+        self.stdout.read_line(&mut line).unwrap();
+        line.trim_end().to_string()
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}

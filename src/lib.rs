@@ -8,7 +8,11 @@
 
 pub mod b64;
 pub mod cli;
+pub mod commands;
+pub mod diag;
 pub mod http;
+pub mod manifest;
+pub mod registry;
 pub mod roost;
 pub mod token;
 

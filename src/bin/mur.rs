@@ -1,6 +1,10 @@
 //! `mur`: argument parsing and dispatch to the subcommands, nothing else.
 
 use murmur::cli::{no_value, Arg, ArgError, Args};
+use murmur::commands::{self, render};
+use murmur::diag::Diagnostic;
+use murmur::registry::{self, archive, ArtifactName};
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 const BIN: &str = "mur";
@@ -11,10 +15,16 @@ mur - run murmur capsules inside enforced containment
 usage: mur <command> [options]
 
 commands:
-  help        print this help
-  version     print the version
+  build [DIR] [-o FILE]            validate a capsule directory and pack it into a .mur.zip
+  publish FILE [--registry-path DIR] [--scope SCOPE]
+                                   file an archive into the local registry
+  inspect NAME@VERSION [--registry-path DIR]
+                                   show what the registry resolves for NAME@VERSION
+  help                             print this help
+  version                          print the version
 
 options:
+  --json          machine-readable output (build, publish, inspect)
   -h, --help      print this help
   -V, --version   print the version
 ";
@@ -22,54 +32,211 @@ options:
 enum Command {
     Help,
     Version,
+    Build {
+        dir: PathBuf,
+        out: Option<PathBuf>,
+        json: bool,
+    },
+    Publish {
+        file: PathBuf,
+        registry: Option<PathBuf>,
+        scope: Option<String>,
+        json: bool,
+    },
+    Inspect {
+        target: String,
+        registry: Option<PathBuf>,
+        json: bool,
+    },
+}
+
+fn unknown(arg: Arg) -> ArgError {
+    match arg {
+        Arg::Flag {
+            name,
+            inline: Some(v),
+        } => ArgError::Unknown(format!("{name}={v}")),
+        Arg::Flag { name, inline: None } | Arg::Word(name) => ArgError::Unknown(name),
+    }
+}
+
+/// Options shared by the registry subcommands, and at most one positional word.
+#[derive(Default)]
+struct Opts {
+    word: Option<String>,
+    out: Option<PathBuf>,
+    registry: Option<PathBuf>,
+    scope: Option<String>,
+    json: bool,
+}
+
+fn opts(args: &mut Args, allowed: &[&str]) -> Result<Opts, ArgError> {
+    let mut o = Opts::default();
+    while let Some(arg) = args.next_arg() {
+        match arg {
+            Arg::Word(w) if o.word.is_none() => o.word = Some(w),
+            Arg::Flag { name, inline } if allowed.contains(&name.as_str()) => match name.as_str() {
+                "--json" => {
+                    no_value(&name, inline)?;
+                    o.json = true;
+                }
+                "-o" | "--output" => o.out = Some(args.value(&name, inline)?.into()),
+                "--registry-path" => o.registry = Some(args.value(&name, inline)?.into()),
+                "--scope" => o.scope = Some(args.value(&name, inline)?),
+                _ => return Err(ArgError::Unknown(name)),
+            },
+            other => return Err(unknown(other)),
+        }
+    }
+    Ok(o)
 }
 
 fn parse(mut args: Args) -> Result<Command, ArgError> {
     let command = match args.next_arg() {
-        None => Command::Help,
-        Some(Arg::Word(w)) if w == "help" => Command::Help,
-        Some(Arg::Word(w)) if w == "version" => Command::Version,
+        None => return Ok(Command::Help),
+        Some(Arg::Word(w)) => w,
         Some(Arg::Flag { name, inline }) if name == "--help" || name == "-h" => {
             no_value(&name, inline)?;
-            Command::Help
+            return Ok(Command::Help);
         }
         Some(Arg::Flag { name, inline }) if name == "--version" || name == "-V" => {
             no_value(&name, inline)?;
-            Command::Version
+            return Ok(Command::Version);
         }
-        Some(Arg::Flag {
-            name,
-            inline: Some(v),
-        }) => return Err(ArgError::Unknown(format!("{name}={v}"))),
-        Some(Arg::Flag { name, inline: None } | Arg::Word(name)) => return Err(ArgError::Unknown(name)),
+        Some(other) => return Err(unknown(other)),
+    };
+    let cmd = match command.as_str() {
+        "help" => Command::Help,
+        "version" => Command::Version,
+        "build" => {
+            let o = opts(&mut args, &["-o", "--output", "--json"])?;
+            if let Some(out) = &o.out {
+                if !out.to_string_lossy().ends_with(".mur.zip") {
+                    return Err(ArgError::BadValue {
+                        flag: "-o".into(),
+                        value: out.display().to_string(),
+                        why: "a file name ending in .mur.zip",
+                    });
+                }
+            }
+            Command::Build {
+                dir: o.word.map_or_else(|| PathBuf::from("."), PathBuf::from),
+                out: o.out,
+                json: o.json,
+            }
+        }
+        "publish" => {
+            let o = opts(&mut args, &["--registry-path", "--scope", "--json"])?;
+            let file = o
+                .word
+                .ok_or_else(|| ArgError::MissingValue("publish FILE".into()))?;
+            Command::Publish {
+                file: file.into(),
+                registry: o.registry,
+                scope: o.scope,
+                json: o.json,
+            }
+        }
+        "inspect" => {
+            let o = opts(&mut args, &["--registry-path", "--json"])?;
+            let target = o
+                .word
+                .ok_or_else(|| ArgError::MissingValue("inspect NAME@VERSION".into()))?;
+            Command::Inspect {
+                target,
+                registry: o.registry,
+                json: o.json,
+            }
+        }
+        _ => return Err(ArgError::Unknown(command)),
     };
     if let Some(extra) = args.next_arg() {
-        let text = match extra {
-            Arg::Flag {
-                name,
-                inline: Some(v),
-            } => format!("{name}={v}"),
-            Arg::Flag { name, inline: None } | Arg::Word(name) => name,
-        };
-        return Err(ArgError::Unknown(text));
+        return Err(unknown(extra));
     }
-    Ok(command)
+    Ok(cmd)
+}
+
+fn warn_all(warnings: &[Diagnostic]) {
+    for w in warnings {
+        eprintln!("{w}");
+    }
+}
+
+fn run(cmd: Command) -> Result<String, Diagnostic> {
+    match cmd {
+        Command::Help => Ok(HELP.to_string()),
+        Command::Version => Ok(format!("{BIN} {}\n", murmur::VERSION)),
+        Command::Build { dir, out, json } => {
+            let built = commands::build(&dir, out.as_deref())?;
+            warn_all(&built.loaded.warnings);
+            Ok(render::built(&built, json))
+        }
+        Command::Publish {
+            file,
+            registry,
+            scope,
+            json,
+        } => {
+            let bytes = std::fs::read(&file).map_err(|e| {
+                Diagnostic::new(
+                    murmur::diag::code::IO_READ,
+                    file.display().to_string(),
+                    format!("cannot read {}: {e}", file.display()),
+                )
+            })?;
+            let root = registry.unwrap_or_else(registry::default_root);
+            let (loc, sha, loaded) = registry::publish(&root, &bytes, scope.as_deref())?;
+            warn_all(&loaded.warnings);
+            let full = match &scope {
+                Some(s) => format!("{s}/{}", loaded.manifest.name),
+                None => loaded.manifest.name.clone(),
+            };
+            Ok(render::published(&full, &loaded.manifest, &loc, &sha, json))
+        }
+        Command::Inspect {
+            target,
+            registry,
+            json,
+        } => {
+            let (full, version) = target.rsplit_once('@').ok_or_else(|| {
+                Diagnostic::new(
+                    murmur::diag::code::BLD_NAME,
+                    &target,
+                    format!("'{target}' is not NAME@VERSION"),
+                )
+            })?;
+            ArtifactName::parse(full)?;
+            let root = registry.unwrap_or_else(registry::default_root);
+            let resolved = registry::resolve(&root, full, version, murmur::manifest::Resolve::Nothing)?;
+            let wasm = archive::Archive::open(&resolved.bytes, &archive::ArchiveLimits::default())
+                .map(|a| {
+                    a.entries()
+                        .iter()
+                        .any(|e| !e.name.contains('/') && e.name.ends_with(".wasm"))
+                })
+                .unwrap_or(false);
+            Ok(render::inspected(full, &resolved, wasm, json))
+        }
+    }
 }
 
 fn main() -> ExitCode {
-    match parse(Args::new(std::env::args().skip(1))) {
-        Ok(Command::Help) => {
-            print!("{HELP}");
-            ExitCode::SUCCESS
-        }
-        Ok(Command::Version) => {
-            println!("{BIN} {}", murmur::VERSION);
-            ExitCode::SUCCESS
-        }
+    let cmd = match parse(Args::new(std::env::args().skip(1))) {
+        Ok(c) => c,
         Err(e) => {
             eprintln!("{BIN}: {e}");
             eprintln!("run 'mur --help' for usage");
-            ExitCode::from(2)
+            return ExitCode::from(2);
+        }
+    };
+    match run(cmd) {
+        Ok(out) => {
+            print!("{out}");
+            ExitCode::SUCCESS
+        }
+        Err(d) => {
+            eprintln!("{d}");
+            ExitCode::from(1)
         }
     }
 }

@@ -1,0 +1,184 @@
+//! `mur build [DIR] [-o FILE]`: validate a capsule directory and pack it into a `.mur.zip`:
+//! `murmur.yaml` first, then `requires_files`, then the root WASM payload, then
+//! `murmur-build.json`.
+
+use crate::diag::{code, Diagnostic};
+use crate::manifest::{self, relative_path, Loaded, Resolve};
+use crate::registry::{archive, sha256_hex, store::check_version, ArtifactName};
+use std::path::{Path, PathBuf};
+
+const BUILD_INFO: &str = "murmur-build.json";
+
+/// What a build produced.
+pub struct Built {
+    pub path: PathBuf,
+    pub sha256: String,
+    pub entries: Vec<String>,
+    pub loaded: Loaded,
+}
+
+fn bad_file(key: &str, why: impl std::fmt::Display) -> Diagnostic {
+    Diagnostic::new(code::BLD_REQUIRES_FILES, key, format!("requires_files: {why}"))
+}
+
+/// The root WASM payload of `dir`: `capsule.wasm`, else the only root `*.wasm`.
+pub fn find_root_wasm(dir: &Path) -> Result<Option<String>, Diagnostic> {
+    if dir.join("capsule.wasm").is_file() {
+        return Ok(Some("capsule.wasm".into()));
+    }
+    let read = std::fs::read_dir(dir).map_err(|e| {
+        Diagnostic::new(
+            code::IO_READ,
+            dir.display().to_string(),
+            format!("cannot list {}: {e}", dir.display()),
+        )
+    })?;
+    let mut found: Vec<String> = read
+        .filter_map(Result::ok)
+        .filter(|e| e.file_type().is_ok_and(|t| t.is_file()))
+        .filter_map(|e| e.file_name().into_string().ok())
+        .filter(|n| n.ends_with(".wasm"))
+        .collect();
+    found.sort();
+    match found.len() {
+        0 => Ok(None),
+        1 => Ok(found.pop()),
+        _ => Err(Diagnostic::new(
+            code::BLD_WASM_PAYLOAD,
+            dir.display().to_string(),
+            format!("multiple root .wasm files found: {}", found.join(", ")),
+        )
+        .with_hint("name the payload capsule.wasm, or keep one root .wasm file")),
+    }
+}
+
+/// Build `dir` into `out` (default: `<name>-<version>.mur.zip` in the current directory).
+pub fn build(dir: &Path, out: Option<&Path>) -> Result<Built, Diagnostic> {
+    let manifest_path = dir.join("murmur.yaml");
+    let loaded = manifest::load_file(&manifest_path, Resolve::Nothing)?;
+    let m = &loaded.manifest;
+    let name = ArtifactName::parse(&m.name)?;
+    if name.scope.is_some() {
+        return Err(Diagnostic::new(
+            code::BLD_NAME,
+            "name",
+            format!("'{}': a packed manifest declares the bare name", m.name),
+        )
+        .with_hint("publish with --scope to file it under a scope"));
+    }
+    check_version(&m.version)?;
+    let raw_manifest = std::fs::read(&manifest_path).map_err(|e| {
+        Diagnostic::new(
+            code::IO_READ,
+            "murmur.yaml",
+            format!("cannot read murmur.yaml: {e}"),
+        )
+    })?;
+    let mut files: Vec<(String, Vec<u8>)> = vec![("murmur.yaml".into(), raw_manifest)];
+
+    let skill = m.packaged_as.as_deref() == Some("skill");
+    let requires = if m.requires_files.is_empty() && skill {
+        vec!["skill.md".to_string()]
+    } else {
+        m.requires_files.clone()
+    };
+    for (i, entry) in requires.iter().enumerate() {
+        let key = format!("requires_files[{i}]");
+        let rel = relative_path(entry).map_err(|why| bad_file(&key, why))?;
+        if rel.is_empty() {
+            return Err(bad_file(&key, format!("'{entry}' names no file")));
+        }
+        if rel == "murmur.yaml" || rel == BUILD_INFO {
+            return Err(bad_file(&key, format!("'{rel}' is written by mur build itself")));
+        }
+        if files.iter().any(|(n, _)| *n == rel) {
+            return Err(bad_file(&key, format!("'{rel}' is listed twice")));
+        }
+        let path = dir.join(&rel);
+        let meta = std::fs::symlink_metadata(&path).map_err(|e| {
+            Diagnostic::new(
+                code::IO_READ,
+                &key,
+                format!("requires_files: cannot read '{rel}': {e}"),
+            )
+        })?;
+        if meta.file_type().is_symlink() {
+            return Err(bad_file(
+                &key,
+                format!("'{rel}' is a symlink; only regular files are packed"),
+            ));
+        }
+        if !meta.is_file() {
+            return Err(bad_file(&key, format!("'{rel}' is not a regular file")));
+        }
+        let bytes = std::fs::read(&path).map_err(|e| {
+            Diagnostic::new(
+                code::IO_READ,
+                &key,
+                format!("requires_files: cannot read '{rel}': {e}"),
+            )
+        })?;
+        files.push((rel, bytes));
+    }
+
+    let needs_wasm = m.inference.is_none() && !skill;
+    if needs_wasm {
+        let wasm = find_root_wasm(dir)?.ok_or_else(|| {
+            Diagnostic::new(
+                code::BLD_WASM_PAYLOAD,
+                dir.display().to_string(),
+                "missing root .wasm file (capsule.wasm)",
+            )
+            .with_hint(
+                "a WASM capsule packs capsule.wasm beside murmur.yaml; an agent capsule declares inference",
+            )
+        })?;
+        if !files.iter().any(|(n, _)| *n == wasm) {
+            let bytes = std::fs::read(dir.join(&wasm))
+                .map_err(|e| Diagnostic::new(code::IO_READ, &wasm, format!("cannot read {wasm}: {e}")))?;
+            files.push((wasm, bytes));
+        }
+    }
+    files.push((BUILD_INFO.into(), b"{\"built_at_level\":1}\n".to_vec()));
+
+    let bytes = archive::write(&files).map_err(|e| bad_file("requires_files", e))?;
+    let path = match out {
+        Some(p) => p.to_path_buf(),
+        None => PathBuf::from(format!("{}-{}.mur.zip", m.name, m.version)),
+    };
+    write_atomically(&path, &bytes).map_err(|e| {
+        Diagnostic::new(
+            code::IO_READ,
+            path.display().to_string(),
+            format!("cannot write {}: {e}", path.display()),
+        )
+    })?;
+    Ok(Built {
+        path,
+        sha256: sha256_hex(&bytes),
+        entries: files.into_iter().map(|(n, _)| n).collect(),
+        loaded,
+    })
+}
+
+fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    use std::io::Write;
+    let dir = path
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let name = path
+        .file_name()
+        .ok_or_else(|| std::io::Error::other("no file name"))?;
+    let tmp = dir.join(format!(".{}.tmp-{}", name.to_string_lossy(), std::process::id()));
+    let result = (|| {
+        let mut f = std::fs::File::create(&tmp)?;
+        f.write_all(bytes)?;
+        f.sync_all()?;
+        std::fs::rename(&tmp, path)
+    })();
+    if result.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    result
+}

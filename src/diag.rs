@@ -1,0 +1,74 @@
+//! Diagnostics: every `E-`/`W-` code the project emits, with the manifest key or flag at
+//! fault, rendered as `error[CODE]: message` (or `warning[...]`) plus an optional hint line.
+
+use std::fmt;
+
+/// Every diagnostic code, in one place. The spec's codes are normative.
+pub mod code {
+    pub const IO_MANIFEST_MISSING: &str = "E-IO-001";
+    pub const IO_READ: &str = "E-IO-003";
+    pub const MAN_MISSING_FIELD: &str = "E-MAN-001";
+    pub const MAN_SYNTAX: &str = "E-MAN-002";
+    pub const MAN_INVALID: &str = "E-MAN-003";
+    pub const CAP_NETWORK_ENTRY: &str = "E-CAP-001";
+    pub const CAP_SCOPE: &str = "E-CAP-002";
+    pub const CAP_FLOOR: &str = "E-CAP-003";
+    pub const CAP_EXPORT_ROOT_ESCAPES: &str = "E-CAP-007";
+    pub const CAP_PEER_TTL: &str = "E-CAP-008";
+    pub const REG_NOT_INSTALLED: &str = "E-RUN-008";
+    pub const REG_INTEGRITY: &str = "E-REG-002";
+    pub const REG_VERSION_EXISTS: &str = "E-REG-003";
+    pub const REG_RESERVED_VERSION: &str = "E-REG-004";
+    pub const BLD_NAME: &str = "E-BLD-001";
+    pub const BLD_REQUIRES_FILES: &str = "E-BLD-002";
+    pub const BLD_WASM_PAYLOAD: &str = "E-BLD-003";
+    pub const SEC_LITERAL_SECRET: &str = "W-SEC-004";
+    pub const SEC_WORKDIR_EXEC: &str = "W-SEC-011";
+    pub const SEC_UNKNOWN_KEY: &str = "W-SEC-019";
+}
+
+/// One diagnostic: a code, the manifest key or flag it names, the message, an optional hint.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Diagnostic {
+    pub code: &'static str,
+    /// The dotted manifest key, flag or file at fault ("" where none applies).
+    pub key: String,
+    pub message: String,
+    pub hint: Option<String>,
+}
+
+impl Diagnostic {
+    /// A diagnostic without a hint.
+    pub fn new(code: &'static str, key: impl Into<String>, message: impl Into<String>) -> Diagnostic {
+        Diagnostic {
+            code,
+            key: key.into(),
+            message: message.into(),
+            hint: None,
+        }
+    }
+
+    /// Add a hint line.
+    pub fn with_hint(mut self, hint: impl Into<String>) -> Diagnostic {
+        self.hint = Some(hint.into());
+        self
+    }
+
+    /// Warnings are the `W-` codes.
+    pub fn is_warning(&self) -> bool {
+        self.code.starts_with("W-")
+    }
+}
+
+impl fmt::Display for Diagnostic {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let level = if self.is_warning() { "warning" } else { "error" };
+        write!(f, "{level}[{}]: {}", self.code, self.message)?;
+        if let Some(hint) = &self.hint {
+            write!(f, "\n  hint: {hint}")?;
+        }
+        Ok(())
+    }
+}
+
+impl std::error::Error for Diagnostic {}

@@ -1,0 +1,265 @@
+//! The typed manifest every part of the project reads, with the defaults of NOTES.md in one
+//! place (the `DEFAULT_*` constants and the `Default` impls below).
+
+use super::netrule::NetRule;
+use std::fmt;
+
+pub const DEFAULT_MEMORY_BYTES: u64 = 536_870_912;
+pub const DEFAULT_TABLE_ELEMENTS: u64 = 100_000;
+pub const DEFAULT_INSTANCES: u64 = 1000;
+pub const DEFAULT_DEADLINE_SECONDS: u64 = 600;
+pub const DEFAULT_HOOK_DEADLINE_SECONDS: u64 = 30;
+pub const DEFAULT_MAX_TURNS: u64 = 10;
+pub const DEFAULT_MAX_TASK_REOPENS: u64 = 1;
+pub const DEFAULT_MAX_TOKENS: u64 = 8192;
+pub const DEFAULT_COMPACTION_THRESHOLD: f64 = 0.98;
+pub const DEFAULT_QUEUE_DEPTH: u64 = 1;
+pub const DEFAULT_DELEGATION_DEADLINE_SECS: u64 = 600;
+pub const DEFAULT_EXPORT_MAX_BYTES: u64 = 10_485_760;
+pub const DEFAULT_PEER_TTL_SECS: u64 = 3600;
+/// With `after_task: sleep`, `exports.peer_files.max_ttl` must be at most this.
+pub const MAX_SLEEPING_PEER_TTL_SECS: u64 = 900;
+
+/// A parsed, validated `murmur.yaml`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Manifest {
+    pub name: String,
+    pub version: String,
+    pub description: Option<String>,
+    pub artifacts: Vec<Artifact>,
+    pub capabilities: Capabilities,
+    pub inference: Option<Inference>,
+    /// `context.max_tokens`; absent means no compaction.
+    pub context_max_tokens: Option<u64>,
+    pub lifecycle: Lifecycle,
+    pub exports: Exports,
+    /// Top-level `network.internal_port`; absent means OS-assigned.
+    pub internal_port: Option<u16>,
+    /// Files `mur build` packs after the manifest.
+    pub requires_files: Vec<String>,
+    /// Top-level `runtime`: what kind of artifact this package is (None: a capsule).
+    pub packaged_as: Option<String>,
+}
+
+/// The kind of a declared artifact.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ArtifactRuntime {
+    Tool,
+    Driver,
+    Hook,
+    Skill,
+}
+
+impl ArtifactRuntime {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ArtifactRuntime::Tool => "tool",
+            ArtifactRuntime::Driver => "driver",
+            ArtifactRuntime::Hook => "hook",
+            ArtifactRuntime::Skill => "skill",
+        }
+    }
+}
+
+/// One `artifacts[]` entry.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Artifact {
+    pub name: String,
+    pub version: Option<String>,
+    pub runtime: ArtifactRuntime,
+    /// Per-artifact grants; None means the capsule's ceiling applies.
+    pub capabilities: Option<Capabilities>,
+}
+
+/// A containment floor, ordered `advisory < scoped < sealed`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Default)]
+pub enum Containment {
+    #[default]
+    Advisory,
+    Scoped,
+    Sealed,
+}
+
+impl Containment {
+    pub fn parse(s: &str) -> Option<Containment> {
+        match s {
+            "advisory" => Some(Containment::Advisory),
+            "scoped" => Some(Containment::Scoped),
+            "sealed" => Some(Containment::Sealed),
+            _ => None,
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Containment::Advisory => "advisory",
+            Containment::Scoped => "scoped",
+            Containment::Sealed => "sealed",
+        }
+    }
+}
+
+impl fmt::Display for Containment {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// `capabilities.*`, capsule-wide or per artifact.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Capabilities {
+    pub network_allow: Vec<NetRule>,
+    pub unix_sockets: bool,
+    /// None: the block is absent and no peer fetch is possible.
+    pub peer_fetch_allow: Option<Vec<NetRule>>,
+    /// None: no shell block; Some is never empty.
+    pub shell_allow: Option<Vec<String>>,
+    pub spawn_allow: Vec<String>,
+    pub env_allow: Vec<String>,
+    /// Normalised relative scope ("a/b"); None is the whole workdir.
+    pub filesystem_scope: Option<String>,
+    pub workdir_exec: bool,
+    /// None: no `state` block; Some(None): a block without `store` (the capsule's name).
+    pub state: Option<Option<String>>,
+    pub containment: Containment,
+    pub limits: Limits,
+}
+
+/// `capabilities.limits.*` with defaults applied.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    pub memory_bytes: u64,
+    pub table_elements: u64,
+    pub instances: u64,
+    /// None: 600 s for capsules, tools and drivers; 30 s for a hook call.
+    pub deadline_seconds: Option<u64>,
+}
+
+impl Default for Limits {
+    fn default() -> Limits {
+        Limits {
+            memory_bytes: DEFAULT_MEMORY_BYTES,
+            table_elements: DEFAULT_TABLE_ELEMENTS,
+            instances: DEFAULT_INSTANCES,
+            deadline_seconds: None,
+        }
+    }
+}
+
+impl Limits {
+    /// The deadline for a capsule, tool or driver.
+    pub fn deadline(&self) -> u64 {
+        self.deadline_seconds.unwrap_or(DEFAULT_DEADLINE_SECONDS)
+    }
+
+    /// The deadline for one hook call.
+    pub fn hook_deadline(&self) -> u64 {
+        self.deadline_seconds.unwrap_or(DEFAULT_HOOK_DEADLINE_SECONDS)
+    }
+}
+
+/// A provider key as written: never printed by `Debug`.
+#[derive(Clone, PartialEq)]
+pub enum ApiKey {
+    /// A literal value in the manifest (W-SEC-004 at build).
+    Literal(String),
+    /// `${NAME}` resolved from the environment.
+    Resolved { var: String, value: String },
+    /// `${NAME}` left unread (the daemon's loader).
+    Unresolved { var: String },
+}
+
+impl fmt::Debug for ApiKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ApiKey::Literal(_) => f.write_str("ApiKey::Literal(<redacted>)"),
+            ApiKey::Resolved { var, .. } => write!(f, "ApiKey::Resolved(${{{var}}})"),
+            ApiKey::Unresolved { var } => write!(f, "ApiKey::Unresolved(${{{var}}})"),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Transport {
+    Http,
+    Process,
+}
+
+/// `inference.*`: present means an agent capsule.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Inference {
+    pub transport: Transport,
+    pub endpoint: Option<String>,
+    pub model: Option<String>,
+    pub api_key: Option<ApiKey>,
+    pub driver_artifact: Option<String>,
+    /// `inference.driver.config` as compact JSON.
+    pub driver_config: Option<String>,
+    pub system_prompt: Option<String>,
+    pub system_prompt_file: Option<String>,
+    pub system_prompt_artifact: Option<String>,
+    pub max_turns: u64,
+    pub max_task_reopens: u64,
+    pub max_tokens: u64,
+    pub compaction_threshold: f64,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum TaskAcceptance {
+    None,
+    #[default]
+    Single,
+    Queue,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum AfterTask {
+    #[default]
+    Exit,
+    Sleep,
+}
+
+/// `lifecycle.*`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Lifecycle {
+    pub task_acceptance: TaskAcceptance,
+    pub after_task: AfterTask,
+    pub queue_depth: u64,
+    pub delegation_deadline_secs: u64,
+    pub input_timeout_secs: Option<u64>,
+}
+
+impl Default for Lifecycle {
+    fn default() -> Lifecycle {
+        Lifecycle {
+            task_acceptance: TaskAcceptance::default(),
+            after_task: AfterTask::default(),
+            queue_depth: DEFAULT_QUEUE_DEPTH,
+            delegation_deadline_secs: DEFAULT_DELEGATION_DEADLINE_SECS,
+            input_timeout_secs: None,
+        }
+    }
+}
+
+/// `exports.files`: the operator plane.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FileExport {
+    /// Normalised relative root ("out"); "" is the whole workdir.
+    pub root: String,
+    pub max_bytes: u64,
+}
+
+/// `exports.peer_files`: the peer plane.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PeerExport {
+    pub root: String,
+    pub max_ttl_secs: u64,
+    pub max_bytes: u64,
+}
+
+/// `exports.*`.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Exports {
+    pub files: Option<FileExport>,
+    pub peer_files: Option<PeerExport>,
+}

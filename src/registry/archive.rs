@@ -252,6 +252,11 @@ impl<'a> Archive<'a> {
         self.entries.iter().any(|e| e.name == name)
     }
 
+    /// Inflate every entry once (each bounded by its declared size) and check every CRC.
+    pub fn verify(&self) -> Result<(), ArchiveError> {
+        self.entries.iter().try_for_each(|e| self.read(&e.name).map(drop))
+    }
+
     /// Inflate one entry, stopping at its declared size, and check its CRC.
     pub fn read(&self, name: &str) -> Result<Vec<u8>, ArchiveError> {
         let e = self

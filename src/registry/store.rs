@@ -266,6 +266,9 @@ pub fn publish(
             "archive larger than the registry allows",
         ));
     }
+    Archive::open(bytes, &ArchiveLimits::default())
+        .and_then(|a| a.verify())
+        .map_err(|e| Diagnostic::new(code::REG_INTEGRITY, "", e.to_string()))?;
     let loaded = packed_manifest(bytes, Resolve::Nothing)?;
     let m = &loaded.manifest;
     let full = match scope {

@@ -75,3 +75,28 @@ impl Drop for Running {
         let _ = self.child.wait();
     }
 }
+
+/// A fresh directory under the system temp dir, removed when dropped.
+pub struct TempDir(std::path::PathBuf);
+
+impl TempDir {
+    pub fn new(label: &str) -> TempDir {
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        static COUNTER: AtomicUsize = AtomicUsize::new(0);
+        let n = COUNTER.fetch_add(1, Ordering::SeqCst);
+        let path = std::env::temp_dir().join(format!("murmur-test-{label}-{}-{n}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&path);
+        std::fs::create_dir_all(&path).unwrap();
+        TempDir(path)
+    }
+
+    pub fn path(&self) -> &std::path::Path {
+        &self.0
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}

@@ -10,4 +10,4 @@ mkdir -p "fuzz/corpus/$target"
 seeds=()
 [ -d "fuzz/seeds/$target" ] && seeds=("fuzz/seeds/$target")
 exec cargo +nightly fuzz run "$target" "fuzz/corpus/$target" "${seeds[@]}" -- \
-  -max_total_time="$seconds" -rss_limit_mb=2048 -print_final_stats=1
+  -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1

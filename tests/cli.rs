@@ -37,7 +37,7 @@ fn mur_help_lists_the_subcommands() {
     let (code, out, _) = run(MUR, &["--help"]);
     assert_eq!(code, 0);
     assert!(out.contains("usage: mur <command>"), "{out}");
-    for command in ["help", "version"] {
+    for command in ["build", "publish", "inspect", "help", "version"] {
         assert!(
             out.lines().any(|l| l.trim_start().starts_with(command)),
             "{command} missing: {out}"

@@ -315,3 +315,33 @@ fn mur_build_reports_the_same_codes() {
         "warning[W-SEC-019]: murmur.yaml: unknown key 'lifecycel' is ignored\n  hint: the nearest known key is 'lifecycle'\n"
     );
 }
+
+#[test]
+fn build_time_loading_validates_shape_around_unresolved_references() {
+    let yaml = with_head("artifacts: [{name: drv, version: 1.0.0, runtime: driver}]\ninference: {endpoint: '${ENDPOINT}', model: m, api_key: '${KEY}', driver: {artifact: drv}}\ncapabilities:\n  state: {store: '${STORE}'}\n  env: {allow: ['${VAR_NAME}']}\n");
+    let loaded = parse(&yaml, Resolve::Nothing).unwrap();
+    let keys: Vec<(&str, &str)> = loaded
+        .unresolved
+        .iter()
+        .map(|(k, v)| (k.as_str(), v.as_str()))
+        .collect();
+    assert_eq!(
+        keys,
+        [
+            ("inference.endpoint", "ENDPOINT"),
+            ("capabilities.state.store", "STORE"),
+            ("capabilities.env.allow[0]", "VAR_NAME")
+        ]
+    );
+    assert_eq!(
+        loaded.manifest.inference.unwrap().api_key,
+        Some(ApiKey::Unresolved { var: "KEY".into() })
+    );
+    // Shape faults around them are still caught.
+    let bad = with_head("capabilities:\n  state: {store: '${STORE}'}\n  containment: '${CLASS}'\n");
+    let d = parse(&bad, Resolve::Nothing).unwrap_err();
+    assert_eq!(
+        (d.code, d.key.as_str()),
+        ("E-MAN-003", "capabilities.containment")
+    );
+}

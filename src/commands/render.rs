@@ -111,16 +111,23 @@ pub fn inspected(full: &str, r: &Resolved, wasm: bool, as_json: bool) -> String 
         return json!({
             "name": full, "version": m.version, "sha256": r.sha256, "runtime": kind(m, wasm),
             "path": r.location.archive.display().to_string(), "capabilities": caps_json(&m.capabilities),
+            "unresolved": r.loaded.unresolved.iter().map(|(k, v)| json!({"key": k, "variable": v})).collect::<Vec<_>>(),
         })
         .to_string()
             + "\n";
     }
-    format!(
+    let mut out = format!(
         "{full}@{}\n  sha256:       {}\n  runtime:      {}\n  path:         {}\n{}",
         m.version,
         r.sha256,
         kind(m, wasm),
         r.location.archive.display(),
         caps_text(m)
-    )
+    );
+    for (key, var) in &r.loaded.unresolved {
+        out.push_str(&format!(
+            "  {key}: ${{{var}}} (resolved where the capsule runs)\n"
+        ));
+    }
+    out
 }

@@ -42,6 +42,9 @@ pub enum Resolve<'a> {
 pub struct Loaded {
     pub manifest: Manifest,
     pub warnings: Vec<Diagnostic>,
+    /// With [`Resolve::Nothing`]: each `(key, variable)` left unresolved. The manifest holds
+    /// a placeholder at those keys, so it is for validation and display, not for running.
+    pub unresolved: Vec<(String, String)>,
 }
 
 /// Parse and validate manifest text.
@@ -71,6 +74,7 @@ pub fn parse(text: &str, resolve: Resolve<'_>) -> Result<Loaded, Diagnostic> {
     }
     let mut warnings = known::unknown_keys(&root);
     let api_key_var = parse::api_key_reference(&root);
+    let mut unresolved = Vec::new();
     let resolved = match resolve {
         Resolve::All(lookup) => {
             interp::resolve(&mut root, "", &[], lookup)?;
@@ -80,7 +84,10 @@ pub fn parse(text: &str, resolve: Resolve<'_>) -> Result<Loaded, Diagnostic> {
             interp::resolve(&mut root, "", &["inference.api_key"], lookup)?;
             false
         }
-        Resolve::Nothing => false,
+        Resolve::Nothing => {
+            interp::placehold(&mut root, "", &["inference.api_key"], &mut unresolved);
+            false
+        }
     };
     let manifest = parse::manifest(&root, api_key_var.as_deref(), resolved)?;
     if let Some(Inference {
@@ -97,7 +104,11 @@ pub fn parse(text: &str, resolve: Resolve<'_>) -> Result<Loaded, Diagnostic> {
             .with_hint("write it as ${VARIABLE} and set the variable where the capsule runs"),
         );
     }
-    Ok(Loaded { manifest, warnings })
+    Ok(Loaded {
+        manifest,
+        warnings,
+        unresolved,
+    })
 }
 
 /// The process environment as a lookup.

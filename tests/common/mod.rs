@@ -50,13 +50,17 @@ pub struct Running {
 impl Running {
     /// Start `path` with `args`, stdout piped.
     pub fn start(path: &str, args: &[&str]) -> Running {
-        let mut child = Command::new(path)
-            .args(args)
+        let mut cmd = Command::new(path);
+        cmd.args(args)
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .unwrap();
+            .stderr(Stdio::inherit());
+        Running::spawn(cmd)
+    }
+
+    /// Start a prepared command (its stdout must be piped).
+    pub fn spawn(mut cmd: Command) -> Running {
+        let mut child = cmd.spawn().unwrap();
         let stdout = BufReader::new(child.stdout.take().unwrap());
         Running { child, stdout }
     }
@@ -100,3 +104,4 @@ impl Drop for TempDir {
         let _ = std::fs::remove_dir_all(&self.0);
     }
 }
+pub mod roost;

@@ -1,0 +1,297 @@
+//! The five routes, each in the spec's check order. Handlers work on in-memory state plus
+//! one bounded registry read, and take the time as a value.
+
+use super::messages as msg;
+use super::state::{Grants, Session, Status};
+use super::Roost;
+use crate::diag::code;
+use crate::http::{Request, Response};
+use crate::manifest::{contains, Envelope, Resolve};
+use crate::registry::{self, Resolved};
+use crate::token::{self, Domain, TokenError};
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Value};
+
+const CREDENTIAL_HEADER: &str = "x-murmur-spawn-credential";
+const APPROVAL_HEADER: &str = "x-murmur-spawn-approval";
+/// An approval is valid for 60 seconds from the spawn that granted it.
+pub const APPROVAL_TTL_MS: u64 = 60_000;
+const MAX_SESSION_ID: usize = 128;
+
+#[derive(Serialize, Deserialize)]
+struct CredentialPayload {
+    v: u32,
+    sid: String,
+    n: String,
+}
+
+#[derive(Serialize, Deserialize)]
+struct ApprovalPayload {
+    v: u32,
+    sid: String,
+    name: String,
+    version: String,
+    digest: String,
+    depth: u32,
+    exp: u64,
+    jti: String,
+}
+
+fn identity() -> Response {
+    Response::error(403, msg::IDENTITY)
+}
+
+/// 16 random bytes as hex, or a 500 if the OS random source fails.
+fn fresh_hex() -> Result<String, Response> {
+    token::random_hex16().map_err(|_| Response::error(500, "the OS random source failed"))
+}
+
+fn bad_request(why: &str) -> Response {
+    Response::error(400, &format!("invalid request body: {why}"))
+}
+
+/// The body as a JSON object, or a 400.
+fn body(req: &Request) -> Result<serde_json::Map<String, Value>, Response> {
+    match serde_json::from_slice::<Value>(&req.body) {
+        Ok(Value::Object(map)) => Ok(map),
+        Ok(_) => Err(bad_request("expected a JSON object")),
+        Err(_) => Err(bad_request("not valid JSON")),
+    }
+}
+
+/// A required string field, or a 400.
+fn field<'a>(map: &'a serde_json::Map<String, Value>, key: &str) -> Result<&'a str, Response> {
+    match map.get(key) {
+        Some(Value::String(s)) if !s.is_empty() => Ok(s),
+        Some(Value::String(_)) => Err(bad_request(&format!("'{key}' is empty"))),
+        Some(_) => Err(bad_request(&format!("'{key}' must be a string"))),
+        None => Err(bad_request(&format!("missing required field '{key}'"))),
+    }
+}
+
+impl Roost {
+    /// Resolve `name@version` as the daemon sees it: bytes hashed as read, `${NAME}`
+    /// references from the daemon's environment except `inference.api_key`.
+    fn resolve(&self, name: &str, version: &str) -> Result<Resolved, Response> {
+        let lookup = |var: &str| (self.env)(var);
+        registry::resolve(
+            &self.config.registry,
+            name,
+            version,
+            Resolve::AllButApiKey(&lookup),
+        )
+        .map_err(|d| {
+            // Messages name the manifest key or variable at fault, never a host path.
+            let why = match d.code {
+                code::REG_NOT_INSTALLED => "not installed".to_string(),
+                code::REG_INTEGRITY => "the archive failed its integrity check".to_string(),
+                c if c.starts_with("E-MAN") || c.starts_with("E-CAP") => d.message.clone(),
+                _ => "the registry could not be read".to_string(),
+            };
+            Response::error(
+                500,
+                &format!("capsule '{name}@{version}' could not be resolved from the registry: {why}"),
+            )
+        })
+    }
+
+    /// The running session a request's credential names.
+    fn caller(&self, req: &Request) -> Option<String> {
+        let token = req.header(CREDENTIAL_HEADER)?;
+        let verified = token::verify(&self.credential_key, Domain::Credential, token, 0).ok()?;
+        let payload: CredentialPayload = verified.decode().ok()?;
+        self.state.running(&payload.sid).map(|_| payload.sid)
+    }
+
+    fn mint_credential(&self, sid: &str) -> Result<String, Response> {
+        let n = fresh_hex()?;
+        Ok(token::mint(
+            &self.credential_key,
+            Domain::Credential,
+            &CredentialPayload {
+                v: 1,
+                sid: sid.into(),
+                n,
+            },
+        ))
+    }
+
+    pub(super) fn health(&self) -> Response {
+        Response::json(200, "{}")
+    }
+
+    pub(super) fn spawn(&mut self, req: &Request, now_ms: u64) -> Response {
+        let map = match body(req) {
+            Ok(m) => m,
+            Err(r) => return r,
+        };
+        let (name, version) = match (field(&map, "name"), field(&map, "version")) {
+            (Ok(n), Ok(v)) => (n.to_string(), v.to_string()),
+            (Err(r), _) | (_, Err(r)) => return r,
+        };
+        let Some(sid) = self.caller(req) else {
+            return identity();
+        };
+        let Some(session) = self.state.running(&sid) else {
+            return identity();
+        };
+        let Some(grants) = session.grants.clone() else {
+            return identity();
+        };
+        let depth = session.depth_remaining;
+        if !grants.spawn_allow.contains(&name) {
+            return Response::error(403, &msg::not_in_parent_list(&name));
+        }
+        if depth == 0 {
+            return Response::error(403, &msg::depth(self.config.max_depth));
+        }
+        let live = self.state.live_capsules(now_ms);
+        if live >= self.config.max_live_capsules as usize {
+            return Response::error(403, &msg::ceiling(self.config.max_live_capsules, live));
+        }
+        let children = self.state.live_children(&sid, now_ms);
+        if children >= self.config.max_concurrent as usize {
+            return Response::error(403, &msg::concurrency(self.config.max_concurrent, children));
+        }
+        let resolved = match self.resolve(&name, &version) {
+            Ok(r) => r,
+            Err(resp) => return resp,
+        };
+        if let Err(refusal) = contains(&grants.envelope, &Envelope::of(&resolved.loaded.manifest)) {
+            return Response::error(403, &refusal);
+        }
+        let exp = now_ms + APPROVAL_TTL_MS;
+        let jti = match fresh_hex() {
+            Ok(j) => j,
+            Err(resp) => return resp,
+        };
+        let payload = ApprovalPayload {
+            v: 1,
+            sid: sid.clone(),
+            name: name.clone(),
+            version: version.clone(),
+            digest: resolved.sha256.clone(),
+            depth: depth - 1,
+            exp,
+            jti: jti.clone(),
+        };
+        let approval = token::mint(&self.approval_key, Domain::Approval, &payload);
+        self.state.reserve(jti, &sid, exp);
+        Response::json_value(
+            200,
+            &json!({"approval": approval, "name": name, "version": version, "sha256": resolved.sha256, "expires_at_ms": exp}),
+        )
+    }
+
+    pub(super) fn register(&mut self, req: &Request, now_ms: u64) -> Response {
+        let map = match body(req) {
+            Ok(m) => m,
+            Err(r) => return r,
+        };
+        let sid = match field(&map, "session_id") {
+            Ok(s) if s.len() <= MAX_SESSION_ID && s.bytes().all(|b| b.is_ascii_graphic()) => s.to_string(),
+            Ok(_) => return bad_request("'session_id' is not a session id"),
+            Err(r) => return r,
+        };
+        let (name, version) = match (field(&map, "name"), field(&map, "version")) {
+            (Ok(n), Ok(v)) => (n.to_string(), v.to_string()),
+            (Err(r), _) | (_, Err(r)) => return r,
+        };
+        if self.state.sessions.contains_key(&sid) {
+            return identity();
+        }
+        let (parent, depth, redeemed, resolved) = match req.header(APPROVAL_HEADER) {
+            None if req.headers.iter().any(|(n, _)| n == APPROVAL_HEADER) => return identity(),
+            None => {
+                if !self.config.spawn_allow.contains(&name) {
+                    return Response::error(403, &msg::not_in_global_list(&name));
+                }
+                match self.resolve(&name, &version) {
+                    Ok(r) => (None, self.config.max_depth, None, r),
+                    Err(resp) => return resp,
+                }
+            }
+            Some(token) => {
+                let resolved = match self.resolve(&name, &version) {
+                    Ok(r) => r,
+                    Err(resp) => return resp,
+                };
+                let a: ApprovalPayload =
+                    match token::verify(&self.approval_key, Domain::Approval, token, now_ms) {
+                        Ok(v) => match v.decode() {
+                            Ok(a) => a,
+                            Err(_) => return identity(),
+                        },
+                        Err(TokenError::Expired) => return Response::error(403, msg::EXPIRED),
+                        Err(_) => return identity(),
+                    };
+                if !self.state.spend(&a.jti, a.exp, now_ms) {
+                    return Response::error(403, msg::REPLAYED);
+                }
+                if self.state.running(&a.sid).is_none() {
+                    return identity();
+                }
+                let (approved, asked) = (format!("{}@{}", a.name, a.version), format!("{name}@{version}"));
+                if approved != asked {
+                    return Response::error(403, &msg::wrong_coordinates(&approved, &asked));
+                }
+                if a.digest != resolved.sha256 {
+                    return Response::error(403, &msg::wrong_bytes(&asked, &a.digest, &resolved.sha256));
+                }
+                (Some(a.sid), a.depth, Some(a.jti), resolved)
+            }
+        };
+        let credential = match self.mint_credential(&sid) {
+            Ok(c) => c,
+            Err(resp) => return resp,
+        };
+        let m = &resolved.loaded.manifest;
+        let grants = Grants {
+            envelope: Envelope::of(m),
+            spawn_allow: m.capabilities.spawn_allow.clone(),
+        };
+        let session = Session {
+            status: Status::Running,
+            depth_remaining: depth,
+            parent,
+            grants: Some(grants),
+            running_children: 0,
+        };
+        self.state.register(&sid, session, redeemed.as_deref());
+        Response::json_value(200, &json!({"credential": credential}))
+    }
+
+    pub(super) fn deregister(&mut self, req: &Request) -> Response {
+        let map = match body(req) {
+            Ok(m) => m,
+            Err(r) => return r,
+        };
+        let status = match map.get("outcome").and_then(Value::as_str) {
+            Some("complete") => Status::Complete,
+            Some("failed") => Status::Failed,
+            _ => return bad_request("'outcome' must be complete or failed"),
+        };
+        let Some(sid) = self.caller(req) else {
+            return identity();
+        };
+        self.state.end(&sid, status);
+        Response::json(200, "{}")
+    }
+
+    pub(super) fn status(&mut self, sid: &str, now_ms: u64) -> Response {
+        let Some(session) = self.state.sessions.get(sid) else {
+            return Response::error(404, msg::SESSION_NOT_FOUND);
+        };
+        let (status, depth) = (session.status, session.depth_remaining);
+        let live_children = if status == Status::Running {
+            self.state.live_children(sid, now_ms)
+        } else {
+            0
+        };
+        let live_capsules = self.state.live_capsules(now_ms);
+        Response::json_value(
+            200,
+            &json!({"status": status.as_str(), "depth_remaining": depth, "live_children": live_children, "live_capsules": live_capsules}),
+        )
+    }
+}

@@ -16,10 +16,7 @@ const RUN_FOR: Duration = Duration::from_secs(3);
 const IDLE: usize = 2000;
 
 fn raise_fd_limit() {
-    use rustix::process::{getrlimit, setrlimit, Resource};
-    let mut lim = getrlimit(Resource::Nofile);
-    lim.current = lim.maximum;
-    let _ = setrlimit(Resource::Nofile, lim);
+    murmur::http::raise_fd_limit(16_384);
 }
 
 fn serve() {

@@ -50,3 +50,20 @@ impl Default for Limits {
         }
     }
 }
+
+/// Raise this process's soft limit on open descriptors toward `want` (never above the hard
+/// limit) and return the soft limit now in force. A server that is to hold thousands of
+/// connections needs this before it sets `max_connections`.
+pub fn raise_fd_limit(want: u64) -> u64 {
+    use rustix::process::{getrlimit, setrlimit, Resource};
+    let mut lim = getrlimit(Resource::Nofile);
+    let target = match lim.maximum {
+        Some(max) => want.min(max),
+        None => want,
+    };
+    if lim.current.is_some_and(|cur| cur < target) {
+        lim.current = Some(target);
+        let _ = setrlimit(Resource::Nofile, lim);
+    }
+    getrlimit(Resource::Nofile).current.unwrap_or(want)
+}

@@ -21,10 +21,15 @@ use std::io;
 use std::net::TcpListener;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-/// The roost accepts request bodies of at most 64 KiB.
+/// The roost accepts request bodies of at most 64 KiB and, descriptors permitting, holds
+/// up to 4,096 connections, so thousands of idle or slow clients do not lock out the
+/// runtimes it serves (each is still cut 10 s after it connects).
 pub fn limits() -> Limits {
+    let fds = http::raise_fd_limit(8192);
+    let max_connections = (fds.saturating_sub(64) as usize).clamp(64, 4096);
     Limits {
         max_body: 64 * 1024,
+        max_connections,
         ..Limits::default()
     }
 }

@@ -7,9 +7,10 @@ use murmur::http::{Limits, Reply, Request, Response, Server};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::process::{Command, Stdio};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+mod support;
+use support::rss_kib;
 
 const SERVE_ENV: &str = "MURMUR_BENCH_SERVE";
 const RUN_FOR: Duration = Duration::from_secs(3);
@@ -49,44 +50,10 @@ fn one_request(addr: SocketAddr, buf: &mut Vec<u8>) -> bool {
 }
 
 fn throughput(addr: SocketAddr, clients: usize) -> (f64, u64) {
-    let done = Arc::new(AtomicU64::new(0));
-    let failed = Arc::new(AtomicU64::new(0));
-    let stop = Arc::new(AtomicBool::new(false));
-    let start = Instant::now();
-    let workers: Vec<_> = (0..clients)
-        .map(|_| {
-            let (done, failed, stop) = (Arc::clone(&done), Arc::clone(&failed), Arc::clone(&stop));
-            std::thread::spawn(move || {
-                let mut buf = Vec::with_capacity(256);
-                while !stop.load(Ordering::Relaxed) {
-                    if one_request(addr, &mut buf) {
-                        done.fetch_add(1, Ordering::Relaxed);
-                    } else {
-                        failed.fetch_add(1, Ordering::Relaxed);
-                    }
-                }
-            })
-        })
-        .collect();
-    std::thread::sleep(RUN_FOR);
-    stop.store(true, Ordering::Relaxed);
-    for w in workers {
-        w.join().unwrap();
-    }
-    let secs = start.elapsed().as_secs_f64();
-    (
-        done.load(Ordering::Relaxed) as f64 / secs,
-        failed.load(Ordering::Relaxed),
-    )
-}
-
-fn rss_kib(pid: u32) -> u64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        .unwrap_or(0)
+    let l = support::load(clients, RUN_FOR, move |_, _| {
+        one_request(addr, &mut Vec::with_capacity(256))
+    });
+    (l.per_sec, l.failed)
 }
 
 fn main() {

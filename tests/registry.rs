@@ -74,6 +74,7 @@ fn build_publish_resolve_with_the_sha256sum_hash() {
     let meta: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(base.join("worker-a-0.1.0.meta.json")).unwrap())
             .unwrap();
+    assert_eq!(meta["meta"]["name"], "local/worker-a");
     assert_eq!(meta["meta"]["runtime"], "wasm");
     assert_eq!(meta["meta"]["artifact_runtime"], "capsule");
 

@@ -299,8 +299,9 @@ pub fn publish(
     ));
     std::fs::create_dir(&staging).map_err(|e| io("create a staging directory", e))?;
     let sha256 = sha256_hex(bytes);
+    // The full name, as the reference 0.8.0 reads it back (file names use the bare name).
     let meta = serde_json::json!({"meta": {
-        "name": m.name,
+        "name": full,
         "version": m.version,
         "runtime": if has_root_wasm(bytes) { "wasm" } else { "static" },
         "artifact_runtime": m.packaged_as.as_deref().unwrap_or("capsule"),

@@ -8,26 +8,11 @@ use murmur::http::{Request, Response};
 use murmur::roost::{flags, Config, Roost, APPROVAL_TTL_MS};
 
 fn post(path: &str, headers: &[(&str, &str)], body: &str) -> Request {
-    Request {
-        method: "POST".into(),
-        target: path.into(),
-        version: 1,
-        headers: headers
-            .iter()
-            .map(|(n, v)| (n.to_string(), v.as_bytes().to_vec()))
-            .collect(),
-        body: body.as_bytes().to_vec(),
-    }
+    Request::new("POST", path, headers, body.as_bytes())
 }
 
 fn get(path: &str) -> Request {
-    Request {
-        method: "GET".into(),
-        target: path.into(),
-        version: 1,
-        headers: vec![],
-        body: vec![],
-    }
+    Request::new("GET", path, &[], b"")
 }
 
 fn json(r: &Response) -> serde_json::Value {

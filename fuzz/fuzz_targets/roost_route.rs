@@ -30,16 +30,7 @@ fn registry() -> &'static PathBuf {
 }
 
 fn post(path: &str, headers: &[(&str, &str)], body: &str) -> Request {
-    Request {
-        method: "POST".into(),
-        target: path.into(),
-        version: 1,
-        headers: headers
-            .iter()
-            .map(|(n, v)| (n.to_string(), v.as_bytes().to_vec()))
-            .collect(),
-        body: body.as_bytes().to_vec(),
-    }
+    Request::new("POST", path, headers, body.as_bytes())
 }
 
 fn splice(bytes: &[u8], cred: &str, appr: &str) -> Vec<u8> {
@@ -99,16 +90,7 @@ fuzz_target!(|data: &[u8]| {
             assert_eq!(resp.body, murmur::http::Response::error(403, IDENTITY).body);
         }
         // The parent's record is always readable.
-        let status = roost.handle(
-            &Request {
-                method: "GET".into(),
-                target: "/status/ses_p".into(),
-                version: 1,
-                headers: vec![],
-                body: vec![],
-            },
-            t,
-        );
+        let status = roost.handle(&Request::new("GET", "/status/ses_p", &[], b""), t);
         assert_eq!(status.status, 200);
     }
 });

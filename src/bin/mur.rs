@@ -3,7 +3,7 @@
 use murmur::cli::{no_value, Arg, ArgError, Args};
 use murmur::commands::{self, render};
 use murmur::diag::Diagnostic;
-use murmur::registry::{self, archive, ArtifactName};
+use murmur::registry::{self, ArtifactName};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -208,13 +208,7 @@ fn run(cmd: Command) -> Result<String, Diagnostic> {
             ArtifactName::parse(full)?;
             let root = registry.unwrap_or_else(registry::default_root);
             let resolved = registry::resolve(&root, full, version, murmur::manifest::Resolve::Nothing)?;
-            let wasm = archive::Archive::open(&resolved.bytes, &archive::ArchiveLimits::default())
-                .map(|a| {
-                    a.entries()
-                        .iter()
-                        .any(|e| !e.name.contains('/') && e.name.ends_with(".wasm"))
-                })
-                .unwrap_or(false);
+            let wasm = registry::store::has_root_wasm(&resolved.bytes);
             Ok(render::inspected(full, &resolved, wasm, json))
         }
     }

@@ -21,6 +21,20 @@ pub struct Request {
 }
 
 impl Request {
+    /// A request built in memory (tests, fuzzing, and callers that route without a socket).
+    pub fn new(method: &str, target: &str, headers: &[(&str, &str)], body: &[u8]) -> Request {
+        Request {
+            method: method.to_string(),
+            target: target.to_string(),
+            version: 1,
+            headers: headers
+                .iter()
+                .map(|(n, v)| (n.to_ascii_lowercase(), v.as_bytes().to_vec()))
+                .collect(),
+            body: body.to_vec(),
+        }
+    }
+
     /// The target's path, without the query.
     pub fn path(&self) -> &str {
         self.target.split_once('?').map_or(&self.target, |(p, _)| p)

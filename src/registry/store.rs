@@ -345,7 +345,8 @@ pub fn publish(
     Ok((location, sha256, loaded))
 }
 
-fn has_root_wasm(bytes: &[u8]) -> bool {
+/// Whether the archive carries a root `*.wasm` payload.
+pub fn has_root_wasm(bytes: &[u8]) -> bool {
     Archive::open(bytes, &ArchiveLimits::default())
         .map(|a| {
             a.entries()

@@ -236,6 +236,16 @@ fn pipelined_bytes_are_ignored_and_http_1_0_is_accepted() {
 }
 
 #[test]
+fn an_answer_survives_a_flood_of_unread_bytes_after_the_request() {
+    let addr = default_server();
+    let mut bytes = b"GET /hello HTTP/1.1\r\n\r\n".to_vec();
+    bytes.extend(std::iter::repeat_n(b'x', 50_000));
+    let answer = exchange(addr, &bytes);
+    assert_eq!(status_of(&answer), 200);
+    assert_eq!(body_of(&answer), "hello");
+}
+
+#[test]
 fn head_request_gets_headers_only() {
     let addr = default_server();
     let answer = exchange(addr, b"HEAD /hello HTTP/1.1\r\n\r\n");

@@ -129,6 +129,12 @@ impl Conn {
         if self.phase == Phase::Writing {
             self.out = Vec::new();
             self.sent = 0;
+            // Nothing unread: closing now sends a plain FIN, and the peer (told
+            // `connection: close`) sends nothing more. Unread bytes would turn the close
+            // into a reset that can destroy the response, so only then linger.
+            if self.reader.is_clean() && self.nothing_pending() {
+                return Step::Close;
+            }
             if self.stream.shutdown(Shutdown::Write).is_err() {
                 return Step::Close;
             }
@@ -138,6 +144,14 @@ impl Conn {
             return self.on_readable();
         }
         Step::Idle
+    }
+}
+
+impl Conn {
+    /// Whether the socket has no input waiting (a peek that would block).
+    fn nothing_pending(&self) -> bool {
+        let mut one = [0u8; 1];
+        matches!(self.stream.peek(&mut one), Err(e) if e.kind() == ErrorKind::WouldBlock)
     }
 }
 

@@ -115,6 +115,8 @@ pub struct Reader {
     max_headers: usize,
     max_body: usize,
     finished: bool,
+    /// Input arrived that no request consumed (after a refusal, or beyond the request).
+    excess: bool,
 }
 
 const BODY_METHODS: [&str; 3] = ["POST", "PUT", "PATCH"];
@@ -129,6 +131,7 @@ impl Reader {
             max_headers: limits.max_headers,
             max_body: limits.max_body,
             finished: false,
+            excess: false,
         }
     }
 
@@ -136,17 +139,27 @@ impl Reader {
     /// ignored and `NeedMore` is returned.
     pub fn feed(&mut self, bytes: &[u8]) -> Progress {
         if self.finished {
+            self.excess |= !bytes.is_empty();
             return Progress::NeedMore;
         }
         let old_len = self.buf.len();
         let room = (self.max_head + self.max_body + 1).saturating_sub(old_len);
         self.buf.extend_from_slice(&bytes[..bytes.len().min(room)]);
         let progress = self.advance(old_len);
+        if let Progress::Refused(_) = progress {
+            self.excess = true;
+        }
         if matches!(progress, Progress::Done(_) | Progress::Refused(_)) {
             self.finished = true;
             self.buf = Vec::new();
         }
         progress
+    }
+
+    /// A whole request was read and nothing else: closing the socket now cannot reset
+    /// unread input away.
+    pub fn is_clean(&self) -> bool {
+        self.finished && !self.excess
     }
 
     fn advance(&mut self, old_len: usize) -> Progress {
@@ -191,6 +204,7 @@ impl Reader {
             return Progress::NeedMore;
         }
         let head = self.head.take().expect("head checked above");
+        self.excess = self.buf.len() > head.len + head.body_len;
         let body = self.buf[head.len..head.len + head.body_len].to_vec();
         Progress::Done(Request {
             method: head.method,
@@ -300,6 +314,22 @@ mod tests {
             panic!("not done")
         };
         assert_eq!((req.version, req.body.as_slice()), (0, &b"abc"[..]));
+    }
+
+    #[test]
+    fn clean_only_when_exactly_one_request_was_read() {
+        let mut r = Reader::new(&limits());
+        assert!(!r.is_clean());
+        assert!(matches!(r.feed(b"GET / HTTP/1.1\r\n\r\n"), Progress::Done(_)));
+        assert!(r.is_clean());
+        r.feed(b"G");
+        assert!(!r.is_clean(), "bytes after the request");
+        let mut r = Reader::new(&limits());
+        assert!(matches!(r.feed(b"GET / HTTP/1.1\r\n\r\nGET"), Progress::Done(_)));
+        assert!(!r.is_clean(), "bytes in the same read");
+        let mut r = Reader::new(&limits());
+        assert!(matches!(r.feed(b"BAD\r\n\r\n"), Progress::Refused(_)));
+        assert!(!r.is_clean(), "a refused request");
     }
 
     #[test]

@@ -318,8 +318,9 @@ impl Server {
     fn settle(&self, state: &mut Loop, slot: usize, step: Step, before: Instant) {
         match step {
             Step::Close => {
-                if let Some(mut conn) = state.conns[slot].take() {
-                    let _ = self.poll.registry().deregister(&mut conn.stream);
+                // Dropping the stream closes its only descriptor, which also removes it
+                // from the epoll set: no separate deregister call is needed.
+                if state.conns[slot].take().is_some() {
                     state.free.push(slot);
                     state.open -= 1;
                 }

@@ -136,6 +136,80 @@ fn cycle(base: &str, client: usize, n: u64) -> bool {
         .is_some()
 }
 
+/// The same cycle for the event-driven generator: raw requests, one per connection.
+struct Cycle {
+    sids: [String; 2],
+    step: usize,
+    parent: String,
+    child: String,
+}
+
+impl Cycle {
+    fn new(client: usize, n: u64) -> Cycle {
+        let sid = |role: u64| format!("ses_{:08x}{:08x}{:016x}", client, role, n);
+        Cycle {
+            sids: [sid(1), sid(2)],
+            step: 0,
+            parent: String::new(),
+            child: String::new(),
+        }
+    }
+}
+
+fn raw_post(path: &str, header: Option<(&str, &str)>, body: &str) -> Vec<u8> {
+    let extra = header.map(|(n, v)| format!("{n}: {v}\r\n")).unwrap_or_default();
+    format!(
+        "POST {path} HTTP/1.1\r\nhost: 127.0.0.1\r\nconnection: close\r\ncontent-type: application/json\r\n{extra}content-length: {}\r\n\r\n{body}",
+        body.len()
+    )
+    .into_bytes()
+}
+
+impl support::driver::Script for Cycle {
+    fn next(&mut self, last: Option<(u16, &[u8])>) -> Result<Option<Vec<u8>>, ()> {
+        let reply: serde_json::Value = match last {
+            None => serde_json::Value::Null,
+            Some((200, body)) => serde_json::from_slice(body).map_err(|_| ())?,
+            Some(_) => return Err(()),
+        };
+        let field = |k: &str| reply[k].as_str().map(str::to_string).ok_or(());
+        let register =
+            |sid: &str, name: &str| format!(r#"{{"session_id":"{sid}","name":"{name}","version":"0.1.0"}}"#);
+        const DONE: &str = r#"{"outcome":"complete"}"#;
+        self.step += 1;
+        Ok(Some(match self.step {
+            1 => raw_post("/register", None, &register(&self.sids[0], "local/orch")),
+            2 => {
+                self.parent = field("credential")?;
+                raw_post(
+                    "/spawn",
+                    Some(("x-murmur-spawn-credential", &self.parent)),
+                    r#"{"name":"local/worker","version":"0.1.0"}"#,
+                )
+            }
+            3 => raw_post(
+                "/register",
+                Some(("x-murmur-spawn-approval", &field("approval")?)),
+                &register(&self.sids[1], "local/worker"),
+            ),
+            4 => {
+                self.child = field("credential")?;
+                raw_post(
+                    "/deregister",
+                    Some(("x-murmur-spawn-credential", &self.child)),
+                    DONE,
+                )
+            }
+            5 => raw_post(
+                "/deregister",
+                Some(("x-murmur-spawn-credential", &self.parent)),
+                DONE,
+            ),
+            _ => return Ok(None),
+        }))
+    }
+}
+
 fn measure(label: &str, bin: &str, reg: &std::path::Path) {
     let port = free_port();
     let mut child = start(bin, reg, port);
@@ -168,9 +242,17 @@ fn measure(label: &str, bin: &str, reg: &std::path::Path) {
             c.failed
         );
     }
+    let addr: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
+    let c = support::driver::drive(addr, 32, RUN_FOR, |client, n| Cycle::new(5000 + client, n));
+    println!(
+        "  cycles    32 in flight, one event-driven generator thread: {:>8.0} cyc/s   p50 {:.2} ms  p99 {:.2} ms  ({} failed)",
+        c.per_sec,
+        ms(c.p50),
+        ms(c.p99),
+        c.failed
+    );
     let pid = child.id();
     let (rss0, thr0) = (rss_kib(pid), threads(pid));
-    let addr: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
     let idle: Vec<TcpStream> = (0..2000).filter_map(|_| TcpStream::connect(addr).ok()).collect();
     std::thread::sleep(Duration::from_millis(500));
     let health = get(

@@ -2,6 +2,8 @@
 //! readers for a server's resident memory and thread count.
 #![allow(dead_code)]
 
+pub mod driver;
+
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};

@@ -17,6 +17,8 @@ pub enum ArgError {
         value: String,
         why: &'static str,
     },
+    /// Two flags that cannot be given together.
+    Conflict(&'static str, &'static str),
 }
 
 impl fmt::Display for ArgError {
@@ -25,6 +27,7 @@ impl fmt::Display for ArgError {
             ArgError::Unknown(arg) => write!(f, "unknown argument: {arg}"),
             ArgError::MissingValue(flag) => write!(f, "{flag} needs a value"),
             ArgError::BadValue { flag, value, why } => write!(f, "{flag}: '{value}' is not {why}"),
+            ArgError::Conflict(a, b) => write!(f, "{a} cannot be used with {b}"),
         }
     }
 }

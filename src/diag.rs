@@ -22,6 +22,11 @@ pub mod code {
     pub const BLD_NAME: &str = "E-BLD-001";
     pub const BLD_REQUIRES_FILES: &str = "E-BLD-002";
     pub const BLD_WASM_PAYLOAD: &str = "E-BLD-003";
+    pub const RUN_TRAP: &str = "E-RUN-001";
+    /// Decision: a component that does not load, or does not fit the capsule world.
+    pub const RUN_COMPONENT: &str = "E-RUN-002";
+    pub const RUN_AGENT_LOOP: &str = "E-RUN-007";
+    pub const RUN_PORT_IN_USE: &str = "E-RUN-010";
     pub const SEC_LITERAL_SECRET: &str = "W-SEC-004";
     pub const SEC_WORKDIR_EXEC: &str = "W-SEC-011";
     pub const SEC_UNKNOWN_KEY: &str = "W-SEC-019";

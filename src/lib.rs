@@ -14,6 +14,8 @@ pub mod http;
 pub mod manifest;
 pub mod registry;
 pub mod roost;
+#[cfg(feature = "runtime")]
+pub mod runtime;
 pub mod token;
 
 /// The crate version both binaries report.

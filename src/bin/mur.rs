@@ -20,11 +20,14 @@ commands:
                                    file an archive into the local registry
   inspect NAME@VERSION [--registry-path DIR]
                                    show what the registry resolves for NAME@VERSION
+  run [--manifest PATH | --capsule NAME --capsule-version V [--registry-path DIR]]
+      [--workdir DIR] [--task TEXT|FILE] [--containment CLASS] [--explain-scope] [-v]
+                                   run a WASM capsule and serve its door on 127.0.0.1
   help                             print this help
   version                          print the version
 
 options:
-  --json          machine-readable output (build, publish, inspect)
+  --json          machine-readable output (build, publish, inspect, run)
   -h, --help      print this help
   -V, --version   print the version
 ";
@@ -48,6 +51,54 @@ enum Command {
         registry: Option<PathBuf>,
         json: bool,
     },
+    #[cfg(feature = "runtime")]
+    Run(murmur::runtime::RunOptions),
+}
+
+#[cfg(feature = "runtime")]
+fn parse_run(args: &mut Args) -> Result<Command, ArgError> {
+    use murmur::manifest::model::Containment;
+    let mut o = murmur::runtime::RunOptions::default();
+    while let Some(arg) = args.next_arg() {
+        let Arg::Flag { name, inline } = arg else {
+            return Err(unknown(arg));
+        };
+        match name.as_str() {
+            "--manifest" => o.manifest = Some(args.value(&name, inline)?.into()),
+            "--capsule" => o.capsule = Some(args.value(&name, inline)?),
+            "--capsule-version" => o.capsule_version = Some(args.value(&name, inline)?),
+            "--registry-path" => o.registry = Some(args.value(&name, inline)?.into()),
+            "--workdir" => o.workdir = Some(args.value(&name, inline)?.into()),
+            "--task" => o.task = Some(args.value(&name, inline)?),
+            "--containment" => {
+                let v = args.value(&name, inline)?;
+                o.containment = Some(Containment::parse(&v).ok_or(ArgError::BadValue {
+                    flag: name.clone(),
+                    value: v,
+                    why: "advisory, scoped or sealed",
+                })?);
+            }
+            "--json" => {
+                no_value(&name, inline)?;
+                o.json = true;
+            }
+            "-v" | "--verbose" => {
+                no_value(&name, inline)?;
+                o.verbose = true;
+            }
+            "--explain-scope" => {
+                no_value(&name, inline)?;
+                o.explain = true;
+            }
+            _ => return Err(ArgError::Unknown(name)),
+        }
+    }
+    match (&o.capsule, &o.capsule_version, &o.manifest) {
+        (Some(_), Some(_), None) | (None, None, _) => Ok(Command::Run(o)),
+        (Some(_), Some(_), Some(_)) => Err(ArgError::Conflict("--capsule", "--manifest")),
+        (Some(_), None, _) => Err(ArgError::MissingValue("--capsule-version".into())),
+        (None, Some(_), _) => Err(ArgError::MissingValue("--capsule".into())),
+    }
 }
 
 fn unknown(arg: Arg) -> ArgError {
@@ -148,6 +199,8 @@ fn parse(mut args: Args) -> Result<Command, ArgError> {
                 json: o.json,
             }
         }
+        #[cfg(feature = "runtime")]
+        "run" => parse_run(&mut args)?,
         _ => return Err(ArgError::Unknown(command)),
     };
     if let Some(extra) = args.next_arg() {
@@ -193,6 +246,8 @@ fn run(cmd: Command) -> Result<String, Diagnostic> {
             };
             Ok(render::published(&full, &loaded.manifest, &loc, &sha, json))
         }
+        #[cfg(feature = "runtime")]
+        Command::Run(_) => unreachable!("dispatched in main"),
         Command::Inspect {
             target,
             registry,
@@ -214,6 +269,18 @@ fn run(cmd: Command) -> Result<String, Diagnostic> {
     }
 }
 
+/// Run a capsule session: its output is printed as it happens, so it bypasses `run`.
+#[cfg(feature = "runtime")]
+fn run_capsule(o: murmur::runtime::RunOptions) -> ExitCode {
+    match murmur::runtime::run(o) {
+        Ok(code) => ExitCode::from(code),
+        Err(d) => {
+            eprintln!("{d}");
+            ExitCode::from(1)
+        }
+    }
+}
+
 fn main() -> ExitCode {
     let cmd = match parse(Args::new(std::env::args().skip(1))) {
         Ok(c) => c,
@@ -222,6 +289,11 @@ fn main() -> ExitCode {
             eprintln!("run 'mur --help' for usage");
             return ExitCode::from(2);
         }
+    };
+    #[cfg(feature = "runtime")]
+    let cmd = match cmd {
+        Command::Run(o) => return run_capsule(o),
+        other => other,
     };
     match run(cmd) {
         Ok(out) => {

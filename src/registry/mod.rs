@@ -4,4 +4,4 @@ pub mod archive;
 mod crc32;
 pub mod store;
 
-pub use store::{default_root, publish, resolve, sha256_hex, ArtifactName, Location, Resolved};
+pub use store::{default_root, publish, resolve, sha256_bytes, sha256_hex, ArtifactName, Location, Resolved};

@@ -110,7 +110,12 @@ pub fn locate(root: &Path, name: &ArtifactName, version: &str) -> Location {
 
 /// Lowercase hex SHA-256 of `bytes`.
 pub fn sha256_hex(bytes: &[u8]) -> String {
-    Sha256::digest(bytes).iter().map(|b| format!("{b:02x}")).collect()
+    sha256_bytes(bytes).iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// The raw SHA-256 of `bytes`.
+pub fn sha256_bytes(bytes: &[u8]) -> [u8; 32] {
+    Sha256::digest(bytes).into()
 }
 
 /// What the registry resolved: the archive bytes actually read, their hash, the manifest.

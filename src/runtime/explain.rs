@@ -1,0 +1,135 @@
+//! The effective grants of a session, as one JSON value (the `session_start` trace event and
+//! `--explain-scope --json` print the same object) and as text for people.
+
+use crate::manifest::model::{Containment, Manifest};
+use serde_json::{json, Value};
+
+/// The identity variables every guest sees.
+pub const IDENTITY_VARS: [&str; 4] = [
+    "MURMUR_CAPSULE_NAME",
+    "MURMUR_CAPSULE_VERSION",
+    "MURMUR_SESSION_ID",
+    "MURMUR_CAPSULE_URL",
+];
+
+/// What a session grants, computed before anything is staged.
+pub struct Scope<'a> {
+    pub manifest: &'a Manifest,
+    pub declared: Containment,
+    pub achieved: Containment,
+    /// The preopen as the operator should read it (a path, or a pattern before staging).
+    pub preopen: String,
+    /// `capabilities.env.allow` names present in the host environment.
+    pub env_present: Vec<String>,
+}
+
+/// What the achieved class means for this process, in one line.
+pub fn mechanisms(achieved: Containment) -> &'static str {
+    match achieved {
+        Containment::Advisory => {
+            "no kernel mechanism: the WASM guest is bounded by its WASI grants and wasmtime limits only"
+        }
+        Containment::Scoped => "landlock and seccomp per child process",
+        Containment::Sealed => "user, mount and network namespaces, landlock and seccomp per child process",
+    }
+}
+
+impl Scope<'_> {
+    /// The effective grants as JSON.
+    pub fn grants(&self) -> Value {
+        let c = &self.manifest.capabilities;
+        let mut env: Vec<String> = self.env_present.clone();
+        env.extend(IDENTITY_VARS.iter().map(|s| s.to_string()));
+        json!({
+            "filesystem": {
+                "preopen": self.preopen,
+                "guest_path": ".",
+                "access": "read-write",
+                "workdir_exec": c.workdir_exec,
+            },
+            "env": env,
+            "network": {
+                "http_allow": c.network_allow.iter().map(|r| r.to_string()).collect::<Vec<_>>(),
+                "sockets": false,
+                "unix_sockets": c.unix_sockets,
+            },
+            "shell": c.shell_allow.clone().unwrap_or_default(),
+            "spawn": c.spawn_allow,
+            "limits": {
+                "memory_bytes": c.limits.memory_bytes,
+                "table_elements": c.limits.table_elements,
+                "instances": c.limits.instances,
+                "deadline_seconds": c.limits.deadline(),
+            },
+        })
+    }
+
+    /// `--explain-scope --json`.
+    pub fn to_json(&self) -> String {
+        let v = json!({
+            "name": self.manifest.name,
+            "version": self.manifest.version,
+            "containment": {
+                "declared": self.declared.as_str(),
+                "achieved": self.achieved.as_str(),
+                "floor_met": self.achieved >= self.declared,
+                "mechanisms": mechanisms(self.achieved),
+            },
+            "effective_grants": self.grants(),
+        });
+        format!("{v}\n")
+    }
+
+    /// `--explain-scope` for people.
+    pub fn to_text(&self) -> String {
+        let g = self.grants();
+        let list = |v: &Value| -> String {
+            let items: Vec<String> = v
+                .as_array()
+                .map(|a| a.iter().filter_map(|x| x.as_str().map(str::to_string)).collect())
+                .unwrap_or_default();
+            if items.is_empty() {
+                "(none)".into()
+            } else {
+                items.join(", ")
+            }
+        };
+        let met = if self.achieved >= self.declared {
+            ""
+        } else {
+            "  (floor NOT met: the launch would be refused with E-CAP-003)"
+        };
+        let l = &g["limits"];
+        format!(
+            "capsule: {} v{}\n\
+             containment: declared {}, achieved {}{met}\n\
+             \x20 mechanisms: {}\n\
+             filesystem: {} as '.', read-write{}\n\
+             env: {}\n\
+             network: http via the allow-list gate to {}; no sockets\n\
+             \x20 (native child processes get no route out until the egress proxy lands)\n\
+             shell: {}\n\
+             spawn: {}\n\
+             limits: memory {} bytes, table {} elements, {} instances, deadline {} s\n",
+            self.manifest.name,
+            self.manifest.version,
+            self.declared.as_str(),
+            self.achieved.as_str(),
+            mechanisms(self.achieved),
+            self.preopen,
+            if self.manifest.capabilities.workdir_exec {
+                ", workdir_exec"
+            } else {
+                ""
+            },
+            list(&g["env"]),
+            list(&g["network"]["http_allow"]),
+            list(&g["shell"]),
+            list(&g["spawn"]),
+            l["memory_bytes"],
+            l["table_elements"],
+            l["instances"],
+            l["deadline_seconds"],
+        )
+    }
+}

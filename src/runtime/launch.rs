@@ -1,0 +1,378 @@
+//! `mur run` from flags to exit: find the manifest and component, settle the containment
+//! class, stage the workdir, open the door, run the guest, record the trace, honour the
+//! lifecycle.
+
+use super::door::{self, AgentCard, Route};
+use super::explain::Scope;
+use super::session::{self, Layout};
+use super::trace::Trace;
+use super::wasm::{self, cache, host};
+use crate::commands::build::find_root_wasm;
+use crate::diag::{code, Diagnostic};
+use crate::manifest::model::{AfterTask, Containment, Manifest, TaskAcceptance};
+use crate::manifest::{self, Resolve};
+use crate::registry::{self, archive};
+use serde_json::json;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+/// The flags of `mur run`.
+#[derive(Debug, Default)]
+pub struct RunOptions {
+    pub manifest: Option<PathBuf>,
+    pub capsule: Option<String>,
+    pub capsule_version: Option<String>,
+    pub registry: Option<PathBuf>,
+    pub workdir: Option<PathBuf>,
+    pub task: Option<String>,
+    pub json: bool,
+    pub verbose: bool,
+    pub containment: Option<Containment>,
+    pub explain: bool,
+}
+
+/// A manifest and where its component comes from.
+struct Source {
+    manifest: Manifest,
+    /// The directory `workdir/` goes under by default.
+    base: PathBuf,
+    component: Result<Vec<u8>, Diagnostic>,
+}
+
+fn io_err(path: &Path, e: std::io::Error) -> Diagnostic {
+    Diagnostic::new(
+        code::IO_READ,
+        path.display().to_string(),
+        format!("cannot read {}: {e}", path.display()),
+    )
+}
+
+fn from_path(path: &Path) -> Result<Source, Diagnostic> {
+    let loaded = manifest::load_file(path, Resolve::All(&manifest::process_env))?;
+    for w in &loaded.warnings {
+        eprintln!("{w}");
+    }
+    let base = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    let component = match find_root_wasm(&base) {
+        Ok(Some(name)) => std::fs::read(base.join(&name)).map_err(|e| io_err(&base.join(&name), e)),
+        Ok(None) => Err(Diagnostic::new(
+            code::BLD_WASM_PAYLOAD,
+            path.display().to_string(),
+            format!("no capsule.wasm (or single *.wasm) beside {}", path.display()),
+        )
+        .with_hint("build the component next to murmur.yaml, or name it capsule.wasm")),
+        Err(d) => Err(d),
+    };
+    Ok(Source {
+        manifest: loaded.manifest,
+        base,
+        component,
+    })
+}
+
+fn from_registry(root: &Path, name: &str, version: &str) -> Result<Source, Diagnostic> {
+    let resolved = registry::resolve(root, name, version, Resolve::All(&manifest::process_env))?;
+    for w in &resolved.loaded.warnings {
+        eprintln!("{w}");
+    }
+    let component = archive_component(&resolved.bytes, name);
+    Ok(Source {
+        manifest: resolved.loaded.manifest,
+        base: PathBuf::from("."),
+        component,
+    })
+}
+
+/// The archive's root `capsule.wasm`, else its only root `*.wasm`.
+fn archive_component(bytes: &[u8], name: &str) -> Result<Vec<u8>, Diagnostic> {
+    let bad = |m: String| Diagnostic::new(code::BLD_WASM_PAYLOAD, name, m);
+    let a = archive::Archive::open(bytes, &archive::ArchiveLimits::default())
+        .map_err(|e| bad(format!("unreadable archive: {e}")))?;
+    let roots: Vec<&str> = a
+        .entries()
+        .iter()
+        .map(|e| e.name.as_str())
+        .filter(|n| !n.contains('/') && n.ends_with(".wasm"))
+        .collect();
+    let pick = if roots.contains(&"capsule.wasm") {
+        "capsule.wasm"
+    } else {
+        match roots.as_slice() {
+            [only] => only,
+            [] => return Err(bad(format!("{name} has no root .wasm payload"))),
+            _ => {
+                return Err(bad(format!(
+                    "{name} has several root .wasm files: {}",
+                    roots.join(", ")
+                )))
+            }
+        }
+    };
+    a.read(pick).map_err(|e| bad(format!("cannot read {pick}: {e}")))
+}
+
+fn floor_refusal(declared: Containment, achieved: Containment) -> Diagnostic {
+    Diagnostic::new(
+        code::CAP_FLOOR,
+        "capabilities.containment",
+        format!(
+            "containment floor not met: declared '{}', achieved '{}': this build applies no kernel containment to capsule processes yet (no landlock or seccomp installer, no namespace setup)",
+            declared.as_str(),
+            achieved.as_str()
+        ),
+    )
+    .with_hint("run with capabilities.containment: advisory, or on a build with the containment module")
+}
+
+/// Run a capsule session; the exit code on success (0), a diagnostic otherwise.
+pub fn run(opts: RunOptions) -> Result<u8, Diagnostic> {
+    let source = match (&opts.capsule, &opts.capsule_version) {
+        (Some(name), Some(version)) => {
+            let root = opts.registry.clone().unwrap_or_else(registry::default_root);
+            from_registry(&root, name, version)?
+        }
+        _ => from_path(opts.manifest.as_deref().unwrap_or(Path::new("murmur.yaml")))?,
+    };
+    let m = &source.manifest;
+    let caps = &m.capabilities;
+    let declared = caps.containment.max(opts.containment.unwrap_or_default());
+    // Until the containment module lands, this host backs advisory only.
+    let achieved = Containment::Advisory;
+    let sleeps =
+        m.lifecycle.task_acceptance == TaskAcceptance::Queue && m.lifecycle.after_task == AfterTask::Sleep;
+    let session_id = session::new_session_id()?;
+    let mut layout = Layout::plan(
+        &source.base,
+        opts.workdir.as_deref(),
+        &session_id,
+        caps.filesystem_scope.as_deref(),
+    );
+    let env_present: Vec<(String, String)> = caps
+        .env_allow
+        .iter()
+        .filter(|n| !super::explain::IDENTITY_VARS.contains(&n.as_str()))
+        .filter_map(|n| std::env::var(n).ok().map(|v| (n.clone(), v)))
+        .collect();
+    let scope = |preopen: String| Scope {
+        manifest: m,
+        declared,
+        achieved,
+        preopen,
+        env_present: env_present.iter().map(|(k, _)| k.clone()).collect(),
+    };
+    if opts.explain {
+        let s = scope(layout.preopen.display().to_string());
+        print!("{}", if opts.json { s.to_json() } else { s.to_text() });
+        return Ok(0);
+    }
+    if declared > achieved {
+        return Err(floor_refusal(declared, achieved));
+    }
+    if m.inference.is_some() {
+        return Err(Diagnostic::new(
+            code::RUN_AGENT_LOOP,
+            "inference",
+            "agent capsules (an inference: block) are not supported by this build yet; only WASM script capsules run",
+        ));
+    }
+    let component_bytes = source.component?;
+    if sleeps {
+        super::signals::block_termination()
+            .map_err(|e| Diagnostic::new(code::RUN_TRAP, "", format!("cannot block SIGTERM/SIGINT: {e}")))?;
+    }
+    layout.create(opts.workdir.is_some())?;
+    if let Some(task) = &opts.task {
+        session::write_task(&layout.workdir, task)?;
+    }
+    let started = Instant::now();
+    let mut bootstrap = Bootstrap::open(&layout.records);
+    let sha = registry::sha256_hex(&component_bytes);
+    let engine = wasm::engine()
+        .map_err(|e| Diagnostic::new(code::RUN_COMPONENT, "", format!("cannot configure wasmtime: {e}")))?;
+    let cache_dir = cache::default_dir();
+    let (component, got) =
+        cache::load(&engine, cache_dir.as_deref(), &component_bytes, &sha).map_err(|e| {
+            Diagnostic::new(
+                code::RUN_COMPONENT,
+                "",
+                format!("the component is not a valid WebAssembly component: {e:#}"),
+            )
+        })?;
+    bootstrap.line(&format!("component sha256 {sha}: {got:?}"));
+    bootstrap.line(&format!(
+        "containment declared {}, achieved {}",
+        declared.as_str(),
+        achieved.as_str()
+    ));
+
+    let bound = door::bind(m.internal_port)?;
+    let url = format!("http://localhost:{}", bound.port);
+    let routes: Vec<Box<dyn Route>> = vec![Box::new(AgentCard::new(
+        &m.name,
+        &m.version,
+        &url,
+        m.description.as_deref(),
+    ))];
+    let door = bound.serve(routes)?;
+    let trace_path = layout.records.join("trace.jsonl");
+    let mut trace = Trace::open(&trace_path, &session_id).map_err(|e| io_err(&trace_path, e))?;
+    let s = scope(layout.preopen.display().to_string());
+    let tw = |e: std::io::Error| {
+        Diagnostic::new(
+            code::RUN_AGENT_LOOP,
+            "",
+            format!("cannot write {}: {e}", trace_path.display()),
+        )
+    };
+    trace
+        .event(
+            "session_start",
+            json!({
+                "capsule_name": m.name,
+                "capsule_version": m.version,
+                "containment_declared": declared.as_str(),
+                "containment_achieved": achieved.as_str(),
+                "workdir_exec": caps.workdir_exec,
+                "effective_grants": s.grants(),
+            }),
+        )
+        .map_err(tw)?;
+    announce(&opts, bound_port(&url), &session_id, m, &layout);
+
+    let mut env = env_present.clone();
+    env.push(("MURMUR_CAPSULE_NAME".into(), m.name.clone()));
+    env.push(("MURMUR_CAPSULE_VERSION".into(), m.version.clone()));
+    env.push(("MURMUR_SESSION_ID".into(), session_id.clone()));
+    env.push(("MURMUR_CAPSULE_URL".into(), url.clone()));
+    let log = |name: &str| {
+        let p = layout.records.join("logs").join(name);
+        std::fs::File::create(&p).map_err(|e| io_err(&p, e))
+    };
+    let host = host::Host::new(host::Grants {
+        preopen: &layout.preopen,
+        env: &env,
+        network_allow: &caps.network_allow,
+        limits: &caps.limits,
+        stdout: log("guest-stdout.log")?,
+        stderr: log("guest-stderr.log")?,
+    })
+    .map_err(|e| {
+        Diagnostic::new(
+            code::IO_READ,
+            "",
+            format!("cannot prepare the guest's grants: {e:#}"),
+        )
+    })?;
+    let outcome = wasm::call_run(&engine, &component, host, caps.limits.deadline());
+    let outcome = match outcome {
+        Ok(o) => o,
+        Err(d) => {
+            let _ = trace.event(
+                "session_end",
+                json!({"exit_status": "failed", "duration_ms": ms(started), "error": d.message}),
+            );
+            door.close();
+            return Err(d);
+        }
+    };
+    let trapped = match &outcome {
+        wasm::Outcome::Returned => None,
+        wasm::Outcome::Trapped { kind, message } => {
+            trace
+                .event("trap", json!({"trap_kind": kind.as_str(), "message": message}))
+                .map_err(tw)?;
+            let _ = std::fs::write(
+                layout.workdir.join("out/result.txt"),
+                format!("error: {message}\n"),
+            );
+            Some((*kind, message.clone()))
+        }
+    };
+    if sleeps && trapped.is_none() {
+        bootstrap.line("task done; sleeping until SIGTERM or SIGINT");
+        let sig = super::signals::wait_for_termination().unwrap_or(0);
+        bootstrap.line(&format!("signal {sig}: ending the session"));
+    }
+    let exit_status = if trapped.is_some() { "failed" } else { "ok" };
+    let mut end = json!({"exit_status": exit_status, "duration_ms": ms(started)});
+    if let Some((kind, _)) = &trapped {
+        end["trap_kind"] = kind.as_str().into();
+    }
+    trace.event("session_end", end).map_err(tw)?;
+    door.close();
+    if !opts.json {
+        println!("status:  {}", if trapped.is_some() { "trapped" } else { "ok" });
+    }
+    match trapped {
+        None => Ok(0),
+        Some((kind, message)) => Err(Diagnostic::new(
+            code::RUN_TRAP,
+            "",
+            format!("guest trapped ({}): {message}", kind.as_str()),
+        )),
+    }
+}
+
+fn ms(since: Instant) -> u64 {
+    since.elapsed().as_millis() as u64
+}
+
+fn bound_port(url: &str) -> &str {
+    url.trim_start_matches("http://")
+}
+
+fn announce(opts: &RunOptions, hostport: &str, session_id: &str, m: &Manifest, layout: &Layout) {
+    let mut out = std::io::stdout().lock();
+    if opts.json {
+        // Written by hand so the keys keep the documented order.
+        let q = |v: &str| serde_json::Value::from(v).to_string();
+        let _ = writeln!(
+            out,
+            "{{\"url\":{},\"pid\":{},\"session_id\":{},\"name\":{},\"version\":{},\"workdir\":{}}}",
+            q(hostport),
+            std::process::id(),
+            q(session_id),
+            q(&m.name),
+            q(&m.version),
+            q(&layout.workdir.display().to_string())
+        );
+    } else {
+        let _ = writeln!(out, "murmur: url {hostport}\nsession: {session_id}");
+        if opts.verbose {
+            let _ = writeln!(
+                out,
+                "workdir: {}\nrecords: {}\nmanifest: {} v{}",
+                layout.workdir.display(),
+                layout.records.display(),
+                m.name,
+                m.version
+            );
+        }
+    }
+    let _ = out.flush();
+}
+
+/// `logs/bootstrap.log`: what the runtime decided, line by line; best effort.
+struct Bootstrap(Option<std::fs::File>);
+
+impl Bootstrap {
+    fn open(records: &Path) -> Bootstrap {
+        Bootstrap(
+            std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(records.join("logs/bootstrap.log"))
+                .ok(),
+        )
+    }
+
+    fn line(&mut self, text: &str) {
+        if let Some(f) = self.0.as_mut() {
+            let _ = f.write_all(format!("{text}\n").as_bytes());
+        }
+    }
+}

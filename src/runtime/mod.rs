@@ -1,0 +1,13 @@
+//! `mur run`: one capsule session, from manifest to exit. The session thread runs the guest;
+//! the door (the capsule's own HTTP listener) runs on its own thread.
+
+pub mod door;
+pub mod explain;
+pub mod gate;
+pub mod launch;
+pub mod session;
+pub mod signals;
+pub mod trace;
+pub mod wasm;
+
+pub use launch::{run, RunOptions};

@@ -1,0 +1,38 @@
+//! SIGTERM and SIGINT as a value to wait for, for a capsule that sleeps until told to stop:
+//! block both before any thread starts (threads inherit the mask), then `sigwait`.
+#![allow(unsafe_code)]
+
+/// Block SIGTERM and SIGINT on the calling thread and every thread it starts afterwards.
+pub fn block_termination() -> std::io::Result<()> {
+    let set = termination_set();
+    // SAFETY: `set` is an initialised sigset_t; a null old-set pointer is allowed.
+    let rc = unsafe { libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut()) };
+    if rc != 0 {
+        return Err(std::io::Error::from_raw_os_error(rc));
+    }
+    Ok(())
+}
+
+/// Wait until SIGTERM or SIGINT arrives (they must be blocked); returns the signal number.
+pub fn wait_for_termination() -> std::io::Result<i32> {
+    let set = termination_set();
+    let mut sig: libc::c_int = 0;
+    // SAFETY: `set` is initialised and `sig` is a valid place for the signal number.
+    let rc = unsafe { libc::sigwait(&set, &mut sig) };
+    if rc != 0 {
+        return Err(std::io::Error::from_raw_os_error(rc));
+    }
+    Ok(sig)
+}
+
+fn termination_set() -> libc::sigset_t {
+    // SAFETY: sigset_t is plain data; sigemptyset initialises it before sigaddset uses it,
+    // and both only write inside the set.
+    unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        libc::sigaddset(&mut set, libc::SIGTERM);
+        libc::sigaddset(&mut set, libc::SIGINT);
+        set
+    }
+}

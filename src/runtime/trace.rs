@@ -1,0 +1,52 @@
+//! `trace.jsonl`: one JSON object per line, each written with a single `write` on a file
+//! opened for appending, so a crash never leaves half a line.
+
+use serde_json::{Map, Value};
+use std::fs::{File, OpenOptions};
+use std::io::{self, Write};
+use std::path::Path;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+pub struct Trace {
+    file: File,
+    session_id: String,
+}
+
+fn now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0)
+}
+
+impl Trace {
+    /// Open (append) `path` for `session_id`.
+    pub fn open(path: &Path, session_id: &str) -> io::Result<Trace> {
+        let file = OpenOptions::new().create(true).append(true).open(path)?;
+        Ok(Trace {
+            file,
+            session_id: session_id.to_string(),
+        })
+    }
+
+    /// Append one event: `event_type`, `session_id`, `timestamp`, then `fields`.
+    pub fn event(&mut self, event_type: &str, fields: Value) -> io::Result<()> {
+        let mut line = Map::new();
+        line.insert("event_type".into(), event_type.into());
+        line.insert("session_id".into(), self.session_id.clone().into());
+        line.insert("timestamp".into(), now_ms().into());
+        if let Value::Object(more) = fields {
+            line.extend(more);
+        }
+        let mut bytes = serde_json::to_vec(&Value::Object(line)).map_err(io::Error::other)?;
+        bytes.push(b'\n');
+        let n = self.file.write(&bytes)?;
+        if n != bytes.len() {
+            return Err(io::Error::new(
+                io::ErrorKind::WriteZero,
+                "short write to trace.jsonl",
+            ));
+        }
+        Ok(())
+    }
+}

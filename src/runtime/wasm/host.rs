@@ -1,0 +1,209 @@
+//! What a guest's store holds: its WASI context (exactly the manifest's grants), the HTTP
+//! gate, the tool registry, and the resource limiter.
+
+use crate::manifest::model::Limits;
+use crate::manifest::netrule::NetRule;
+use crate::runtime::gate;
+use std::path::Path;
+use wasmtime::component::ResourceTable;
+use wasmtime::{ResourceLimiter, Result};
+use wasmtime_wasi::cli::OutputFile;
+use wasmtime_wasi::{FsPerms, WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
+use wasmtime_wasi_http::{WasiHttpCtx, WasiHttpCtxView, WasiHttpHooks, WasiHttpView};
+
+wasmtime::component::bindgen!({
+    path: "wit",
+    world: "murmur:capsule/capsule",
+});
+
+pub use exports::murmur::capsule::run::Guest as RunExport;
+use murmur::tool::run::{ToolInput, ToolResult};
+
+/// A grow or count past `capabilities.limits`: the limiter's trap, told apart from any other.
+#[derive(Debug)]
+pub struct LimitExceeded(pub String);
+
+impl std::fmt::Display for LimitExceeded {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for LimitExceeded {}
+
+/// Caps from `capabilities.limits`.
+pub struct Limiter {
+    memory_bytes: usize,
+    table_elements: usize,
+    instances: usize,
+}
+
+impl Limiter {
+    pub fn new(l: &Limits) -> Limiter {
+        let cap = |v: u64| usize::try_from(v).unwrap_or(usize::MAX);
+        Limiter {
+            memory_bytes: cap(l.memory_bytes),
+            table_elements: cap(l.table_elements),
+            instances: cap(l.instances),
+        }
+    }
+}
+
+impl ResourceLimiter for Limiter {
+    fn memory_growing(&mut self, _current: usize, desired: usize, _maximum: Option<usize>) -> Result<bool> {
+        if desired > self.memory_bytes {
+            return Err(wasmtime::Error::new(LimitExceeded(format!(
+                "memory limit: the guest asked for {desired} bytes, capabilities.limits.memory_bytes is {}",
+                self.memory_bytes
+            ))));
+        }
+        Ok(true)
+    }
+
+    fn table_growing(&mut self, _current: usize, desired: usize, _maximum: Option<usize>) -> Result<bool> {
+        if desired > self.table_elements {
+            return Err(wasmtime::Error::new(LimitExceeded(format!(
+                "table limit: the guest asked for {desired} elements, capabilities.limits.table_elements is {}",
+                self.table_elements
+            ))));
+        }
+        Ok(true)
+    }
+
+    fn instances(&self) -> usize {
+        self.instances
+    }
+}
+
+/// The gate, as wasmtime-wasi-http's hooks: refused requests never leave the process.
+pub struct Gate {
+    rules: Vec<NetRule>,
+}
+
+impl WasiHttpHooks for Gate {
+    fn send_request(
+        &mut self,
+        request: http::Request<wasmtime_wasi_http::WasiBody>,
+        options: Option<wasmtime_wasi_http::RequestOptions>,
+        fut: Box<dyn std::future::Future<Output = std::result::Result<(), wasmtime_wasi_http::Error>> + Send>,
+    ) -> Box<
+        dyn std::future::Future<
+                Output = std::result::Result<
+                    (
+                        http::Response<wasmtime_wasi_http::WasiBody>,
+                        Box<
+                            dyn std::future::Future<
+                                    Output = std::result::Result<(), wasmtime_wasi_http::Error>,
+                                > + Send,
+                        >,
+                    ),
+                    wasmtime_wasi_http::Error,
+                >,
+            > + Send,
+    > {
+        let uri = request.uri();
+        let verdict = gate::check(
+            &self.rules,
+            uri.scheme_str().unwrap_or(""),
+            uri.host().unwrap_or(""),
+            uri.port_u16(),
+        );
+        match verdict {
+            Ok(()) => wasmtime_wasi_http::default_hooks().send_request(request, options, fut),
+            Err(_) => Box::new(async { Err(wasmtime_wasi_http::Error::HttpRequestDenied) }),
+        }
+    }
+}
+
+/// Everything one guest's store owns.
+pub struct Host {
+    wasi: WasiCtx,
+    http: WasiHttpCtx,
+    table: ResourceTable,
+    gate: Gate,
+    pub limiter: Limiter,
+}
+
+/// The grants a guest gets.
+pub struct Grants<'a> {
+    pub preopen: &'a Path,
+    pub env: &'a [(String, String)],
+    pub network_allow: &'a [NetRule],
+    pub limits: &'a Limits,
+    pub stdout: std::fs::File,
+    pub stderr: std::fs::File,
+}
+
+impl Host {
+    /// Exactly `grants`: one preopen `.`, the listed environment, no sockets, no stdin.
+    pub fn new(grants: Grants<'_>) -> Result<Host> {
+        let mut b = WasiCtxBuilder::new();
+        b.preopened_dir(grants.preopen, ".", FsPerms::ReadWrite)?;
+        for (k, v) in grants.env {
+            b.env(k, v);
+        }
+        b.allow_tcp(false).allow_udp(false).allow_ip_name_lookup(false);
+        b.stdout(OutputFile::new(grants.stdout));
+        b.stderr(OutputFile::new(grants.stderr));
+        Ok(Host {
+            wasi: b.build(),
+            http: WasiHttpCtx::new(),
+            table: ResourceTable::new(),
+            gate: Gate {
+                rules: grants.network_allow.to_vec(),
+            },
+            limiter: Limiter::new(grants.limits),
+        })
+    }
+}
+
+impl WasiView for Host {
+    fn ctx(&mut self) -> WasiCtxView<'_> {
+        WasiCtxView {
+            ctx: &mut self.wasi,
+            table: &mut self.table,
+        }
+    }
+}
+
+impl WasiHttpView for Host {
+    fn http(&mut self) -> WasiHttpCtxView<'_> {
+        WasiHttpCtxView {
+            ctx: &mut self.http,
+            table: &mut self.table,
+            hooks: &mut self.gate,
+        }
+    }
+}
+
+/// `murmur:tool/run` comes along with the types the registry uses; a capsule calling it
+/// directly gets an error result, not a trap.
+impl murmur::tool::run::Host for Host {
+    fn run(&mut self, _input: ToolInput) -> ToolResult {
+        ToolResult {
+            status: murmur::tool::run::Status::Error,
+            summary: Some("murmur:tool/run is not callable from a capsule; use murmur:tool-registry".into()),
+            data: None,
+            data_path: None,
+            truncated: false,
+            metadata: Vec::new(),
+        }
+    }
+}
+
+impl murmur::tool_registry::invoke::Host for Host {
+    /// A script capsule has no tools yet: every name is unknown, answered as an error.
+    fn invoke(&mut self, name: String, _input: ToolInput) -> std::result::Result<ToolResult, String> {
+        let shown: String = name.chars().take(100).filter(|c| !c.is_control()).collect();
+        Err(format!("unknown tool '{shown}': this capsule declares no tools"))
+    }
+}
+
+/// A linker with WASI preview 2, wasi:http behind the gate, and the tool registry.
+pub fn linker(engine: &wasmtime::Engine) -> Result<wasmtime::component::Linker<Host>> {
+    let mut linker = wasmtime::component::Linker::new(engine);
+    wasmtime_wasi::p2::add_to_linker_sync(&mut linker)?;
+    wasmtime_wasi_http::p2::add_only_http_to_linker_sync(&mut linker)?;
+    Capsule::add_to_linker::<Host, wasmtime::component::HasSelf<Host>>(&mut linker, |h| h)?;
+    Ok(linker)
+}

@@ -15,3 +15,7 @@ for dir in examples/hello tests/fixtures/*/; do
     cp "$target_dir/wasm32-wasip2/release/${name//-/_}.wasm" "$dir/capsule.wasm"
     echo "  $dir/capsule.wasm: $(wc -c < "$dir/capsule.wasm") bytes"
 done
+echo "building benches/hello-command (a plain WASI command for wasmtime run)"
+cargo build --quiet --release --target wasm32-wasip2 \
+    --manifest-path benches/hello-command/Cargo.toml --target-dir "$target_dir"
+cp "$target_dir/wasm32-wasip2/release/hello-command.wasm" benches/hello-command/hello-command.wasm

@@ -4,8 +4,7 @@
 use super::host::{self, Capsule, Host, LimitExceeded};
 use super::EPOCH_TICK;
 use crate::diag::{code, Diagnostic};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::mpsc::{self, RecvTimeoutError};
 use wasmtime::component::Component;
 use wasmtime::{Engine, Store, Trap};
 
@@ -73,14 +72,14 @@ pub fn call_run(
     store.limiter(|h| &mut h.limiter);
     let ticks = deadline_secs.saturating_mul(1000) / EPOCH_TICK.as_millis() as u64;
     store.set_epoch_deadline(ticks.max(1));
-    let stop = Arc::new(AtomicBool::new(false));
+    // The ticker stops the moment its sender is dropped, not at the end of a tick.
+    let (stop, ticks_rx) = mpsc::channel::<()>();
     let ticker = {
-        let (engine, stop) = (engine.clone(), Arc::clone(&stop));
+        let engine = engine.clone();
         std::thread::Builder::new()
             .name("epoch".into())
             .spawn(move || {
-                while !stop.load(Ordering::Relaxed) {
-                    std::thread::sleep(EPOCH_TICK);
+                while let Err(RecvTimeoutError::Timeout) = ticks_rx.recv_timeout(EPOCH_TICK) {
                     engine.increment_epoch();
                 }
             })
@@ -96,14 +95,14 @@ pub fn call_run(
                 kind: TrapKind::GuestPanic,
                 ..
             } => {
-                stop.store(true, Ordering::Relaxed);
+                drop(stop);
                 let _ = ticker.join();
                 return Err(bad("the component does not fit the capsule world", e));
             }
             trapped => Err(trapped),
         },
     };
-    stop.store(true, Ordering::Relaxed);
+    drop(stop);
     let _ = ticker.join();
     Ok(result.err().unwrap_or(Outcome::Returned))
 }

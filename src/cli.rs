@@ -76,6 +76,11 @@ impl Args {
         Some(Arg::Word(raw))
     }
 
+    /// Everything not read yet, as given (the command after `--`).
+    pub fn rest(&mut self) -> Vec<String> {
+        self.rest.drain(..).collect()
+    }
+
     /// The value of `flag`: the inline part if given, else the next argument.
     pub fn value(&mut self, flag: &str, inline: Option<String>) -> Result<String, ArgError> {
         if let Some(v) = inline {

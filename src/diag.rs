@@ -13,6 +13,8 @@ pub mod code {
     pub const CAP_NETWORK_ENTRY: &str = "E-CAP-001";
     pub const CAP_SCOPE: &str = "E-CAP-002";
     pub const CAP_FLOOR: &str = "E-CAP-003";
+    /// Decision: a command `mur exec` was asked to run that `shell.allow` does not list.
+    pub const CAP_SHELL: &str = "E-CAP-004";
     pub const CAP_EXPORT_ROOT_ESCAPES: &str = "E-CAP-007";
     pub const CAP_PEER_TTL: &str = "E-CAP-008";
     pub const REG_NOT_INSTALLED: &str = "E-RUN-008";
@@ -27,6 +29,8 @@ pub mod code {
     pub const RUN_COMPONENT: &str = "E-RUN-002";
     pub const RUN_AGENT_LOOP: &str = "E-RUN-007";
     pub const RUN_PORT_IN_USE: &str = "E-RUN-010";
+    /// A containment mechanism failed to install after the probe passed; nothing ran.
+    pub const RUN_CONTAINMENT: &str = "E-RUN-014";
     pub const SEC_LITERAL_SECRET: &str = "W-SEC-004";
     pub const SEC_WORKDIR_EXEC: &str = "W-SEC-011";
     pub const SEC_UNKNOWN_KEY: &str = "W-SEC-019";

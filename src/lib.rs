@@ -9,8 +9,10 @@
 pub mod b64;
 pub mod cli;
 pub mod commands;
+pub mod containment;
 pub mod diag;
 pub mod http;
+pub mod ids;
 pub mod manifest;
 pub mod registry;
 pub mod roost;

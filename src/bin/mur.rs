@@ -23,6 +23,9 @@ commands:
   run [--manifest PATH | --capsule NAME --capsule-version V [--registry-path DIR]]
       [--workdir DIR] [--task TEXT|FILE] [--containment CLASS] [--explain-scope] [-v]
                                    run a WASM capsule and serve its door on 127.0.0.1
+  exec [--manifest PATH] [--containment CLASS] [--workdir DIR] -- CMD [ARGS]
+                                   run one shell.allow command contained as the capsule's
+                                   shell tool would be; exits with its status
   help                             print this help
   version                          print the version
 
@@ -53,6 +56,40 @@ enum Command {
     },
     #[cfg(feature = "runtime")]
     Run(murmur::runtime::RunOptions),
+    Exec(murmur::commands::exec::ExecOptions),
+    /// Hidden: the host probe's child (see `containment::probe`).
+    Probe,
+}
+
+fn parse_exec(args: &mut Args) -> Result<Command, ArgError> {
+    use murmur::manifest::model::Containment;
+    let mut o = murmur::commands::exec::ExecOptions::default();
+    while let Some(arg) = args.next_arg() {
+        let Arg::Flag { name, inline } = arg else {
+            return Err(unknown(arg));
+        };
+        match name.as_str() {
+            "--" => {
+                o.command = args.rest();
+                break;
+            }
+            "--manifest" => o.manifest = Some(args.value(&name, inline)?.into()),
+            "--workdir" => o.workdir = Some(args.value(&name, inline)?.into()),
+            "--containment" => {
+                let v = args.value(&name, inline)?;
+                o.containment = Some(Containment::parse(&v).ok_or(ArgError::BadValue {
+                    flag: name.clone(),
+                    value: v,
+                    why: "advisory, scoped or sealed",
+                })?);
+            }
+            _ => return Err(ArgError::Unknown(name)),
+        }
+    }
+    if o.command.is_empty() {
+        return Err(ArgError::MissingValue("exec -- CMD".into()));
+    }
+    Ok(Command::Exec(o))
 }
 
 #[cfg(feature = "runtime")]
@@ -201,6 +238,8 @@ fn parse(mut args: Args) -> Result<Command, ArgError> {
         }
         #[cfg(feature = "runtime")]
         "run" => parse_run(&mut args)?,
+        "exec" => parse_exec(&mut args)?,
+        "__probe" => Command::Probe,
         _ => return Err(ArgError::Unknown(command)),
     };
     if let Some(extra) = args.next_arg() {
@@ -248,6 +287,7 @@ fn run(cmd: Command) -> Result<String, Diagnostic> {
         }
         #[cfg(feature = "runtime")]
         Command::Run(_) => unreachable!("dispatched in main"),
+        Command::Exec(_) | Command::Probe => unreachable!("dispatched in main"),
         Command::Inspect {
             target,
             registry,
@@ -293,6 +333,20 @@ fn main() -> ExitCode {
     #[cfg(feature = "runtime")]
     let cmd = match cmd {
         Command::Run(o) => return run_capsule(o),
+        other => other,
+    };
+    let cmd = match cmd {
+        Command::Probe => return ExitCode::from(murmur::containment::probe::child_main() as u8),
+        Command::Exec(o) => {
+            let exe = std::env::current_exe().unwrap_or_else(|_| PathBuf::from("/proc/self/exe"));
+            return match murmur::commands::exec::exec(o, &exe) {
+                Ok(code) => ExitCode::from(code),
+                Err(d) => {
+                    eprintln!("{d}");
+                    ExitCode::from(1)
+                }
+            };
+        }
         other => other,
     };
     match run(cmd) {

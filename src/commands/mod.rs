@@ -2,6 +2,7 @@
 //! dispatches. Each returns its result or one diagnostic; rendering is in [`render`].
 
 pub mod build;
+pub mod exec;
 pub mod render;
 
 pub use build::{build, Built};

@@ -115,19 +115,6 @@ fn archive_component(bytes: &[u8], name: &str) -> Result<Vec<u8>, Diagnostic> {
     a.read(pick).map_err(|e| bad(format!("cannot read {pick}: {e}")))
 }
 
-fn floor_refusal(declared: Containment, achieved: Containment) -> Diagnostic {
-    Diagnostic::new(
-        code::CAP_FLOOR,
-        "capabilities.containment",
-        format!(
-            "containment floor not met: declared '{}', achieved '{}': this build applies no kernel containment to capsule processes yet (no landlock or seccomp installer, no namespace setup)",
-            declared.as_str(),
-            achieved.as_str()
-        ),
-    )
-    .with_hint("run with capabilities.containment: advisory, or on a build with the containment module")
-}
-
 /// Run a capsule session; the exit code on success (0), a diagnostic otherwise.
 pub fn run(opts: RunOptions) -> Result<u8, Diagnostic> {
     let source = match (&opts.capsule, &opts.capsule_version) {
@@ -139,9 +126,12 @@ pub fn run(opts: RunOptions) -> Result<u8, Diagnostic> {
     };
     let m = &source.manifest;
     let caps = &m.capabilities;
-    let declared = caps.containment.max(opts.containment.unwrap_or_default());
-    // Until the containment module lands, this host backs advisory only.
-    let achieved = Containment::Advisory;
+    // The host is probed once per session, before anything is staged, in a child process.
+    let exe = std::env::current_exe().unwrap_or_else(|_| PathBuf::from("/proc/self/exe"));
+    let report = crate::containment::probe::probe(&exe);
+    let decision =
+        crate::containment::class::decide(caps.containment, opts.containment, caps.workdir_exec, &report);
+    let (declared, achieved) = (decision.declared, decision.achieved);
     let sleeps =
         m.lifecycle.task_acceptance == TaskAcceptance::Queue && m.lifecycle.after_task == AfterTask::Sleep;
     let session_id = session::new_session_id()?;
@@ -169,8 +159,8 @@ pub fn run(opts: RunOptions) -> Result<u8, Diagnostic> {
         print!("{}", if opts.json { s.to_json() } else { s.to_text() });
         return Ok(0);
     }
-    if declared > achieved {
-        return Err(floor_refusal(declared, achieved));
+    if let Some(refusal) = decision.refusal() {
+        return Err(refusal);
     }
     if m.inference.is_some() {
         return Err(Diagnostic::new(

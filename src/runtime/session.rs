@@ -4,18 +4,7 @@
 use crate::diag::{code, Diagnostic};
 use std::path::{Component, Path, PathBuf};
 
-/// `ses_` + 32 lowercase hex from getrandom.
-pub fn new_session_id() -> Result<String, Diagnostic> {
-    crate::token::random_hex16()
-        .map(|hex| format!("ses_{hex}"))
-        .map_err(|e| {
-            Diagnostic::new(
-                code::IO_READ,
-                "",
-                format!("no randomness for the session id: {e}"),
-            )
-        })
-}
+pub use crate::ids::session_id as new_session_id;
 
 /// Where a session keeps what the guest sees and what the runtime records.
 #[derive(Debug, Clone)]

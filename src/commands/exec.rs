@@ -1,0 +1,177 @@
+//! `mur exec`: run one command exactly as a capsule's shell tool will: the command must be in
+//! `capabilities.shell.allow`, the host is probed, the containment class decided (E-CAP-003
+//! when the floor is not met), and the child started by the one spawn function.
+
+use crate::containment::class::{self, Class};
+use crate::containment::{cgroup::Cgroup, probe, spawn};
+use crate::diag::{code, Diagnostic};
+use crate::manifest::{self, Resolve};
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+
+/// The flags of `mur exec`.
+#[derive(Debug, Default)]
+pub struct ExecOptions {
+    pub manifest: Option<PathBuf>,
+    pub containment: Option<Class>,
+    pub workdir: Option<PathBuf>,
+    pub command: Vec<String>,
+}
+
+/// Names a child never sees, whatever `env.allow` says.
+pub fn credential_shaped(name: &str) -> bool {
+    let n = name.to_ascii_uppercase();
+    [
+        "API_KEY",
+        "TOKEN",
+        "SECRET",
+        "PASSWORD",
+        "PASSWD",
+        "CREDENTIAL",
+        "PRIVATE_KEY",
+    ]
+    .iter()
+    .any(|w| n.contains(w))
+        || n.starts_with("AWS_")
+        || n.starts_with("DOCKER_")
+        || n == "KUBECONFIG"
+}
+
+/// Find a bare `name` on `path` (the launch-time PATH).
+pub fn resolve_binary(name: &str, path: &str) -> Option<PathBuf> {
+    use std::os::unix::fs::PermissionsExt;
+    path.split(':')
+        .filter(|d| d.starts_with('/'))
+        .map(|d| Path::new(d).join(name))
+        .find(|p| std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0))
+        .and_then(|p| std::fs::canonicalize(p).ok())
+}
+
+/// Run the command; its exit status (128 + signal when killed by one).
+pub fn exec(o: ExecOptions, exe: &Path) -> Result<u8, Diagnostic> {
+    let manifest_path = o.manifest.clone().unwrap_or_else(|| PathBuf::from("murmur.yaml"));
+    let loaded = manifest::load_file(&manifest_path, Resolve::All(&manifest::process_env))?;
+    for w in &loaded.warnings {
+        eprintln!("{w}");
+    }
+    let m = loaded.manifest;
+    let caps = &m.capabilities;
+    let Some((cmd, args)) = o.command.split_first() else {
+        return Err(Diagnostic::new(
+            code::MAN_INVALID,
+            "exec",
+            "no command given after --",
+        ));
+    };
+    let allowed = caps.shell_allow.clone().unwrap_or_default();
+    if cmd.contains('/') || !allowed.iter().any(|a| a == cmd) {
+        return Err(Diagnostic::new(
+            code::CAP_SHELL,
+            "capabilities.shell.allow",
+            format!(
+                "'{cmd}' is not in capabilities.shell.allow ({})",
+                if allowed.is_empty() {
+                    "empty".to_string()
+                } else {
+                    allowed.join(", ")
+                }
+            ),
+        ));
+    }
+    let host_path = std::env::var("PATH").unwrap_or_else(|_| "/usr/local/bin:/usr/bin:/bin".into());
+    let program = resolve_binary(cmd, &host_path).ok_or_else(|| {
+        Diagnostic::new(
+            code::CAP_SHELL,
+            "capabilities.shell.allow",
+            format!("'{cmd}' is allowed but not found on PATH"),
+        )
+    })?;
+    let report = probe::probe(exe);
+    let decision = class::decide(caps.containment, o.containment, caps.workdir_exec, &report);
+    if let Some(refusal) = decision.refusal() {
+        return Err(refusal);
+    }
+    let session_id = crate::ids::session_id()?;
+    let workdir = match &o.workdir {
+        Some(w) if w.is_dir() => w.clone(),
+        Some(w) => {
+            return Err(Diagnostic::new(
+                code::IO_READ,
+                "--workdir",
+                format!("--workdir {} is not an existing directory", w.display()),
+            ));
+        }
+        None => {
+            let base = manifest_path
+                .parent()
+                .filter(|p| !p.as_os_str().is_empty())
+                .unwrap_or(Path::new("."));
+            let w = base.join("workdir").join(&session_id);
+            std::fs::create_dir_all(&w).map_err(|e| {
+                Diagnostic::new(code::IO_READ, "", format!("cannot create {}: {e}", w.display()))
+            })?;
+            w
+        }
+    };
+    let workdir = std::fs::canonicalize(&workdir)
+        .map_err(|e| Diagnostic::new(code::IO_READ, "", format!("{}: {e}", workdir.display())))?;
+    let mut env: Vec<(String, String)> = vec![
+        ("PATH".into(), host_path.clone()),
+        ("HOME".into(), workdir.display().to_string()),
+    ];
+    for name in &caps.env_allow {
+        if credential_shaped(name) || name == "PATH" || name == "HOME" {
+            continue;
+        }
+        if let Ok(v) = std::env::var(name) {
+            env.push((name.clone(), v));
+        }
+    }
+    env.push(("MURMUR_CAPSULE_NAME".into(), m.name.clone()));
+    env.push(("MURMUR_CAPSULE_VERSION".into(), m.version.clone()));
+    env.push(("MURMUR_SESSION_ID".into(), session_id.clone()));
+    env.push(("MURMUR_CAPSULE_URL".into(), String::new()));
+    let cgroup = if decision.achieved >= Class::Scoped {
+        Some(Cgroup::create(&session_id, PIDS_MAX).map_err(|e| {
+            Diagnostic::new(
+                code::RUN_CONTAINMENT,
+                "",
+                format!("cannot create the session's pids cgroup: {e}"),
+            )
+        })?)
+    } else {
+        Cgroup::create(&session_id, PIDS_MAX).ok()
+    };
+    let mut child = spawn::spawn(spawn::Spawn {
+        class: decision.achieved,
+        landlock_abi: report.landlock_abi,
+        program: &program,
+        args,
+        allowed_binaries: &allowed
+            .iter()
+            .filter_map(|a| resolve_binary(a, &host_path))
+            .collect::<Vec<_>>(),
+        workdir: &workdir,
+        workdir_exec: caps.workdir_exec,
+        unix_sockets: caps.unix_sockets,
+        env: &env,
+        cgroup: cgroup.as_ref(),
+        rlimits: spawn::Rlimits::default(),
+        stdin: Stdio::null(),
+        stdout: Stdio::inherit(),
+        stderr: Stdio::inherit(),
+    })?;
+    let status = child
+        .wait()
+        .map_err(|e| Diagnostic::new(code::RUN_CONTAINMENT, "", format!("waiting for {cmd}: {e}")))?;
+    drop(cgroup);
+    use std::os::unix::process::ExitStatusExt;
+    Ok(match (status.code(), status.signal()) {
+        (Some(c), _) => c as u8,
+        (None, Some(sig)) => 128u8.saturating_add(sig as u8),
+        _ => 1,
+    })
+}
+
+/// The session's process ceiling.
+pub const PIDS_MAX: u64 = 256;

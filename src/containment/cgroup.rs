@@ -1,0 +1,123 @@
+//! A per-session pids cgroup, so a fork bomb stops at the session's process ceiling even for
+//! uid 0 (`RLIMIT_NPROC` does not bind root). cgroup v2 where the pids controller is
+//! delegated to us, else the v1 `pids` hierarchy. The child joins by writing to a
+//! `cgroup.procs` descriptor the parent opened; the parent kills what is left at the end.
+
+use std::fs::{File, OpenOptions};
+use std::io::Write;
+use std::os::fd::AsRawFd;
+use std::path::{Path, PathBuf};
+
+/// A pids cgroup that lives as long as this value.
+pub struct Cgroup {
+    dir: PathBuf,
+    procs: File,
+}
+
+/// `(mount point, our path)` for the pids controller: v2 first, then v1.
+fn locate() -> Result<PathBuf, String> {
+    let mountinfo = std::fs::read_to_string("/proc/self/mountinfo")
+        .map_err(|e| format!("cannot read /proc/self/mountinfo: {e}"))?;
+    let own = std::fs::read_to_string("/proc/self/cgroup")
+        .map_err(|e| format!("cannot read /proc/self/cgroup: {e}"))?;
+    let mut v1 = None;
+    let mut v2 = None;
+    for line in mountinfo.lines() {
+        let Some((left, right)) = line.split_once(" - ") else {
+            continue;
+        };
+        let mount = left.split_whitespace().nth(4).unwrap_or("");
+        let mut r = right.split_whitespace();
+        let (fstype, _src, opts) = (r.next().unwrap_or(""), r.next(), r.next().unwrap_or(""));
+        if fstype == "cgroup2" && v2.is_none() {
+            v2 = Some(mount.to_string());
+        } else if fstype == "cgroup" && opts.split(',').any(|o| o == "pids") {
+            v1 = Some(mount.to_string());
+        }
+    }
+    if let Some(m) = v2 {
+        if let Some(path) = own.lines().find_map(|l| l.strip_prefix("0::")) {
+            let dir = Path::new(&m).join(path.trim_start_matches('/'));
+            let controllers = std::fs::read_to_string(dir.join("cgroup.controllers")).unwrap_or_default();
+            if controllers.split_whitespace().any(|c| c == "pids") {
+                return Ok(dir);
+            }
+        }
+    }
+    if let Some(m) = v1 {
+        let path = own
+            .lines()
+            .find_map(|l| {
+                let mut f = l.splitn(3, ':');
+                let (_, ctl, p) = (f.next()?, f.next()?, f.next()?);
+                ctl.split(',').any(|c| c == "pids").then(|| p.to_string())
+            })
+            .unwrap_or_else(|| "/".into());
+        return Ok(Path::new(&m).join(path.trim_start_matches('/')));
+    }
+    Err("no pids cgroup controller is mounted for this process (cgroup v2 or v1)".into())
+}
+
+/// Whether a session cgroup can be made here.
+pub fn available() -> Result<(), String> {
+    let probe = Cgroup::create(&format!("probe-{}", std::process::id()), 8)?;
+    drop(probe);
+    Ok(())
+}
+
+impl Cgroup {
+    /// A fresh `murmur-<label>` cgroup allowing at most `pids_max` tasks.
+    pub fn create(label: &str, pids_max: u64) -> Result<Cgroup, String> {
+        let parent = locate()?;
+        let v2 = parent.join("cgroup.controllers").exists();
+        if v2 {
+            let _ = std::fs::write(parent.join("cgroup.subtree_control"), "+pids");
+        }
+        let dir = parent.join(format!("murmur-{label}"));
+        std::fs::create_dir(&dir).map_err(|e| format!("mkdir {}: {e}", dir.display()))?;
+        let cg = Cgroup {
+            procs: OpenOptions::new()
+                .write(true)
+                .open(dir.join("cgroup.procs"))
+                .map_err(|e| format!("open {}/cgroup.procs: {e}", dir.display()))?,
+            dir,
+        };
+        std::fs::write(cg.dir.join("pids.max"), pids_max.to_string())
+            .map_err(|e| format!("write {}/pids.max: {e}", cg.dir.display()))?;
+        Ok(cg)
+    }
+
+    /// The descriptor a child writes `0` to in order to join.
+    pub fn procs_fd(&self) -> libc::c_int {
+        self.procs.as_raw_fd()
+    }
+
+    /// Add `pid` from the parent side.
+    pub fn add(&self, pid: u32) -> std::io::Result<()> {
+        (&self.procs).write_all(pid.to_string().as_bytes())
+    }
+
+    /// SIGKILL every task still in the cgroup, a few rounds, until it is empty.
+    pub fn kill_all(&self) {
+        for _ in 0..50 {
+            let pids = std::fs::read_to_string(self.dir.join("cgroup.procs")).unwrap_or_default();
+            let pids: Vec<i32> = pids.lines().filter_map(|l| l.trim().parse().ok()).collect();
+            if pids.is_empty() {
+                return;
+            }
+            for pid in pids {
+                if let Some(p) = rustix::process::Pid::from_raw(pid) {
+                    let _ = rustix::process::kill_process(p, rustix::process::Signal::KILL);
+                }
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+    }
+}
+
+impl Drop for Cgroup {
+    fn drop(&mut self) {
+        self.kill_all();
+        let _ = std::fs::remove_dir(&self.dir);
+    }
+}

@@ -1,0 +1,112 @@
+//! The steps a child installs on itself between fork and exec. Each is one syscall or a
+//! short fixed sequence, allocates nothing, and returns the OS error so the spawn fails
+//! closed. Only the spawn function (and the probe child) call these.
+#![allow(unsafe_code)]
+
+use std::io;
+
+fn check(rc: libc::c_long) -> io::Result<()> {
+    if rc < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(())
+    }
+}
+
+/// A network namespace with only a (down) loopback: no route anywhere. As root a plain
+/// `CLONE_NEWNET`; otherwise inside a new user namespace, which grants the right to do it.
+pub fn enter_network_namespace() -> io::Result<()> {
+    let flags = if rustix::process::geteuid().is_root() {
+        libc::CLONE_NEWNET
+    } else {
+        libc::CLONE_NEWUSER | libc::CLONE_NEWNET
+    };
+    // SAFETY: unshare takes flags only; in a single-threaded child it affects nothing else.
+    check(unsafe { libc::unshare(flags) } as libc::c_long)
+}
+
+/// Mark every descriptor from 3 up close-on-exec.
+pub fn cloexec_from_3() -> io::Result<()> {
+    // SAFETY: close_range with CLOSE_RANGE_CLOEXEC only sets flags on descriptors.
+    check(unsafe { libc::syscall(libc::SYS_close_range, 3u32, u32::MAX, libc::CLOSE_RANGE_CLOEXEC) })
+}
+
+/// Hard and soft limit `value` for `resource`.
+pub fn limit(resource: libc::__rlimit_resource_t, value: u64) -> io::Result<()> {
+    let r = libc::rlimit {
+        rlim_cur: value,
+        rlim_max: value,
+    };
+    // SAFETY: `r` is a valid rlimit for the duration of the call.
+    check(unsafe { libc::setrlimit(resource, &r) } as libc::c_long)
+}
+
+/// Empty the bounding set, then every capability set (ambient included), so no exec can
+/// bring a capability back, not even for uid 0.
+pub fn drop_capabilities() -> io::Result<()> {
+    for cap in 0..64 {
+        // SAFETY: PR_CAPBSET_DROP takes an integer; EINVAL marks the end of known caps.
+        let rc = unsafe { libc::prctl(libc::PR_CAPBSET_DROP, cap as libc::c_ulong, 0, 0, 0) };
+        if rc < 0 {
+            let e = io::Error::last_os_error();
+            match e.raw_os_error() {
+                Some(libc::EINVAL) => break,
+                _ => return Err(e),
+            }
+        }
+    }
+    // SAFETY: PR_CAP_AMBIENT_CLEAR_ALL takes no pointers.
+    let _ = unsafe {
+        libc::prctl(
+            libc::PR_CAP_AMBIENT,
+            libc::PR_CAP_AMBIENT_CLEAR_ALL as libc::c_ulong,
+            0,
+            0,
+            0,
+        )
+    };
+    #[repr(C)]
+    struct Header {
+        version: u32,
+        pid: i32,
+    }
+    #[repr(C)]
+    #[derive(Clone, Copy)]
+    struct Data {
+        effective: u32,
+        permitted: u32,
+        inheritable: u32,
+    }
+    let header = Header {
+        version: 0x2008_0522, // _LINUX_CAPABILITY_VERSION_3
+        pid: 0,
+    };
+    let data = [Data {
+        effective: 0,
+        permitted: 0,
+        inheritable: 0,
+    }; 2];
+    // SAFETY: capset reads a version-3 header and two data structs, both valid here.
+    check(unsafe { libc::syscall(libc::SYS_capset, &header as *const Header, data.as_ptr()) })
+}
+
+/// `no_new_privs`: no exec may gain privileges (setuid bits, file capabilities).
+pub fn no_new_privs() -> io::Result<()> {
+    rustix::thread::set_no_new_privs(true).map_err(io::Error::from)
+}
+
+/// Write `bytes` to the open descriptor `fd` (a cgroup's `cgroup.procs`, the error pipe).
+pub fn write_fd(fd: libc::c_int, bytes: &[u8]) -> io::Result<()> {
+    // SAFETY: `bytes` is valid for its length; `fd` is a descriptor the parent opened.
+    let n = unsafe { libc::write(fd, bytes.as_ptr().cast(), bytes.len()) };
+    if n < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// `getppid` as a raw syscall, so a seccomp denial shows as an error instead of a panic.
+pub fn raw_getppid() -> io::Result<()> {
+    // SAFETY: getppid takes no arguments.
+    check(unsafe { libc::syscall(libc::SYS_getppid) })
+}

@@ -1,0 +1,23 @@
+//! Containment of the runtime's child processes: the class decision (`class`), the host
+//! probe (`probe`), the seccomp policy (`seccomp`), the landlock rules (`rules`), the ELF
+//! closure of allowed binaries (`elf`), the pids cgroup (`cgroup`), the steps a child
+//! installs on itself (`child`), and the one spawn function (`spawn`). `confine` is the
+//! daemon's confinement of itself.
+
+pub mod cgroup;
+pub mod child;
+pub mod class;
+pub mod confine;
+pub mod elf;
+pub mod probe;
+pub mod rules;
+pub mod seccomp;
+pub mod spawn;
+
+/// seccompiler's name for the native architecture.
+pub fn seccomp_arch() -> seccompiler::TargetArch {
+    #[cfg(target_arch = "x86_64")]
+    return seccompiler::TargetArch::x86_64;
+    #[cfg(target_arch = "aarch64")]
+    return seccompiler::TargetArch::aarch64;
+}

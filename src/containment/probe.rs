@@ -1,0 +1,135 @@
+//! The host probe: which mechanisms really work here. Entering a network namespace, a
+//! seccomp filter or a landlock domain is irreversible, so each check runs in a fresh child
+//! process (`mur __probe`) and reports back one JSON line; the runtime never restricts
+//! itself while probing.
+
+use landlock::{Access, AccessFs, CompatLevel, Compatible, Ruleset, RulesetAttr, ABI};
+use serde::{Deserialize, Serialize};
+
+/// What the probe found; each mechanism is `Ok` or the failing call with its errno.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct HostReport {
+    pub landlock_abi: u32,
+    pub landlock: Result<(), String>,
+    pub seccomp: Result<(), String>,
+    pub netns: Result<(), String>,
+    pub pids_cgroup: Result<(), String>,
+}
+
+impl HostReport {
+    /// Mechanisms named in `MURMUR_PROBE_DENY` (comma-separated) are reported missing. It
+    /// can only lower what the host backs; tests use it to exercise the refusals.
+    pub fn apply_simulated_denials(&mut self, spec: &str) {
+        for name in spec.split(',').map(str::trim) {
+            let slot = match name {
+                "landlock" => &mut self.landlock,
+                "seccomp" => &mut self.seccomp,
+                "netns" => &mut self.netns,
+                "cgroup" => &mut self.pids_cgroup,
+                _ => continue,
+            };
+            *slot = Err(format!("{name}: disabled by MURMUR_PROBE_DENY"));
+        }
+    }
+}
+
+fn errno_text(call: &str, e: &std::io::Error) -> String {
+    format!("{call}: errno {} ({e})", e.raw_os_error().unwrap_or(0))
+}
+
+/// Run the probe in a child of `exe` (the `mur` binary) and read its report.
+pub fn probe(exe: &std::path::Path) -> HostReport {
+    let out = std::process::Command::new(exe)
+        .arg("__probe")
+        .env_clear()
+        .stdin(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .output();
+    let failed = |why: String| HostReport {
+        landlock_abi: 0,
+        landlock: Err(why.clone()),
+        seccomp: Err(why.clone()),
+        netns: Err(why.clone()),
+        pids_cgroup: Err(why),
+    };
+    let mut report = match out {
+        Ok(o) => serde_json::from_slice::<HostReport>(&o.stdout)
+            .unwrap_or_else(|_| failed(format!("the probe child failed ({})", o.status))),
+        Err(e) => failed(errno_text("spawn of the probe child", &e)),
+    };
+    report.pids_cgroup = super::cgroup::available();
+    if let Ok(spec) = std::env::var("MURMUR_PROBE_DENY") {
+        report.apply_simulated_denials(&spec);
+    }
+    report
+}
+
+/// The probe child: run every check on itself and print the report. Called by `mur __probe`.
+pub fn child_main() -> i32 {
+    let netns = super::child::enter_network_namespace().map_err(|e| errno_text("unshare(CLONE_NEWNET)", &e));
+    let seccomp = seccomp_works();
+    let (landlock_abi, landlock) = landlock_works();
+    let report = HostReport {
+        landlock_abi,
+        landlock,
+        seccomp,
+        netns,
+        pids_cgroup: Err("not probed in the child".into()),
+    };
+    println!("{}", serde_json::to_string(&report).unwrap_or_default());
+    0
+}
+
+fn seccomp_works() -> Result<(), String> {
+    let mut rules = std::collections::BTreeMap::new();
+    rules.insert(libc::SYS_getppid, Vec::new());
+    let filter = seccompiler::SeccompFilter::new(
+        rules,
+        seccompiler::SeccompAction::Allow,
+        seccompiler::SeccompAction::Errno(libc::EPERM as u32),
+        super::seccomp_arch(),
+    )
+    .map_err(|e| format!("seccomp filter: {e}"))?;
+    let prog: seccompiler::BpfProgram = filter
+        .try_into()
+        .map_err(|e: seccompiler::BackendError| format!("seccomp filter: {e}"))?;
+    seccompiler::apply_filter(&prog).map_err(|e| format!("seccomp(SECCOMP_SET_MODE_FILTER): {e}"))?;
+    match super::child::raw_getppid() {
+        Err(e) if e.raw_os_error() == Some(libc::EPERM) => Ok(()),
+        _ => Err("seccomp: a loaded filter did not deny getppid".into()),
+    }
+}
+
+/// The best ABI the kernel offers, and whether a ruleset there really denies.
+fn landlock_works() -> (u32, Result<(), String>) {
+    let candidates = [ABI::V6, ABI::V5, ABI::V4, ABI::V3, ABI::V2, ABI::V1];
+    let best = candidates.iter().copied().find(|abi| {
+        Ruleset::default()
+            .set_compatibility(CompatLevel::HardRequirement)
+            .handle_access(AccessFs::from_all(*abi))
+            .and_then(|r| r.create())
+            .is_ok()
+    });
+    let Some(abi) = best else {
+        return (
+            0,
+            Err("landlock_create_ruleset: not supported by this kernel".into()),
+        );
+    };
+    let restricted = Ruleset::default()
+        .set_compatibility(CompatLevel::HardRequirement)
+        .handle_access(AccessFs::from_all(abi))
+        .and_then(|r| r.create())
+        .and_then(|r| r.restrict_self());
+    if let Err(e) = restricted {
+        return (abi as u32, Err(format!("landlock_restrict_self: {e}")));
+    }
+    match std::fs::read_dir("/") {
+        Err(e) if e.raw_os_error() == Some(libc::EACCES) => (abi as u32, Ok(())),
+        Err(e) => (abi as u32, Err(errno_text("landlock check open(/)", &e))),
+        Ok(_) => (
+            abi as u32,
+            Err("landlock: a ruleset was accepted but did not deny".into()),
+        ),
+    }
+}

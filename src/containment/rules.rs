@@ -1,0 +1,98 @@
+//! The landlock ruleset of a `scoped` child, built in the parent from paths it opens itself;
+//! the child only calls `restrict_self`. Everything the ruleset handles is denied unless a
+//! rule below grants it.
+
+use landlock::{
+    Access, AccessFs, BitFlags, CompatLevel, Compatible, PathBeneath, PathFd, Ruleset, RulesetAttr,
+    RulesetCreated, RulesetCreatedAttr, Scope, ABI,
+};
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+
+/// The `landlock` crate's ABI value for a probed number.
+pub fn abi(n: u32) -> ABI {
+    match n {
+        0 => ABI::Unsupported,
+        1 => ABI::V1,
+        2 => ABI::V2,
+        3 => ABI::V3,
+        4 => ABI::V4,
+        5 => ABI::V5,
+        _ => ABI::V6,
+    }
+}
+
+/// What one contained child may touch.
+pub struct Grants<'a> {
+    pub workdir: &'a Path,
+    pub workdir_exec: bool,
+    /// Each allowed binary with its loader and library closure: read + execute, one file each.
+    pub exec_files: &'a BTreeSet<PathBuf>,
+}
+
+/// Build the ruleset at `abi_n` (a hard requirement: any error aborts the spawn).
+pub fn ruleset(abi_n: u32, g: &Grants<'_>) -> Result<RulesetCreated, String> {
+    let abi = abi(abi_n);
+    let all = AccessFs::from_all(abi);
+    let err = |what: &str, e: &dyn std::fmt::Display| format!("landlock {what}: {e}");
+    let mut attr = Ruleset::default()
+        .set_compatibility(CompatLevel::HardRequirement)
+        .handle_access(all)
+        .map_err(|e| err("handle_access", &e))?;
+    if abi_n >= 6 {
+        // Signals and abstract unix sockets stay inside the domain.
+        attr = attr
+            .scope(Scope::Signal | Scope::AbstractUnixSocket)
+            .map_err(|e| err("scope", &e))?;
+    }
+    let mut set = attr.create().map_err(|e| err("create", &e))?;
+    let mut workdir: BitFlags<AccessFs> = all;
+    for never in [
+        AccessFs::Execute,
+        AccessFs::MakeChar,
+        AccessFs::MakeBlock,
+        AccessFs::MakeSock,
+    ] {
+        workdir.remove(never);
+    }
+    if abi_n >= 5 {
+        workdir.remove(AccessFs::IoctlDev);
+    }
+    if g.workdir_exec {
+        workdir |= AccessFs::Execute;
+    }
+    let file_rights = |rights: BitFlags<AccessFs>| rights & all;
+    let mut rules: Vec<(PathBuf, BitFlags<AccessFs>, bool)> = vec![(g.workdir.to_path_buf(), workdir, true)];
+    for f in g.exec_files {
+        rules.push((
+            f.clone(),
+            file_rights(AccessFs::Execute | AccessFs::ReadFile),
+            true,
+        ));
+    }
+    let dev_null = AccessFs::ReadFile | AccessFs::WriteFile | AccessFs::Truncate;
+    rules.push(("/dev/null".into(), file_rights(dev_null), false));
+    rules.push(("/dev/zero".into(), file_rights(AccessFs::ReadFile.into()), false));
+    rules.push((
+        "/dev/urandom".into(),
+        file_rights(AccessFs::ReadFile.into()),
+        false,
+    ));
+    rules.push((
+        "/etc/ld.so.cache".into(),
+        file_rights(AccessFs::ReadFile.into()),
+        false,
+    ));
+    for (path, rights, required) in rules {
+        match PathFd::new(&path) {
+            Ok(fd) => {
+                set = set
+                    .add_rule(PathBeneath::new(fd, rights))
+                    .map_err(|e| err(&format!("rule for {}", path.display()), &e))?;
+            }
+            Err(e) if required => return Err(err(&format!("open {}", path.display()), &e)),
+            Err(_) => {}
+        }
+    }
+    Ok(set)
+}

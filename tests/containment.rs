@@ -1,0 +1,356 @@
+//! Containment through the real `mur exec`: an escape suite (a C probe built here with cc,
+//! one attempt per run, printed as a case × class × verdict table, failing on any escape),
+//! fail-closed installs, E-CAP-003 refusals, and the status of a contained child.
+
+mod common;
+
+use common::TempDir;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::sync::OnceLock;
+
+const MUR: &str = env!("CARGO_BIN_EXE_mur");
+
+/// The probe, compiled once per test run.
+fn probe_binary() -> &'static Path {
+    static BIN: OnceLock<PathBuf> = OnceLock::new();
+    BIN.get_or_init(|| {
+        let dir = std::env::temp_dir().join(format!("murmur-escape-bin-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let out = dir.join("escape-probe");
+        let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/escape/probe.c");
+        let status = Command::new("cc")
+            .args(["-O1", "-o"])
+            .arg(&out)
+            .arg(&src)
+            .status()
+            .expect("a C compiler (cc) to build the escape probe");
+        assert!(status.success(), "cc failed on {}", src.display());
+        out
+    })
+}
+
+struct Sandbox {
+    t: TempDir,
+    manifest: PathBuf,
+    workdir: PathBuf,
+}
+
+fn sandbox(label: &str, extra: &str) -> Sandbox {
+    let t = TempDir::new(label);
+    let manifest = t.path().join("murmur.yaml");
+    std::fs::write(
+        &manifest,
+        format!("name: escape\nversion: 0.1.0\ncapabilities:\n  shell:\n    allow: [escape-probe, sleep, touch]\n{extra}"),
+    )
+    .unwrap();
+    let workdir = t.path().join("work");
+    std::fs::create_dir_all(&workdir).unwrap();
+    Sandbox { t, manifest, workdir }
+}
+
+impl Sandbox {
+    fn path_env(&self) -> String {
+        format!("{}:/usr/bin:/bin", probe_binary().parent().unwrap().display())
+    }
+
+    fn exec(&self, class: &str, cmd: &[&str], env: &[(&str, &str)]) -> Output {
+        Command::new(MUR)
+            .args(["exec", "--manifest"])
+            .arg(&self.manifest)
+            .arg("--workdir")
+            .arg(&self.workdir)
+            .args(["--containment", class, "--"])
+            .args(cmd)
+            .env("PATH", self.path_env())
+            .envs(env.iter().copied())
+            .stdin(Stdio::null())
+            .output()
+            .unwrap()
+    }
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+/// Whether this host backs `scoped`; when it does not, every case must be the refusal.
+fn host_backs_scoped() -> bool {
+    let out = Command::new(MUR).arg("__probe").output().unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_default();
+    ["landlock", "seccomp", "netns"]
+        .iter()
+        .all(|k| v[k].get("Ok").is_some())
+}
+
+#[test]
+fn escape_suite_prints_its_table_and_finds_no_escape() {
+    let s = sandbox("escape", "");
+    let outside = s.t.path().join("outside-created");
+    let moved = s.t.path().join("outside-moved");
+    let host_listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    host_listener.set_nonblocking(true).unwrap();
+    let port = host_listener.local_addr().unwrap().port().to_string();
+    let sock_path = s.t.path().join("host.sock");
+    let _unix = std::os::unix::net::UnixListener::bind(&sock_path).unwrap();
+    let mut host_sleeper = Command::new("sleep").arg("30").spawn().unwrap();
+    let sleeper_pid = host_sleeper.id().to_string();
+    let copy = s.workdir.join("escape-copy");
+    std::fs::copy("/usr/bin/id", &copy).unwrap();
+    let cases: Vec<(&str, String)> = vec![
+        ("read-shadow", String::new()),
+        ("create-outside", outside.display().to_string()),
+        ("symlink-read", String::new()),
+        ("hardlink", String::new()),
+        ("rename-out", moved.display().to_string()),
+        ("proc-cwd", String::new()),
+        ("proc-root", String::new()),
+        ("proc-fd-reopen", String::new()),
+        ("leaked-fd", "7".into()),
+        ("mknod", String::new()),
+        ("exec-copy", String::new()),
+        ("tcp-public", String::new()),
+        ("tcp-loopback", port.clone()),
+        ("udp-send", port.clone()),
+        ("unix-abstract", "murmur-escape-abstract".into()),
+        ("unix-path", sock_path.display().to_string()),
+        ("io_uring_setup", String::new()),
+        ("userfaultfd", String::new()),
+        ("bpf", String::new()),
+        ("perf_event_open", String::new()),
+        ("open_by_handle_at", String::new()),
+        ("keyctl", String::new()),
+        ("ptrace-parent", String::new()),
+        ("unshare", String::new()),
+        ("mount", String::new()),
+        ("kill-host", sleeper_pid.clone()),
+        ("stat-shadow", String::new()),
+        ("fork-bomb", String::new()),
+        ("fd-exhaust", String::new()),
+    ];
+    let scoped = host_backs_scoped();
+    let mut table = vec![format!(
+        "{:<18} {:<8} {:<18} {:>5}  verdict",
+        "case", "class", "syscall", "errno"
+    )];
+    let mut escapes = Vec::new();
+    for (case, arg) in &cases {
+        for class in ["scoped", "sealed"] {
+            let out = if *case == "leaked-fd" {
+                // A descriptor the caller leaks into mur: the child must not have it.
+                let mut cmd = Command::new("sh");
+                cmd.arg("-c")
+                    .arg("exec 7</etc/passwd; exec \"$@\"")
+                    .arg("sh")
+                    .arg(MUR)
+                    .args(["exec", "--manifest"])
+                    .arg(&s.manifest)
+                    .arg("--workdir")
+                    .arg(&s.workdir)
+                    .args(["--containment", class, "--", "escape-probe", case, arg])
+                    .env("PATH", s.path_env());
+                cmd.output().unwrap()
+            } else {
+                let mut args = vec!["escape-probe", *case];
+                if !arg.is_empty() {
+                    args.push(arg);
+                }
+                s.exec(class, &args, &[])
+            };
+            let stdout = text(&out.stdout);
+            let stderr = text(&out.stderr);
+            if class == "sealed" || !scoped {
+                assert_eq!(out.status.code(), Some(1), "{case}/{class}: {stdout} {stderr}");
+                assert!(
+                    stderr.starts_with("error[E-CAP-003]: containment floor not met"),
+                    "{case}/{class}: {stderr}"
+                );
+                table.push(format!(
+                    "{case:<18} {class:<8} {:<18} {:>5}  refused (E-CAP-003)",
+                    "-", "-"
+                ));
+                continue;
+            }
+            let line = stdout
+                .lines()
+                .next()
+                .unwrap_or_else(|| panic!("{case}: no report; stderr: {stderr}"));
+            let f: Vec<&str> = line.split_whitespace().collect();
+            assert_eq!(f[0], *case, "{line}");
+            let verdict = f[3];
+            table.push(format!(
+                "{case:<18} {class:<8} {:<18} {:>5}  {verdict}",
+                f[1], f[2]
+            ));
+            let expected = if *case == "stat-shadow" {
+                "allowed"
+            } else {
+                "contained"
+            };
+            if verdict != expected {
+                escapes.push(format!("{case}/{class}: {line}"));
+            }
+        }
+    }
+    println!("{}", table.join("\n"));
+    assert!(!outside.exists(), "a file was created outside the workdir");
+    assert!(!moved.exists(), "a file was renamed out of the workdir");
+    assert!(
+        !s.t.path().join("escape-proc-cwd").exists(),
+        "/proc/self/cwd/.. escaped"
+    );
+    assert!(!s.workdir.join("blockdev").exists());
+    assert!(
+        host_sleeper.try_wait().unwrap().is_none(),
+        "the host process was killed"
+    );
+    let _ = host_sleeper.kill();
+    let _ = host_sleeper.wait();
+    assert!(
+        host_listener.accept().is_err(),
+        "the host's loopback listener was reached"
+    );
+    assert!(escapes.is_empty(), "escapes:\n{}", escapes.join("\n"));
+}
+
+#[test]
+fn a_contained_child_has_no_privileges_left() {
+    if !host_backs_scoped() {
+        return assert_refused_everywhere();
+    }
+    let s = sandbox("status", "  env:\n    allow: [PLAIN_VAR, MY_API_KEY]\n");
+    let mut child = Command::new(MUR)
+        .args(["exec", "--manifest"])
+        .arg(&s.manifest)
+        .arg("--workdir")
+        .arg(&s.workdir)
+        .args(["--containment", "scoped", "--", "sleep", "3"])
+        .env("PATH", s.path_env())
+        .env("PLAIN_VAR", "seen")
+        .env("MY_API_KEY", "never-seen")
+        .spawn()
+        .unwrap();
+    let children = format!("/proc/{}/task/{}/children", child.id(), child.id());
+    let mut pid = String::new();
+    for _ in 0..100 {
+        pid = std::fs::read_to_string(&children)
+            .unwrap_or_default()
+            .trim()
+            .to_string();
+        if !pid.is_empty() {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    assert!(!pid.is_empty(), "no contained child appeared");
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let field = |k: &str| {
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix(k))
+            .map(|v| v.trim().to_string())
+            .unwrap_or_default()
+    };
+    assert_eq!(field("NoNewPrivs:"), "1", "{status}");
+    assert_eq!(field("Seccomp:"), "2", "{status}");
+    for cap in ["CapInh:", "CapPrm:", "CapEff:", "CapBnd:", "CapAmb:"] {
+        assert_eq!(field(cap), "0000000000000000", "{cap} in {status}");
+    }
+    let environ = std::fs::read(format!("/proc/{pid}/environ")).unwrap();
+    let names: Vec<String> = environ
+        .split(|b| *b == 0)
+        .filter(|v| !v.is_empty())
+        .map(|v| text(v).split('=').next().unwrap().to_string())
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "HOME",
+            "MURMUR_CAPSULE_NAME",
+            "MURMUR_CAPSULE_URL",
+            "MURMUR_CAPSULE_VERSION",
+            "MURMUR_SESSION_ID",
+            "PATH",
+            "PLAIN_VAR"
+        ]
+    );
+    assert!(child.wait().unwrap().success());
+}
+
+fn assert_refused_everywhere() {
+    let s = sandbox("refused", "");
+    let out = s.exec("scoped", &["touch", "x"], &[]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(text(&out.stderr).starts_with("error[E-CAP-003]"));
+}
+
+#[test]
+fn an_install_failure_aborts_the_spawn_and_runs_nothing() {
+    if !host_backs_scoped() {
+        return assert_refused_everywhere();
+    }
+    let s = sandbox("fault", "");
+    for (fault, step) in [
+        ("seccomp", "install the seccomp filter (seccomp)"),
+        (
+            "landlock",
+            "install the landlock ruleset (landlock_restrict_self)",
+        ),
+    ] {
+        let out = s.exec("scoped", &["touch", "marker"], &[("MURMUR_FAULT", fault)]);
+        assert_eq!(out.status.code(), Some(1), "{fault}");
+        let stderr = text(&out.stderr);
+        assert!(
+            stderr.starts_with(&format!(
+                "error[E-RUN-014]: containment could not be installed, the command was not run: {step}: "
+            )),
+            "{stderr}"
+        );
+        assert!(!s.workdir.join("marker").exists(), "{fault}: the command ran");
+    }
+    let out = s.exec("scoped", &["touch", "marker"], &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(s.workdir.join("marker").exists());
+}
+
+#[test]
+fn floors_the_host_cannot_back_are_refused_with_the_missing_mechanism() {
+    let s = sandbox("floors", "");
+    let out = s.exec("scoped", &["touch", "x"], &[("MURMUR_PROBE_DENY", "netns")]);
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(
+        text(&out.stderr).lines().next().unwrap(),
+        "error[E-CAP-003]: containment floor not met: declared 'scoped', achieved 'advisory': netns: disabled by MURMUR_PROBE_DENY"
+    );
+    let out = s.exec("sealed", &["touch", "x"], &[]);
+    assert_eq!(out.status.code(), Some(1));
+    let first = text(&out.stderr).lines().next().unwrap().to_string();
+    assert!(
+        first.starts_with("error[E-CAP-003]: containment floor not met: declared 'sealed'"),
+        "{first}"
+    );
+    let exec = sandbox("workdir-exec", "  filesystem:\n    workdir_exec: true\n");
+    let out = exec.exec("scoped", &["touch", "x"], &[]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        text(&out.stderr).contains("workdir_exec: true caps containment at advisory"),
+        "{}",
+        text(&out.stderr)
+    );
+    assert!(!exec.workdir.join("x").exists());
+}
+
+#[test]
+fn only_shell_allow_commands_run_and_their_status_comes_back() {
+    let s = sandbox("allow", "");
+    let out = s.exec("advisory", &["cat", "/etc/hostname"], &[]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(text(&out.stderr).starts_with("error[E-CAP-004]: 'cat' is not in capabilities.shell.allow"));
+    let out = s.exec("advisory", &["escape-probe", "no-such-case"], &[]);
+    assert_eq!(out.status.code(), Some(2), "the command's own status");
+    let mut stderr = String::new();
+    let _ = (&out.stderr[..]).read_to_string(&mut stderr);
+    assert!(stderr.contains("unknown case"));
+}

@@ -741,3 +741,21 @@ fn a_restart_forgets_every_session_and_token() {
         IDENTITY
     );
 }
+
+#[test]
+fn the_running_daemon_is_confined() {
+    let reg = registry();
+    let d = Daemon::start(reg.path(), &[], &[]);
+    // It still serves, and resolves from the registry it may read.
+    assert_eq!(d.call("GET", "/health", &[], ""), (200, "{}".into()));
+    let status = std::fs::read_to_string(format!("/proc/{}/status", d.run.child.id())).unwrap();
+    let field = |k: &str| {
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix(k))
+            .map(|v| v.trim().to_string())
+            .unwrap_or_default()
+    };
+    assert_eq!(field("NoNewPrivs:"), "1", "{status}");
+    assert_eq!(field("Seccomp:"), "2", "{status}");
+}

@@ -94,10 +94,13 @@ pub fn now_ms() -> u64 {
 
 /// Serve the roost on `listener` until the process ends.
 pub fn serve(listener: TcpListener, config: Config) -> io::Result<()> {
+    let registry = config.registry.clone();
     let mut roost = Roost::new(config)?;
-    http::serve(
-        listener,
-        limits(),
-        move |req: &Request, _: &Exchange<'_>| -> Reply { roost.handle(req, now_ms()).into() },
-    )
+    let server = http::Server::bind(listener, limits())?;
+    // Everything the loop needs is open: from here on the daemon reads the registry and
+    // nothing else, and makes only the syscalls its loop uses.
+    for note in crate::containment::confine::confine_roost(&registry) {
+        eprintln!("{note}");
+    }
+    server.run(move |req: &Request, _: &Exchange<'_>| -> Reply { roost.handle(req, now_ms()).into() })
 }

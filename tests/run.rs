@@ -439,7 +439,7 @@ fn explain_scope_prints_grants_and_runs_nothing() {
             "--containment",
             "sealed",
         ],
-        &[],
+        &[("MURMUR_PROBE_DENY", "sealed")],
     );
     assert_eq!(out.status.code(), Some(0));
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
@@ -462,7 +462,11 @@ fn a_floor_above_what_the_host_achieves_is_refused() {
         "examples/hello/capsule.wasm",
         "capabilities:\n  containment: sealed\n",
     );
-    let out = mur(&t, &["--manifest", &manifest_arg(&dir)], &[]);
+    let out = mur(
+        &t,
+        &["--manifest", &manifest_arg(&dir)],
+        &[("MURMUR_PROBE_DENY", "sealed")],
+    );
     assert_eq!(out.status.code(), Some(1));
     assert!(out.stdout.is_empty());
     let stderr = text(&out.stderr);

@@ -110,3 +110,42 @@ pub fn raw_getppid() -> io::Result<()> {
     // SAFETY: getppid takes no arguments.
     check(unsafe { libc::syscall(libc::SYS_getppid) })
 }
+
+/// Add a path-beneath rule to a landlock ruleset (raw `landlock_add_rule`, for rules on
+/// paths that only exist inside a sealed child's root).
+pub fn landlock_add_path(ruleset: libc::c_int, path: &std::ffi::CStr, access: u64) -> io::Result<()> {
+    #[repr(C, packed)]
+    struct PathBeneath {
+        allowed_access: u64,
+        parent_fd: i32,
+    }
+    // SAFETY: `path` is NUL-terminated; the descriptor is closed before returning.
+    let fd = unsafe { libc::open(path.as_ptr(), libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC) };
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    let attr = PathBeneath {
+        allowed_access: access,
+        parent_fd: fd,
+    };
+    // SAFETY: LANDLOCK_RULE_PATH_BENEATH (1) with a valid attribute struct for the call.
+    let rc = unsafe {
+        libc::syscall(
+            libc::SYS_landlock_add_rule,
+            ruleset,
+            1 as libc::c_int,
+            &attr as *const PathBeneath,
+            0u32,
+        )
+    };
+    let r = check(rc);
+    // SAFETY: closing the descriptor opened above.
+    unsafe { libc::close(fd) };
+    r
+}
+
+/// Enforce a landlock ruleset on this process (raw `landlock_restrict_self`).
+pub fn landlock_restrict(ruleset: libc::c_int) -> io::Result<()> {
+    // SAFETY: landlock_restrict_self takes a descriptor and flags.
+    check(unsafe { libc::syscall(libc::SYS_landlock_restrict_self, ruleset, 0u32) })
+}

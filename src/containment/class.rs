@@ -4,10 +4,6 @@ use super::probe::HostReport;
 use crate::diag::{code, Diagnostic};
 pub use crate::manifest::model::Containment as Class;
 
-/// Why `sealed` is not on offer in this build.
-pub const SEALED_MISSING: &str =
-    "sealed: the composed root (user + mount namespace, pivot_root) is not implemented in this build";
-
 /// The containment decision for one session.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Decision {
@@ -26,7 +22,10 @@ pub fn host_class(r: &HostReport) -> (Class, Option<String>) {
         .find_map(|m| m.as_ref().err().cloned());
     match scoped_missing {
         Some(why) => (Class::Advisory, Some(why)),
-        None => (Class::Scoped, Some(SEALED_MISSING.into())),
+        None => match &r.sealed {
+            Ok(()) => (Class::Sealed, None),
+            Err(why) => (Class::Scoped, Some(why.clone())),
+        },
     }
 }
 
@@ -85,6 +84,7 @@ mod tests {
             seccomp: Ok(()),
             netns: Ok(()),
             pids_cgroup: Ok(()),
+            sealed: Ok(()),
         }
     }
 
@@ -112,7 +112,19 @@ mod tests {
         let msg = d.refusal().unwrap().to_string();
         assert!(msg.starts_with("error[E-CAP-003]: containment floor not met: declared 'scoped', achieved 'advisory': landlock_create_ruleset: errno 38"), "{msg}");
         let d = decide(Class::Sealed, None, false, &all_ok());
-        assert!(d.refusal().unwrap().message.contains(SEALED_MISSING));
+        assert!(d.refusal().is_none());
+        assert_eq!(d.achieved, Class::Sealed);
+        assert_eq!(
+            decide(Class::Scoped, None, false, &all_ok()).achieved,
+            Class::Scoped
+        );
+        let mut r = all_ok();
+        r.sealed = Err("sealed: errno 1".into());
+        let d = decide(Class::Sealed, None, false, &r);
+        assert_eq!(
+            d.refusal().unwrap().message,
+            "containment floor not met: declared 'sealed', achieved 'scoped': sealed: errno 1"
+        );
         let d = decide(Class::Scoped, None, true, &all_ok());
         assert_eq!(d.achieved, Class::Advisory);
         assert!(d.refusal().unwrap().message.contains("workdir_exec"));

@@ -1,6 +1,6 @@
 //! Containment of the runtime's child processes: the class decision (`class`), the host
 //! probe (`probe`), the seccomp policy (`seccomp`), the landlock rules (`rules`), the ELF
-//! closure of allowed binaries (`elf`), the pids cgroup (`cgroup`), the steps a child
+//! closure of allowed binaries (`elf`), the composed root of `sealed` (`sealed`), the pids cgroup (`cgroup`), the steps a child
 //! installs on itself (`child`), and the one spawn function (`spawn`). `confine` is the
 //! daemon's confinement of itself.
 
@@ -11,6 +11,7 @@ pub mod confine;
 pub mod elf;
 pub mod probe;
 pub mod rules;
+pub mod sealed;
 pub mod seccomp;
 pub mod spawn;
 

@@ -3,6 +3,8 @@
 //! process (`mur __probe`) and reports back one JSON line; the runtime never restricts
 //! itself while probing.
 
+#![allow(unsafe_code)]
+
 use landlock::{Access, AccessFs, CompatLevel, Compatible, Ruleset, RulesetAttr, ABI};
 use serde::{Deserialize, Serialize};
 
@@ -14,6 +16,9 @@ pub struct HostReport {
     pub seccomp: Result<(), String>,
     pub netns: Result<(), String>,
     pub pids_cgroup: Result<(), String>,
+    /// User + mount + PID namespaces, a tmpfs root, a fresh `/proc` and `pivot_root`: the
+    /// whole sealed plan, run in a throwaway child.
+    pub sealed: Result<(), String>,
 }
 
 impl HostReport {
@@ -26,6 +31,7 @@ impl HostReport {
                 "seccomp" => &mut self.seccomp,
                 "netns" => &mut self.netns,
                 "cgroup" => &mut self.pids_cgroup,
+                "sealed" => &mut self.sealed,
                 _ => continue,
             };
             *slot = Err(format!("{name}: disabled by MURMUR_PROBE_DENY"));
@@ -50,7 +56,8 @@ pub fn probe(exe: &std::path::Path) -> HostReport {
         landlock: Err(why.clone()),
         seccomp: Err(why.clone()),
         netns: Err(why.clone()),
-        pids_cgroup: Err(why),
+        pids_cgroup: Err(why.clone()),
+        sealed: Err(why),
     };
     let mut report = match out {
         Ok(o) => serde_json::from_slice::<HostReport>(&o.stdout)
@@ -66,6 +73,7 @@ pub fn probe(exe: &std::path::Path) -> HostReport {
 
 /// The probe child: run every check on itself and print the report. Called by `mur __probe`.
 pub fn child_main() -> i32 {
+    let sealed = sealed_works();
     let netns = super::child::enter_network_namespace().map_err(|e| errno_text("unshare(CLONE_NEWNET)", &e));
     let seccomp = seccomp_works();
     let (landlock_abi, landlock) = landlock_works();
@@ -75,9 +83,54 @@ pub fn child_main() -> i32 {
         seccomp,
         netns,
         pids_cgroup: Err("not probed in the child".into()),
+        sealed,
     };
     println!("{}", serde_json::to_string(&report).unwrap_or_default());
     0
+}
+
+/// Run the sealed plan (no workdir, no files) in a forked child and report how far it got.
+fn sealed_works() -> Result<(), String> {
+    let mut plan = super::sealed::plan(None, &Default::default())?;
+    let ops = plan.descriptions();
+    let (r, w) =
+        rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC).map_err(|e| format!("pipe: {e}"))?;
+    let wfd = std::os::fd::AsRawFd::as_raw_fd(&w);
+    // SAFETY: the probe process is single-threaded; the child only runs the plan (syscalls
+    // on prepared values), writes to the pipe and exits.
+    let pid = unsafe { libc::fork() };
+    if pid < 0 {
+        return Err(errno_text("fork", &std::io::Error::last_os_error()));
+    }
+    if pid == 0 {
+        let msg = match plan.enter() {
+            Ok(()) => vec![0u8],
+            Err(f) => f.encode().to_vec(),
+        };
+        let _ = super::child::write_fd(wfd, &msg);
+        // SAFETY: leaving the forked child without running the parent's destructors.
+        unsafe { libc::_exit(0) };
+    }
+    drop(w);
+    let mut msg = Vec::new();
+    let _ = std::io::Read::read_to_end(&mut std::fs::File::from(r), &mut msg);
+    let mut status = 0;
+    // SAFETY: waiting for the child forked above.
+    unsafe { libc::waitpid(pid, &mut status, 0) };
+    match (msg.as_slice(), super::sealed::Failure::decode(&msg)) {
+        ([0], _) => Ok(()),
+        (_, Some(f)) => {
+            let e = std::io::Error::from_raw_os_error(f.errno);
+            let step = super::spawn::STEPS.get(f.step as usize).copied().unwrap_or("?");
+            let what = if f.step == super::sealed::STEP_ROOT {
+                format!("{step}: {}", super::sealed::describe(&ops, f.detail))
+            } else {
+                step.to_string()
+            };
+            Err(format!("sealed: {what}: errno {} ({e})", f.errno))
+        }
+        _ => Err("sealed: the probe child reported nothing".into()),
+    }
 }
 
 fn seccomp_works() -> Result<(), String> {

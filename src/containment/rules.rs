@@ -30,6 +30,32 @@ pub struct Grants<'a> {
     pub exec_files: &'a BTreeSet<PathBuf>,
 }
 
+/// The rights on the workdir (and a sealed child's private `/tmp`): everything the ABI
+/// handles except making devices and sockets, and execute unless `workdir_exec`.
+pub fn workdir_rights(abi_n: u32, workdir_exec: bool) -> BitFlags<AccessFs> {
+    let mut rights: BitFlags<AccessFs> = AccessFs::from_all(abi(abi_n));
+    for never in [
+        AccessFs::Execute,
+        AccessFs::MakeChar,
+        AccessFs::MakeBlock,
+        AccessFs::MakeSock,
+    ] {
+        rights.remove(never);
+    }
+    if abi_n >= 5 {
+        rights.remove(AccessFs::IoctlDev);
+    }
+    if workdir_exec {
+        rights |= AccessFs::Execute;
+    }
+    rights
+}
+
+/// Read-only rights on a directory tree (a sealed child's `/etc` allow-list).
+pub fn read_rights() -> BitFlags<AccessFs> {
+    AccessFs::ReadFile | AccessFs::ReadDir
+}
+
 /// Build the ruleset at `abi_n` (a hard requirement: any error aborts the spawn).
 pub fn ruleset(abi_n: u32, g: &Grants<'_>) -> Result<RulesetCreated, String> {
     let abi = abi(abi_n);
@@ -46,21 +72,7 @@ pub fn ruleset(abi_n: u32, g: &Grants<'_>) -> Result<RulesetCreated, String> {
             .map_err(|e| err("scope", &e))?;
     }
     let mut set = attr.create().map_err(|e| err("create", &e))?;
-    let mut workdir: BitFlags<AccessFs> = all;
-    for never in [
-        AccessFs::Execute,
-        AccessFs::MakeChar,
-        AccessFs::MakeBlock,
-        AccessFs::MakeSock,
-    ] {
-        workdir.remove(never);
-    }
-    if abi_n >= 5 {
-        workdir.remove(AccessFs::IoctlDev);
-    }
-    if g.workdir_exec {
-        workdir |= AccessFs::Execute;
-    }
+    let workdir = workdir_rights(abi_n, g.workdir_exec);
     let file_rights = |rights: BitFlags<AccessFs>| rights & all;
     let mut rules: Vec<(PathBuf, BitFlags<AccessFs>, bool)> = vec![(g.workdir.to_path_buf(), workdir, true)];
     for f in g.exec_files {

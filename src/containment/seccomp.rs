@@ -379,6 +379,19 @@ mod tests {
     }
 
     #[test]
+    fn audit_lists_every_allowed_syscall() {
+        let doc = include_str!("../../audit/syscalls.md");
+        let listed = ALLOWED
+            .iter()
+            .chain(ALLOWED_ARCH)
+            .chain(super::super::confine::ROOST_ALLOWED);
+        for (name, _) in listed {
+            let row = format!("| `{}` | ", name.trim_start_matches("SYS_"));
+            assert!(doc.contains(&row), "audit/syscalls.md has no line for {name}");
+        }
+    }
+
+    #[test]
     fn the_filter_compiles_and_stays_small() {
         let with = child_filter(true).unwrap();
         let without = child_filter(false).unwrap();

@@ -8,11 +8,12 @@
 
 use super::cgroup::Cgroup;
 use super::class::Class;
+use super::sealed::{self, Failure};
 use super::{child, rules, seccomp};
 use crate::diag::{code, Diagnostic};
 use std::collections::BTreeSet;
 use std::io::Read;
-use std::os::fd::AsRawFd;
+use std::os::fd::{AsRawFd, OwnedFd};
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -58,8 +59,8 @@ pub struct Spawn<'a> {
     pub stderr: Stdio,
 }
 
-/// The steps of the child, numbered for the error pipe.
-const STEPS: [&str; 9] = [
+/// The steps of the child, numbered for the error pipe (`sealed::STEP_*` share them).
+pub const STEPS: [&str; 15] = [
     "",
     "join the pids cgroup",
     "enter a network namespace (unshare)",
@@ -69,6 +70,12 @@ const STEPS: [&str; 9] = [
     "set no_new_privs (prctl)",
     "install the seccomp filter (seccomp)",
     "install the landlock ruleset (landlock_restrict_self)",
+    "write the user namespace's id maps (setgroups, uid_map, gid_map)",
+    "fork pid 1 of the new PID namespace (clone)",
+    "compose the sealed root",
+    "enter new user, mount, PID, network, IPC and UTS namespaces (unshare)",
+    "fork the command inside the PID namespace (clone)",
+    "grant the private /tmp and /etc (landlock_add_rule)",
 ];
 
 /// Test-only fault injection: `MURMUR_FAULT=seccomp|landlock` makes that step fail in the
@@ -92,32 +99,61 @@ fn install_error(step: usize, e: impl std::fmt::Display) -> Diagnostic {
     )
 }
 
+/// The error text of a failure the child reported.
+fn reported(f: Failure, sealed_ops: &[String]) -> Diagnostic {
+    let e = std::io::Error::from_raw_os_error(f.errno);
+    if f.step == sealed::STEP_ROOT {
+        return install_error(
+            f.step as usize,
+            format!("{}: {e}", sealed::describe(sealed_ops, f.detail)),
+        );
+    }
+    install_error(f.step as usize, e)
+}
+
+fn io_of(e: seccompiler::Error) -> std::io::Error {
+    match e {
+        seccompiler::Error::Seccomp(io) | seccompiler::Error::Prctl(io) => io,
+        _ => std::io::Error::from_raw_os_error(libc::EINVAL),
+    }
+}
+
 /// Start the child, contained for `s.class`.
 pub fn spawn(s: Spawn<'_>) -> Result<Child, Diagnostic> {
     let contained = s.class >= Class::Scoped;
-    if s.class == Class::Sealed {
-        return Err(install_error(0, super::class::SEALED_MISSING));
-    }
     let closure: BTreeSet<PathBuf> = s
         .allowed_binaries
         .iter()
         .flat_map(|b| super::elf::closure(b))
         .collect();
-    let mut ruleset = if contained {
+    let ruleset: Option<OwnedFd> = if contained {
         let grants = rules::Grants {
             workdir: s.workdir,
             workdir_exec: s.workdir_exec,
             exec_files: &closure,
         };
-        Some(rules::ruleset(s.landlock_abi, &grants).map_err(|e| install_error(8, e))?)
+        let set = rules::ruleset(s.landlock_abi, &grants).map_err(|e| install_error(8, e))?;
+        Some(Option::<OwnedFd>::from(set).ok_or_else(|| install_error(8, "landlock is not supported"))?)
     } else {
         None
     };
+    let ruleset_fd = ruleset.as_ref().map(|f| f.as_raw_fd());
     let filter = if contained {
         Some(seccomp::child_filter(s.unix_sockets).map_err(|e| install_error(7, e))?)
     } else {
         None
     };
+    let mut plan = if s.class == Class::Sealed {
+        let mut files: BTreeSet<PathBuf> = closure.clone();
+        files.extend(s.allowed_binaries.iter().cloned());
+        files.insert(s.program.to_path_buf());
+        Some(sealed::plan(Some(s.workdir), &files).map_err(|e| install_error(11, e))?)
+    } else {
+        None
+    };
+    let sealed_ops = plan.as_ref().map(|p| p.descriptions()).unwrap_or_default();
+    let tmp_rights = rules::workdir_rights(s.landlock_abi, s.workdir_exec).bits();
+    let etc_rights = rules::read_rights().bits();
     let (err_r, err_w) = rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC)
         .map_err(|e| install_error(0, std::io::Error::from(e)))?;
     let err_fd = err_w.as_raw_fd();
@@ -134,25 +170,31 @@ pub fn spawn(s: Spawn<'_>) -> Result<Child, Diagnostic> {
         .stdout(s.stdout)
         .stderr(s.stderr);
     let hook = move || -> std::io::Result<()> {
-        let mut step = 0u8;
-        let mut run = |n: u8, r: std::io::Result<()>| -> std::io::Result<()> {
-            step = n;
+        let report = |f: Failure| -> std::io::Error {
+            let _ = child::write_fd(err_fd, &f.encode());
+            std::io::Error::from_raw_os_error(f.errno)
+        };
+        let run = |n: u8, r: std::io::Result<()>| -> std::io::Result<()> {
             let r = if fault == n {
                 Err(std::io::Error::from_raw_os_error(libc::ENOTRECOVERABLE))
             } else {
                 r
             };
-            if let Err(e) = &r {
-                let errno = e.raw_os_error().unwrap_or(0).to_le_bytes();
-                let msg = [n, errno[0], errno[1], errno[2], errno[3]];
-                let _ = child::write_fd(err_fd, &msg);
-            }
-            r
+            r.map_err(|e| {
+                report(Failure {
+                    step: n,
+                    errno: e.raw_os_error().unwrap_or(libc::EINVAL),
+                    detail: 0,
+                })
+            })
         };
         if let Some(fd) = procs_fd {
             run(1, child::write_fd(fd, b"0"))?;
         }
-        if contained {
+        if let Some(p) = plan.as_mut() {
+            // Returns in pid 1 of the new namespaces, inside the composed root.
+            p.enter().map_err(report)?;
+        } else if contained {
             run(2, child::enter_network_namespace())?;
         }
         run(3, child::cloexec_from_3())?;
@@ -167,52 +209,49 @@ pub fn spawn(s: Spawn<'_>) -> Result<Child, Diagnostic> {
         run(5, child::drop_capabilities())?;
         run(6, child::no_new_privs())?;
         if let Some(f) = &filter {
-            run(
-                7,
-                seccompiler::apply_filter(f).map_err(|e| match e {
-                    seccompiler::Error::Seccomp(io) | seccompiler::Error::Prctl(io) => io,
-                    _ => std::io::Error::from_raw_os_error(libc::EINVAL),
-                }),
-            )?;
+            run(7, seccompiler::apply_filter(f).map_err(io_of))?;
         }
-        if let Some(set) = ruleset.take() {
-            run(
-                8,
-                set.restrict_self()
-                    .map(|_| ())
-                    .map_err(|_| std::io::Error::from_raw_os_error(libc::EPERM)),
-            )?;
+        if let Some(fd) = ruleset_fd {
+            if plan.is_some() {
+                run(
+                    sealed::STEP_PRIVATE_RULES,
+                    child::landlock_add_path(fd, c"/tmp", tmp_rights)
+                        .and_then(|_| child::landlock_add_path(fd, c"/etc", etc_rights)),
+                )?;
+            }
+            run(8, child::landlock_restrict(fd))?;
         }
-        let _ = step;
+        if plan.is_some() {
+            run(sealed::STEP_FORK_COMMAND, sealed::fork_command())?;
+        }
         Ok(())
     };
     // SAFETY: the hook runs in the forked child before exec. It only makes syscalls on
-    // values prepared above (descriptors, a compiled filter, a created ruleset), and on its
-    // success paths allocates nothing, so the usual post-fork restrictions hold.
+    // values prepared above (descriptors, a compiled filter, a ruleset, the sealed plan),
+    // and on its success paths allocates nothing, so the usual post-fork restrictions hold.
     unsafe {
         cmd.pre_exec(hook);
     }
     let spawned = cmd.spawn();
     drop(err_w);
-    match spawned {
-        Ok(child) => Ok(child),
-        Err(e) => {
-            let mut msg = [0u8; 5];
-            let mut r = std::fs::File::from(err_r);
-            match r.read_exact(&mut msg) {
-                Ok(()) if (msg[0] as usize) < STEPS.len() && msg[0] > 0 => {
-                    let errno = i32::from_le_bytes([msg[1], msg[2], msg[3], msg[4]]);
-                    Err(install_error(
-                        msg[0] as usize,
-                        std::io::Error::from_raw_os_error(errno),
-                    ))
-                }
-                _ => Err(Diagnostic::new(
-                    code::RUN_CONTAINMENT,
-                    "",
-                    format!("cannot start {}: {e}", s.program.display()),
-                )),
-            }
+    drop(ruleset);
+    // Every writer of the pipe has exec'd or exited by now (a sealed child's waiter and
+    // pid 1 close all they hold), so this read ends at once.
+    let mut msg = Vec::new();
+    let _ = std::fs::File::from(err_r).read_to_end(&mut msg);
+    let failure = Failure::decode(&msg).filter(|f| (f.step as usize) < STEPS.len() && f.step > 0);
+    match (spawned, failure) {
+        (Ok(mut child), Some(f)) => {
+            let _ = child.kill();
+            let _ = child.wait();
+            Err(reported(f, &sealed_ops))
         }
+        (Ok(child), None) => Ok(child),
+        (Err(_), Some(f)) => Err(reported(f, &sealed_ops)),
+        (Err(e), None) => Err(Diagnostic::new(
+            code::RUN_CONTAINMENT,
+            "",
+            format!("cannot start {}: {e}", s.program.display()),
+        )),
     }
 }

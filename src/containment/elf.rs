@@ -60,9 +60,9 @@ pub fn parse(b: &[u8]) -> Option<Needs> {
     for i in 0..phnum {
         let ph = phoff.checked_add(i.checked_mul(phentsize)?)?;
         let kind = u32_at(b, ph)?;
-        let offset = u64_at(b, ph + 8)?;
-        let vaddr = u64_at(b, ph + 16)?;
-        let filesz = u64_at(b, ph + 32)?;
+        let offset = u64_at(b, ph.checked_add(8)?)?;
+        let vaddr = u64_at(b, ph.checked_add(16)?)?;
+        let filesz = u64_at(b, ph.checked_add(32)?)?;
         match kind {
             PT_INTERP => needs.interp = cstr_at(b, usize::try_from(offset).ok()?),
             PT_LOAD => loads.push((vaddr, offset, filesz)),
@@ -78,7 +78,7 @@ pub fn parse(b: &[u8]) -> Option<Needs> {
     let count = usize::try_from(dyn_size / 16).ok()?.min(4096);
     for i in 0..count {
         let at = usize::try_from(dyn_off).ok()?.checked_add(i * 16)?;
-        let (tag, val) = (u64_at(b, at)?, u64_at(b, at + 8)?);
+        let (tag, val) = (u64_at(b, at)?, u64_at(b, at.checked_add(8)?)?);
         match tag {
             0 => break,
             DT_STRTAB => strtab_vaddr = Some(val),
@@ -90,7 +90,7 @@ pub fn parse(b: &[u8]) -> Option<Needs> {
         loads
             .iter()
             .find(|(vaddr, _, size)| v >= *vaddr && v - vaddr < *size)
-            .map(|(vaddr, off, _)| v - vaddr + off)
+            .and_then(|(vaddr, off, _)| (v - vaddr).checked_add(*off))
     })?;
     for (tag, val) in entries {
         let Some(s) = strtab
@@ -175,6 +175,26 @@ mod tests {
         let names: Vec<String> = set.iter().map(|p| p.display().to_string()).collect();
         assert!(names.iter().any(|n| n.contains("ld-linux")), "{names:?}");
         assert!(names.iter().any(|n| n.contains("libc.so")), "{names:?}");
+    }
+
+    #[test]
+    fn offsets_near_the_top_of_the_address_space_are_refused_not_overflowed() {
+        // Found by the fuzzer: a load segment and a string table whose offsets add past
+        // u64::MAX.
+        let mut b = std::fs::read(concat!(env!("CARGO_MANIFEST_DIR"), "/fuzz/seeds/elf/tiny")).unwrap();
+        let phoff = u64_at(&b, 0x20).unwrap() as usize;
+        let phnum = u16_at(&b, 0x38).unwrap() as usize;
+        for i in 0..phnum {
+            let ph = phoff + i * 56;
+            if u32_at(&b, ph) == Some(PT_LOAD) {
+                b[ph + 8..ph + 16].copy_from_slice(&u64::MAX.to_le_bytes());
+            }
+        }
+        let _ = parse(&b);
+        assert!(
+            parse(&std::fs::read(concat!(env!("CARGO_MANIFEST_DIR"), "/fuzz/seeds/elf/tiny")).unwrap())
+                .is_some()
+        );
     }
 
     #[test]

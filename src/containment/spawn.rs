@@ -121,11 +121,16 @@ fn io_of(e: seccompiler::Error) -> std::io::Error {
 /// Start the child, contained for `s.class`.
 pub fn spawn(s: Spawn<'_>) -> Result<Child, Diagnostic> {
     let contained = s.class >= Class::Scoped;
-    let closure: BTreeSet<PathBuf> = s
-        .allowed_binaries
-        .iter()
-        .flat_map(|b| super::elf::closure(b))
-        .collect();
+    // The loader and libraries of the allowed binaries: only landlock and the sealed root
+    // need them, so an advisory spawn does not read a single ELF header.
+    let closure: BTreeSet<PathBuf> = if contained {
+        s.allowed_binaries
+            .iter()
+            .flat_map(|b| super::elf::closure(b))
+            .collect()
+    } else {
+        BTreeSet::new()
+    };
     let ruleset: Option<OwnedFd> = if contained {
         let grants = rules::Grants {
             workdir: s.workdir,

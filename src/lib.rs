@@ -18,6 +18,7 @@ pub mod registry;
 pub mod roost;
 #[cfg(feature = "runtime")]
 pub mod runtime;
+pub mod signals;
 pub mod token;
 
 /// The crate version both binaries report.

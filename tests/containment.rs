@@ -301,6 +301,7 @@ fn no_privileges_left(class: &str) {
     };
     assert_eq!(field("NoNewPrivs:"), "1", "{status}");
     assert_eq!(field("Seccomp:"), "2", "{status}");
+    assert_eq!(field("SigBlk:"), "0000000000000000", "{status}");
     for cap in ["CapInh:", "CapPrm:", "CapEff:", "CapBnd:", "CapAmb:"] {
         assert_eq!(field(cap), "0000000000000000", "{cap} in {status}");
     }
@@ -422,4 +423,62 @@ fn only_shell_allow_commands_run_and_their_status_comes_back() {
     let mut stderr = String::new();
     let _ = (&out.stderr[..]).read_to_string(&mut stderr);
     assert!(stderr.contains("unknown case"));
+}
+
+#[test]
+fn a_terminating_signal_to_mur_exec_reaches_the_child_and_leaves_nothing_running() {
+    if !host_backs_scoped() {
+        return assert_refused_everywhere();
+    }
+    let mut classes = vec!["scoped"];
+    if host_backs_sealed() {
+        classes.push("sealed");
+    }
+    for class in classes {
+        let s = sandbox("signal", "");
+        let mut child = Command::new(MUR)
+            .args(["exec", "--manifest"])
+            .arg(&s.manifest)
+            .arg("--workdir")
+            .arg(&s.workdir)
+            .args(["--containment", class, "--", "sleep", "30"])
+            .env("PATH", s.path_env())
+            .spawn()
+            .unwrap();
+        let mut sleeper = None;
+        for _ in 0..100 {
+            sleeper = find_descendant(child.id(), "sleep");
+            if sleeper.is_some() {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        let sleeper = sleeper.expect("no contained sleep appeared");
+        let started = std::time::Instant::now();
+        rustix::process::kill_process(
+            rustix::process::Pid::from_raw(child.id() as i32).unwrap(),
+            rustix::process::Signal::TERM,
+        )
+        .unwrap();
+        let status = child.wait().unwrap();
+        assert_eq!(
+            status.code(),
+            Some(128 + 15),
+            "{class}: the child's SIGTERM status"
+        );
+        assert!(started.elapsed() < std::time::Duration::from_secs(20), "{class}");
+        let gone = (0..100).any(|_| {
+            let stat = std::fs::read_to_string(format!("/proc/{sleeper}/stat")).unwrap_or_default();
+            let running = !stat.is_empty()
+                && stat
+                    .rsplit(')')
+                    .next()
+                    .is_some_and(|rest| !rest.trim_start().starts_with('Z'));
+            if running {
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+            !running
+        });
+        assert!(gone, "{class}: the contained sleep outlived mur exec");
+    }
 }

@@ -142,6 +142,10 @@ pub fn exec(o: ExecOptions, exe: &Path) -> Result<u8, Diagnostic> {
     } else {
         Cgroup::create(&session_id, PIDS_MAX).ok()
     };
+    // SIGINT and SIGTERM go to the child's process group (it has its own, so a terminal's
+    // Ctrl-C reaches only `mur`); `mur` then reports the child's status as usual.
+    crate::signals::block_termination()
+        .map_err(|e| Diagnostic::new(code::RUN_CONTAINMENT, "", format!("cannot block signals: {e}")))?;
     let mut child = spawn::spawn(spawn::Spawn {
         class: decision.achieved,
         landlock_abi: report.landlock_abi,
@@ -161,6 +165,18 @@ pub fn exec(o: ExecOptions, exe: &Path) -> Result<u8, Diagnostic> {
         stdout: Stdio::inherit(),
         stderr: Stdio::inherit(),
     })?;
+    if let Some(group) = rustix::process::Pid::from_raw(child.id() as i32) {
+        std::thread::spawn(move || {
+            while let Ok(sig) = crate::signals::wait_for_termination() {
+                let sig = if sig == libc::SIGINT {
+                    rustix::process::Signal::INT
+                } else {
+                    rustix::process::Signal::TERM
+                };
+                let _ = rustix::process::kill_process_group(group, sig);
+            }
+        });
+    }
     let status = child
         .wait()
         .map_err(|e| Diagnostic::new(code::RUN_CONTAINMENT, "", format!("waiting for {cmd}: {e}")))?;

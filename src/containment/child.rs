@@ -25,6 +25,22 @@ pub fn enter_network_namespace() -> io::Result<()> {
     check(unsafe { libc::unshare(flags) } as libc::c_long)
 }
 
+/// An empty signal mask: `mur` blocks SIGINT and SIGTERM to forward them, and a mask is
+/// inherited across exec, so the child must start with none blocked.
+pub fn unblock_signals() -> io::Result<()> {
+    // SAFETY: sigemptyset initialises the local set; SIG_SETMASK reads it; the old-set
+    // pointer may be null.
+    let rc = unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        libc::pthread_sigmask(libc::SIG_SETMASK, &set, std::ptr::null_mut())
+    };
+    match rc {
+        0 => Ok(()),
+        e => Err(io::Error::from_raw_os_error(e)),
+    }
+}
+
 /// Mark every descriptor from 3 up close-on-exec.
 pub fn cloexec_from_3() -> io::Result<()> {
     // SAFETY: close_range with CLOSE_RANGE_CLOEXEC only sets flags on descriptors.

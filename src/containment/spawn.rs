@@ -1,9 +1,11 @@
 //! The one function that starts every child process of the runtime. Parent side: resolve,
 //! open and compile everything (ruleset, filter, cgroup descriptor). Child side, between
 //! fork and exec, in this order, any failure aborting the spawn and reported through a
-//! close-on-exec pipe: join the pids cgroup, enter a loopback-only network namespace,
-//! mark descriptors above 2 close-on-exec, set hard rlimits, drop every capability,
-//! `no_new_privs`, the seccomp filter, then the landlock ruleset.
+//! close-on-exec pipe: join the pids cgroup, enter a loopback-only network namespace (under
+//! `sealed`: all the namespaces and the composed root of `sealed.rs`, as pid 1 of its own
+//! PID namespace), mark descriptors above 2 close-on-exec, unblock signals, set hard
+//! rlimits, drop every capability, `no_new_privs`, the seccomp filter, then the landlock
+//! ruleset; under `sealed` pid 1 then forks the command and stays as its reaper.
 #![allow(unsafe_code)]
 
 use super::cgroup::Cgroup;
@@ -60,7 +62,7 @@ pub struct Spawn<'a> {
 }
 
 /// The steps of the child, numbered for the error pipe (`sealed::STEP_*` share them).
-pub const STEPS: [&str; 15] = [
+pub const STEPS: [&str; 16] = [
     "",
     "join the pids cgroup",
     "enter a network namespace (unshare)",
@@ -76,6 +78,7 @@ pub const STEPS: [&str; 15] = [
     "enter new user, mount, PID, network, IPC and UTS namespaces (unshare)",
     "fork the command inside the PID namespace (clone)",
     "grant the private /tmp and /etc (landlock_add_rule)",
+    "unblock signals (pthread_sigmask)",
 ];
 
 /// Test-only fault injection: `MURMUR_FAULT=seccomp|landlock` makes that step fail in the
@@ -203,6 +206,7 @@ pub fn spawn(s: Spawn<'_>) -> Result<Child, Diagnostic> {
             run(2, child::enter_network_namespace())?;
         }
         run(3, child::cloexec_from_3())?;
+        run(15, child::unblock_signals())?;
         run(
             4,
             child::limit(libc::RLIMIT_NOFILE, limits.open_files)

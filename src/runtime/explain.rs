@@ -30,7 +30,7 @@ pub fn mechanisms(achieved: Containment) -> &'static str {
             "no kernel mechanism: the WASM guest is bounded by its WASI grants and wasmtime limits only"
         }
         Containment::Scoped => "landlock and seccomp per child process",
-        Containment::Sealed => "user, mount and network namespaces, landlock and seccomp per child process",
+        Containment::Sealed => "user, mount, PID and network namespaces with a composed read-only root, landlock and seccomp per child process",
     }
 }
 

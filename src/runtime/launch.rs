@@ -171,7 +171,7 @@ pub fn run(opts: RunOptions) -> Result<u8, Diagnostic> {
     }
     let component_bytes = source.component?;
     if sleeps {
-        super::signals::block_termination()
+        crate::signals::block_termination()
             .map_err(|e| Diagnostic::new(code::RUN_TRAP, "", format!("cannot block SIGTERM/SIGINT: {e}")))?;
     }
     layout.create(opts.workdir.is_some())?;
@@ -284,7 +284,7 @@ pub fn run(opts: RunOptions) -> Result<u8, Diagnostic> {
     };
     if sleeps && trapped.is_none() {
         bootstrap.line("task done; sleeping until SIGTERM or SIGINT");
-        let sig = super::signals::wait_for_termination().unwrap_or(0);
+        let sig = crate::signals::wait_for_termination().unwrap_or(0);
         bootstrap.line(&format!("signal {sig}: ending the session"));
     }
     let exit_status = if trapped.is_some() { "failed" } else { "ok" };

@@ -6,7 +6,6 @@ pub mod explain;
 pub mod gate;
 pub mod launch;
 pub mod session;
-pub mod signals;
 pub mod trace;
 pub mod wasm;
 

@@ -1,5 +1,7 @@
-//! SIGTERM and SIGINT as a value to wait for, for a capsule that sleeps until told to stop:
-//! block both before any thread starts (threads inherit the mask), then `sigwait`.
+//! SIGTERM and SIGINT as a value to wait for (a capsule that sleeps until told to stop, and
+//! `mur exec` passing them on to its child): block both before any thread starts (threads
+//! inherit the mask), then `sigwait`. Children start with an empty mask (the standard
+//! library resets it between fork and exec).
 #![allow(unsafe_code)]
 
 /// Block SIGTERM and SIGINT on the calling thread and every thread it starts afterwards.

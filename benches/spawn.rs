@@ -24,7 +24,7 @@ fn ms(d: Duration) -> String {
 }
 
 fn main() {
-    let report = probe::probe(Path::new(env!("CARGO_BIN_EXE_mur")));
+    let report = probe::probe(Path::new(env!("CARGO_BIN_EXE_mur")), Class::Sealed);
     let work = std::env::temp_dir().join(format!("murmur-spawn-bench-{}", std::process::id()));
     std::fs::create_dir_all(&work).unwrap();
     let program = PathBuf::from(TRUE);

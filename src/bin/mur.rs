@@ -58,7 +58,8 @@ enum Command {
     Run(murmur::runtime::RunOptions),
     Exec(murmur::commands::exec::ExecOptions),
     /// Hidden: the host probe's child (see `containment::probe`).
-    Probe,
+    /// The host probe child, up to a class (all of them when none is named).
+    Probe(murmur::containment::class::Class),
 }
 
 fn parse_exec(args: &mut Args) -> Result<Command, ArgError> {
@@ -239,7 +240,20 @@ fn parse(mut args: Args) -> Result<Command, ArgError> {
         #[cfg(feature = "runtime")]
         "run" => parse_run(&mut args)?,
         "exec" => parse_exec(&mut args)?,
-        "__probe" => Command::Probe,
+        "__probe" => {
+            let up_to = match args.next_arg() {
+                None => murmur::containment::class::Class::Sealed,
+                Some(Arg::Word(w)) => {
+                    murmur::containment::class::Class::parse(&w).ok_or(ArgError::BadValue {
+                        flag: "__probe".into(),
+                        value: w,
+                        why: "advisory, scoped or sealed",
+                    })?
+                }
+                Some(other) => return Err(unknown(other)),
+            };
+            Command::Probe(up_to)
+        }
         _ => return Err(ArgError::Unknown(command)),
     };
     if let Some(extra) = args.next_arg() {
@@ -287,7 +301,7 @@ fn run(cmd: Command) -> Result<String, Diagnostic> {
         }
         #[cfg(feature = "runtime")]
         Command::Run(_) => unreachable!("dispatched in main"),
-        Command::Exec(_) | Command::Probe => unreachable!("dispatched in main"),
+        Command::Exec(_) | Command::Probe(_) => unreachable!("dispatched in main"),
         Command::Inspect {
             target,
             registry,
@@ -336,7 +350,7 @@ fn main() -> ExitCode {
         other => other,
     };
     let cmd = match cmd {
-        Command::Probe => return ExitCode::from(murmur::containment::probe::child_main() as u8),
+        Command::Probe(up_to) => return ExitCode::from(murmur::containment::probe::child_main(up_to) as u8),
         Command::Exec(o) => {
             let exe = std::env::current_exe().unwrap_or_else(|_| PathBuf::from("/proc/self/exe"));
             return match murmur::commands::exec::exec(o, &exe) {

@@ -86,7 +86,7 @@ pub fn exec(o: ExecOptions, exe: &Path) -> Result<u8, Diagnostic> {
             format!("'{cmd}' is allowed but not found on PATH"),
         )
     })?;
-    let report = probe::probe(exe);
+    let report = probe::probe(exe, caps.containment.max(o.containment.unwrap_or_default()));
     let decision = class::decide(caps.containment, o.containment, caps.workdir_exec, &report);
     if let Some(refusal) = decision.refusal() {
         return Err(refusal);

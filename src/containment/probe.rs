@@ -5,6 +5,7 @@
 
 #![allow(unsafe_code)]
 
+use super::class::Class;
 use landlock::{Access, AccessFs, CompatLevel, Compatible, Ruleset, RulesetAttr, ABI};
 use serde::{Deserialize, Serialize};
 
@@ -43,10 +44,25 @@ fn errno_text(call: &str, e: &std::io::Error) -> String {
     format!("{call}: errno {} ({e})", e.raw_os_error().unwrap_or(0))
 }
 
-/// Run the probe in a child of `exe` (the `mur` binary) and read its report.
-pub fn probe(exe: &std::path::Path) -> HostReport {
+/// Run the probe in a child of `exe` (the `mur` binary) and read its report. Only the
+/// mechanisms of the classes up to `floor` are probed (the achieved class never exceeds the
+/// floor, so the rest cannot change the decision): an `advisory` floor starts no process,
+/// and only a `sealed` one composes a trial root.
+pub fn probe(exe: &std::path::Path, floor: Class) -> HostReport {
+    if floor == Class::Advisory {
+        let skipped = || Err::<(), _>("not probed: the floor is advisory".to_string());
+        return HostReport {
+            landlock_abi: 0,
+            landlock: skipped(),
+            seccomp: skipped(),
+            netns: skipped(),
+            pids_cgroup: skipped(),
+            sealed: skipped(),
+        };
+    }
     let out = std::process::Command::new(exe)
         .arg("__probe")
+        .arg(floor.as_str())
         .env_clear()
         .stdin(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
@@ -72,8 +88,12 @@ pub fn probe(exe: &std::path::Path) -> HostReport {
 }
 
 /// The probe child: run every check on itself and print the report. Called by `mur __probe`.
-pub fn child_main() -> i32 {
-    let sealed = sealed_works();
+pub fn child_main(up_to: Class) -> i32 {
+    let sealed = if up_to == Class::Sealed {
+        sealed_works()
+    } else {
+        Err(format!("not probed: the floor is {}", up_to.as_str()))
+    };
     let netns = super::child::enter_network_namespace().map_err(|e| errno_text("unshare(CLONE_NEWNET)", &e));
     let seccomp = seccomp_works();
     let (landlock_abi, landlock) = landlock_works();

@@ -128,7 +128,8 @@ pub fn run(opts: RunOptions) -> Result<u8, Diagnostic> {
     let caps = &m.capabilities;
     // The host is probed once per session, before anything is staged, in a child process.
     let exe = std::env::current_exe().unwrap_or_else(|_| PathBuf::from("/proc/self/exe"));
-    let report = crate::containment::probe::probe(&exe);
+    let floor = caps.containment.max(opts.containment.unwrap_or_default());
+    let report = crate::containment::probe::probe(&exe, floor);
     let decision =
         crate::containment::class::decide(caps.containment, opts.containment, caps.workdir_exec, &report);
     let (declared, achieved) = (decision.declared, decision.achieved);

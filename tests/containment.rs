@@ -292,13 +292,7 @@ fn no_privileges_left(class: &str) {
     let pid = found.expect("no contained child appeared");
     std::thread::sleep(std::time::Duration::from_millis(200));
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
-    let field = |k: &str| {
-        status
-            .lines()
-            .find_map(|l| l.strip_prefix(k))
-            .map(|v| v.trim().to_string())
-            .unwrap_or_default()
-    };
+    let field = |k: &str| common::status_field(&status, k);
     assert_eq!(field("NoNewPrivs:"), "1", "{status}");
     assert_eq!(field("Seccomp:"), "2", "{status}");
     assert_eq!(field("SigBlk:"), "0000000000000000", "{status}");

@@ -749,13 +749,7 @@ fn the_running_daemon_is_confined() {
     // It still serves, and resolves from the registry it may read.
     assert_eq!(d.call("GET", "/health", &[], ""), (200, "{}".into()));
     let status = std::fs::read_to_string(format!("/proc/{}/status", d.run.child.id())).unwrap();
-    let field = |k: &str| {
-        status
-            .lines()
-            .find_map(|l| l.strip_prefix(k))
-            .map(|v| v.trim().to_string())
-            .unwrap_or_default()
-    };
+    let field = |k: &str| common::status_field(&status, k);
     assert_eq!(field("NoNewPrivs:"), "1", "{status}");
     assert_eq!(field("Seccomp:"), "2", "{status}");
 }

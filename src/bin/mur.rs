@@ -63,7 +63,6 @@ enum Command {
 }
 
 fn parse_exec(args: &mut Args) -> Result<Command, ArgError> {
-    use murmur::manifest::model::Containment;
     let mut o = murmur::commands::exec::ExecOptions::default();
     while let Some(arg) = args.next_arg() {
         let Arg::Flag { name, inline } = arg else {
@@ -77,12 +76,7 @@ fn parse_exec(args: &mut Args) -> Result<Command, ArgError> {
             "--manifest" => o.manifest = Some(args.value(&name, inline)?.into()),
             "--workdir" => o.workdir = Some(args.value(&name, inline)?.into()),
             "--containment" => {
-                let v = args.value(&name, inline)?;
-                o.containment = Some(Containment::parse(&v).ok_or(ArgError::BadValue {
-                    flag: name.clone(),
-                    value: v,
-                    why: "advisory, scoped or sealed",
-                })?);
+                o.containment = Some(class_value(&name, args.value(&name, inline)?)?);
             }
             _ => return Err(ArgError::Unknown(name)),
         }
@@ -95,7 +89,6 @@ fn parse_exec(args: &mut Args) -> Result<Command, ArgError> {
 
 #[cfg(feature = "runtime")]
 fn parse_run(args: &mut Args) -> Result<Command, ArgError> {
-    use murmur::manifest::model::Containment;
     let mut o = murmur::runtime::RunOptions::default();
     while let Some(arg) = args.next_arg() {
         let Arg::Flag { name, inline } = arg else {
@@ -109,12 +102,7 @@ fn parse_run(args: &mut Args) -> Result<Command, ArgError> {
             "--workdir" => o.workdir = Some(args.value(&name, inline)?.into()),
             "--task" => o.task = Some(args.value(&name, inline)?),
             "--containment" => {
-                let v = args.value(&name, inline)?;
-                o.containment = Some(Containment::parse(&v).ok_or(ArgError::BadValue {
-                    flag: name.clone(),
-                    value: v,
-                    why: "advisory, scoped or sealed",
-                })?);
+                o.containment = Some(class_value(&name, args.value(&name, inline)?)?);
             }
             "--json" => {
                 no_value(&name, inline)?;
@@ -137,6 +125,15 @@ fn parse_run(args: &mut Args) -> Result<Command, ArgError> {
         (Some(_), None, _) => Err(ArgError::MissingValue("--capsule-version".into())),
         (None, Some(_), _) => Err(ArgError::MissingValue("--capsule".into())),
     }
+}
+
+/// A containment class named on the command line.
+fn class_value(flag: &str, v: String) -> Result<murmur::containment::class::Class, ArgError> {
+    murmur::containment::class::Class::parse(&v).ok_or(ArgError::BadValue {
+        flag: flag.to_string(),
+        value: v,
+        why: "advisory, scoped or sealed",
+    })
 }
 
 fn unknown(arg: Arg) -> ArgError {
@@ -243,13 +240,7 @@ fn parse(mut args: Args) -> Result<Command, ArgError> {
         "__probe" => {
             let up_to = match args.next_arg() {
                 None => murmur::containment::class::Class::Sealed,
-                Some(Arg::Word(w)) => {
-                    murmur::containment::class::Class::parse(&w).ok_or(ArgError::BadValue {
-                        flag: "__probe".into(),
-                        value: w,
-                        why: "advisory, scoped or sealed",
-                    })?
-                }
+                Some(Arg::Word(w)) => class_value("__probe", w)?,
                 Some(other) => return Err(unknown(other)),
             };
             Command::Probe(up_to)

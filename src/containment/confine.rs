@@ -8,15 +8,9 @@ use landlock::{
 };
 use std::path::Path;
 
-macro_rules! nrs {
-    ($($name:ident),* $(,)?) => {
-        &[$((stringify!($name), libc::$name)),*]
-    };
-}
-
 /// What the daemon's loop calls after start-up: sockets and epoll, reading the registry,
 /// memory, time, randomness, and the runtime's own housekeeping.
-pub const ROOST_ALLOWED: &[(&str, libc::c_long)] = nrs![
+pub const ROOST_ALLOWED: &[(&str, libc::c_long)] = syscalls![
     SYS_accept4,
     SYS_brk,
     SYS_clock_gettime,

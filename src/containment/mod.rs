@@ -4,6 +4,13 @@
 //! installs on itself (`child`), and the one spawn function (`spawn`). `confine` is the
 //! daemon's confinement of itself.
 
+/// `[(name, number)]` of the named `libc::SYS_*` calls: the policy lists as data.
+macro_rules! syscalls {
+    ($($name:ident),* $(,)?) => {
+        &[$((stringify!($name), libc::$name)),*]
+    };
+}
+
 pub mod cgroup;
 pub mod child;
 pub mod class;

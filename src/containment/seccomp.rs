@@ -8,12 +8,6 @@ use seccompiler::{
 };
 use std::collections::BTreeMap;
 
-macro_rules! syscalls {
-    ($($name:ident),* $(,)?) => {
-        &[$((stringify!($name), libc::$name)),*]
-    };
-}
-
 /// Allowed unconditionally, on every architecture.
 pub const ALLOWED: &[(&str, libc::c_long)] = syscalls![
     SYS_accept,

@@ -105,3 +105,12 @@ impl Drop for TempDir {
     }
 }
 pub mod roost;
+
+/// One field of `/proc/<pid>/status` text (`key` with its colon), trimmed; empty if absent.
+pub fn status_field(status: &str, key: &str) -> String {
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix(key))
+        .map(|v| v.trim().to_string())
+        .unwrap_or_default()
+}

@@ -1,0 +1,294 @@
+//! The child side of `sealed`: the namespaces, pid 1 and its waiter, the plan's operations
+//! and `pivot_root`. Everything here runs between fork and exec: syscalls on values the
+//! parent prepared, no allocation.
+#![allow(unsafe_code)]
+
+use super::{Failure, Op, Plan, STEP_FORK_INIT, STEP_ID_MAPS, STEP_ROOT, STEP_UNSHARE};
+use std::io;
+
+impl Plan {
+    /// Child side: enter the namespaces and become pid 1 of the new PID namespace with the
+    /// root composed and entered. Returns only in pid 1; the process that called it waits
+    /// for pid 1 and exits with its status.
+    pub fn enter(&mut self) -> Result<(), Failure> {
+        let fail = |step: u8, detail: u16| {
+            move |e: io::Error| Failure {
+                step,
+                errno: e.raw_os_error().unwrap_or(libc::EINVAL),
+                detail,
+            }
+        };
+        let flags = libc::CLONE_NEWUSER
+            | libc::CLONE_NEWNS
+            | libc::CLONE_NEWPID
+            | libc::CLONE_NEWNET
+            | libc::CLONE_NEWIPC
+            | libc::CLONE_NEWUTS;
+        // SAFETY: unshare takes flags only; the caller is a single-threaded child.
+        check(unsafe { libc::unshare(flags) }).map_err(fail(STEP_UNSHARE, 0))?;
+        self.write_id_maps().map_err(fail(STEP_ID_MAPS, 0))?;
+        fork_and_wait(true).map_err(fail(STEP_FORK_INIT, 0))?;
+        self.compose().map_err(|(i, e)| fail(STEP_ROOT, i as u16)(e))
+    }
+
+    fn write_id_maps(&self) -> io::Result<()> {
+        write_file(c"/proc/self/setgroups", 0, b"deny")?;
+        write_file(c"/proc/self/uid_map", 0, &self.uid_map)?;
+        write_file(c"/proc/self/gid_map", 0, &self.gid_map)
+    }
+
+    /// Run every operation, then pivot into the stage. Errors carry the operation index
+    /// (`ops.len()` and up for the pivot sequence).
+    fn compose(&mut self) -> Result<(), (usize, io::Error)> {
+        let n = self.ops.len();
+        // SAFETY: mount with null source/type/data and flags only.
+        check(unsafe {
+            libc::mount(
+                std::ptr::null(),
+                c"/".as_ptr(),
+                std::ptr::null(),
+                libc::MS_REC | libc::MS_PRIVATE,
+                std::ptr::null(),
+            )
+        })
+        .map_err(|e| (n, e))?;
+        for (i, src) in self.sources.iter().enumerate() {
+            // SAFETY: `src` is a NUL-terminated path prepared by the parent.
+            let fd = unsafe { libc::open(src.as_ptr(), libc::O_PATH | libc::O_CLOEXEC) };
+            if fd < 0 {
+                return Err((n + 1, io::Error::last_os_error()));
+            }
+            self.fds[i] = fd;
+        }
+        for (i, op) in self.ops.iter().enumerate() {
+            run_op(op, &self.fds).map_err(|e| (i, e))?;
+        }
+        for fd in &self.fds {
+            // SAFETY: closing descriptors this process opened above.
+            unsafe { libc::close(*fd) };
+        }
+        self.pivot().map_err(|e| (n + 2, e))
+    }
+
+    fn pivot(&self) -> io::Result<()> {
+        // SAFETY: each call takes NUL-terminated paths prepared by the parent or literals.
+        unsafe {
+            check(libc::chdir(self.stage.as_ptr()))?;
+            check(libc::syscall(libc::SYS_pivot_root, c".".as_ptr(), c".".as_ptr()) as libc::c_int)?;
+            check(libc::umount2(c".".as_ptr(), libc::MNT_DETACH))?;
+            check(libc::chdir(c"/".as_ptr()))?;
+            check(libc::mount(
+                std::ptr::null(),
+                c"/".as_ptr(),
+                std::ptr::null(),
+                libc::MS_REMOUNT | libc::MS_BIND | libc::MS_RDONLY | libc::MS_NOSUID | libc::MS_NODEV,
+                std::ptr::null(),
+            ))?;
+            check(libc::chdir(self.cwd.as_ptr()))
+        }
+    }
+}
+
+fn check(rc: libc::c_int) -> io::Result<()> {
+    if rc < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(())
+    }
+}
+
+/// Open `path` for writing (with `extra` flags such as `O_CREAT`), write `bytes`, close.
+fn write_file(path: &std::ffi::CStr, extra: libc::c_int, bytes: &[u8]) -> io::Result<()> {
+    // SAFETY: `path` is NUL-terminated; `bytes` is valid for its length; the descriptor is
+    // closed before returning.
+    unsafe {
+        let fd = libc::open(path.as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC | extra, 0o644);
+        if fd < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        let n = libc::write(fd, bytes.as_ptr().cast(), bytes.len());
+        let e = io::Error::last_os_error();
+        libc::close(fd);
+        if n != bytes.len() as isize {
+            return Err(e);
+        }
+    }
+    Ok(())
+}
+
+/// `/proc/self/fd/N` in a stack buffer (no allocation in the child).
+fn fd_path(fd: libc::c_int, buf: &mut [u8; 32]) -> *const libc::c_char {
+    const PREFIX: &[u8] = b"/proc/self/fd/";
+    buf[..PREFIX.len()].copy_from_slice(PREFIX);
+    let mut digits = [0u8; 10];
+    let mut i = digits.len();
+    let mut n = fd.max(0) as u32;
+    loop {
+        i -= 1;
+        digits[i] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    let d = &digits[i..];
+    buf[PREFIX.len()..PREFIX.len() + d.len()].copy_from_slice(d);
+    buf[PREFIX.len() + d.len()] = 0;
+    buf.as_ptr().cast()
+}
+
+fn run_op(op: &Op, fds: &[libc::c_int]) -> io::Result<()> {
+    let null = std::ptr::null::<libc::c_char>();
+    // SAFETY: every pointer is a NUL-terminated string prepared by the parent (or the stack
+    // buffer above), valid for the duration of each call.
+    unsafe {
+        match op {
+            Op::Mkdir(p) => {
+                if libc::mkdir(p.as_ptr(), 0o755) < 0 {
+                    let e = io::Error::last_os_error();
+                    if e.raw_os_error() != Some(libc::EEXIST) {
+                        return Err(e);
+                    }
+                }
+                Ok(())
+            }
+            Op::Touch(p) => {
+                let fd = libc::open(
+                    p.as_ptr(),
+                    libc::O_CREAT | libc::O_WRONLY | libc::O_CLOEXEC,
+                    0o644,
+                );
+                check(fd)?;
+                libc::close(fd);
+                Ok(())
+            }
+            Op::Symlink { target, link } => check(libc::symlink(target.as_ptr(), link.as_ptr())),
+            Op::Bind { src, dst } => {
+                let mut buf = [0u8; 32];
+                let from = fd_path(fds[*src], &mut buf);
+                check(libc::mount(
+                    from,
+                    dst.as_ptr(),
+                    null,
+                    libc::MS_BIND | libc::MS_REC,
+                    null.cast(),
+                ))
+            }
+            Op::ReadOnly { dst, keep } => check(libc::mount(
+                null,
+                dst.as_ptr(),
+                null,
+                libc::MS_REMOUNT | libc::MS_BIND | libc::MS_RDONLY | keep,
+                null.cast(),
+            )),
+            Op::Mount {
+                fstype,
+                dst,
+                flags,
+                data,
+            } => check(libc::mount(
+                fstype.as_ptr(),
+                dst.as_ptr(),
+                fstype.as_ptr(),
+                *flags,
+                data.as_ptr().cast(),
+            )),
+            Op::Write { path, bytes } => write_file(path, libc::O_CREAT, bytes),
+        }
+    }
+}
+
+/// Fork without glibc's fork handlers (a raw `clone` with only `SIGCHLD`): the caller may be
+/// the child of a multi-threaded process, where those handlers are not safe.
+fn raw_fork() -> io::Result<libc::pid_t> {
+    // SAFETY: clone with SIGCHLD and no stack behaves like fork; both sides return here.
+    let pid = unsafe { libc::syscall(libc::SYS_clone, libc::SIGCHLD as libc::c_long, 0, 0, 0, 0) };
+    if pid < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(pid as libc::pid_t)
+}
+
+/// The exit code that stands for a wait status: the code, or 128 + the signal.
+fn code_of(status: libc::c_int) -> libc::c_int {
+    if libc::WIFEXITED(status) {
+        libc::WEXITSTATUS(status)
+    } else if libc::WIFSIGNALED(status) {
+        128 + libc::WTERMSIG(status)
+    } else {
+        127
+    }
+}
+
+/// Fork. The child returns `Ok`; the parent closes every descriptor it holds, waits and
+/// exits with the child's status, never returning. With `init_child`, the child dies with
+/// the parent (`PR_SET_PDEATHSIG`): killing the waiter kills the sandbox.
+fn fork_and_wait(init_child: bool) -> io::Result<()> {
+    let pid = raw_fork()?;
+    if pid == 0 {
+        if init_child {
+            // SAFETY: prctl with integer arguments.
+            check(unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong, 0, 0, 0) })?;
+        }
+        return Ok(());
+    }
+    // SAFETY: close_range on this process's own table, then waits and _exit: the waiter
+    // holds no descriptor (so the spawn's pipes see their end) and never returns.
+    unsafe {
+        libc::syscall(libc::SYS_close_range, 0u32, u32::MAX, 0u32);
+        let mut status = 0;
+        loop {
+            let r = libc::waitpid(pid, &mut status, 0);
+            if r == pid {
+                libc::_exit(code_of(status));
+            }
+            if r < 0 && *libc::__errno_location() != libc::EINTR {
+                libc::_exit(127);
+            }
+        }
+    }
+}
+
+/// Pid 1, after containment is installed: fork the command (the caller returns in it and
+/// execs), then reap every process of the namespace until the command ends, and exit with
+/// its status.
+pub fn fork_command() -> io::Result<()> {
+    let pid = raw_fork()?;
+    if pid == 0 {
+        return Ok(());
+    }
+    // SAFETY: as in `fork_and_wait`; wait4(-1) reaps orphans reparented to pid 1 as well.
+    unsafe {
+        libc::syscall(libc::SYS_close_range, 0u32, u32::MAX, 0u32);
+        let mut status = 0;
+        loop {
+            let r = libc::waitpid(-1, &mut status, 0);
+            if r == pid {
+                libc::_exit(code_of(status));
+            }
+            if r < 0 && *libc::__errno_location() != libc::EINTR {
+                libc::_exit(127);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fd_paths_are_built_without_allocation() {
+        let mut buf = [0u8; 32];
+        let p = fd_path(1234, &mut buf);
+        // SAFETY: fd_path wrote a NUL-terminated string into `buf`.
+        let s = unsafe { std::ffi::CStr::from_ptr(p) };
+        assert_eq!(s.to_str().unwrap(), "/proc/self/fd/1234");
+        let p = fd_path(0, &mut buf);
+        // SAFETY: as above.
+        assert_eq!(
+            unsafe { std::ffi::CStr::from_ptr(p) }.to_str().unwrap(),
+            "/proc/self/fd/0"
+        );
+    }
+}

@@ -69,6 +69,30 @@ impl Sandbox {
             .output()
             .unwrap()
     }
+
+    /// Start `mur exec -- sleep SECONDS` and wait until the contained `sleep` exists:
+    /// the `mur` child and the pid of `sleep`.
+    fn start_sleep(&self, class: &str, seconds: &str, env: &[(&str, &str)]) -> (std::process::Child, String) {
+        let mut child = Command::new(MUR)
+            .args(["exec", "--manifest"])
+            .arg(&self.manifest)
+            .arg("--workdir")
+            .arg(&self.workdir)
+            .args(["--containment", class, "--", "sleep", seconds])
+            .env("PATH", self.path_env())
+            .envs(env.iter().copied())
+            .spawn()
+            .unwrap();
+        for _ in 0..100 {
+            if let Some(pid) = find_descendant(child.id(), "sleep") {
+                return (child, pid);
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        let _ = child.kill();
+        let _ = child.wait();
+        panic!("{class}: no contained sleep appeared");
+    }
 }
 
 fn text(b: &[u8]) -> String {
@@ -270,26 +294,7 @@ fn a_contained_child_has_no_privileges_left() {
 
 fn no_privileges_left(class: &str) {
     let s = sandbox("status", "  env:\n    allow: [PLAIN_VAR, MY_API_KEY]\n");
-    let mut child = Command::new(MUR)
-        .args(["exec", "--manifest"])
-        .arg(&s.manifest)
-        .arg("--workdir")
-        .arg(&s.workdir)
-        .args(["--containment", class, "--", "sleep", "3"])
-        .env("PATH", s.path_env())
-        .env("PLAIN_VAR", "seen")
-        .env("MY_API_KEY", "never-seen")
-        .spawn()
-        .unwrap();
-    let mut found = None;
-    for _ in 0..100 {
-        found = find_descendant(child.id(), "sleep");
-        if found.is_some() {
-            break;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
-    let pid = found.expect("no contained child appeared");
+    let (mut child, pid) = s.start_sleep(class, "3", &[("PLAIN_VAR", "seen"), ("MY_API_KEY", "never-seen")]);
     std::thread::sleep(std::time::Duration::from_millis(200));
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
     let field = |k: &str| common::status_field(&status, k);
@@ -430,24 +435,7 @@ fn a_terminating_signal_to_mur_exec_reaches_the_child_and_leaves_nothing_running
     }
     for class in classes {
         let s = sandbox("signal", "");
-        let mut child = Command::new(MUR)
-            .args(["exec", "--manifest"])
-            .arg(&s.manifest)
-            .arg("--workdir")
-            .arg(&s.workdir)
-            .args(["--containment", class, "--", "sleep", "30"])
-            .env("PATH", s.path_env())
-            .spawn()
-            .unwrap();
-        let mut sleeper = None;
-        for _ in 0..100 {
-            sleeper = find_descendant(child.id(), "sleep");
-            if sleeper.is_some() {
-                break;
-            }
-            std::thread::sleep(std::time::Duration::from_millis(20));
-        }
-        let sleeper = sleeper.expect("no contained sleep appeared");
+        let (mut child, sleeper) = s.start_sleep(class, "30", &[]);
         let started = std::time::Instant::now();
         rustix::process::kill_process(
             rustix::process::Pid::from_raw(child.id() as i32).unwrap(),

@@ -107,7 +107,7 @@ fn probe_ok(keys: &[&str]) -> bool {
 
 /// Whether this host backs `scoped`; when it does not, every case must be the refusal.
 fn host_backs_scoped() -> bool {
-    probe_ok(&["landlock", "seccomp", "netns"])
+    probe_ok(&["landlock", "seccomp", "netns", "pids_cgroup"])
 }
 
 /// Whether this host backs `sealed` (namespaces, a tmpfs root, pivot_root) as well.

@@ -80,7 +80,6 @@ pub fn probe(exe: &std::path::Path, floor: Class) -> HostReport {
             .unwrap_or_else(|_| failed(format!("the probe child failed ({})", o.status))),
         Err(e) => failed(errno_text("spawn of the probe child", &e)),
     };
-    report.pids_cgroup = super::cgroup::available();
     if let Ok(spec) = std::env::var("MURMUR_PROBE_DENY") {
         report.apply_simulated_denials(&spec);
     }
@@ -94,6 +93,9 @@ pub fn child_main(up_to: Class) -> i32 {
     } else {
         Err(format!("not probed: the floor is {}", up_to.as_str()))
     };
+    // Before anything restricts this process: the cgroup check reads /proc and writes the
+    // cgroup tree.
+    let pids_cgroup = super::cgroup::available();
     let netns = super::child::enter_network_namespace().map_err(|e| errno_text("unshare(CLONE_NEWNET)", &e));
     let seccomp = seccomp_works();
     let (landlock_abi, landlock) = landlock_works();
@@ -102,7 +104,7 @@ pub fn child_main(up_to: Class) -> i32 {
         landlock,
         seccomp,
         netns,
-        pids_cgroup: Err("not probed in the child".into()),
+        pids_cgroup,
         sealed,
     };
     println!("{}", serde_json::to_string(&report).unwrap_or_default());

@@ -141,16 +141,12 @@ fn sealed_works() -> Result<(), String> {
     unsafe { libc::waitpid(pid, &mut status, 0) };
     match (msg.as_slice(), super::sealed::Failure::decode(&msg)) {
         ([0], _) => Ok(()),
-        (_, Some(f)) => {
-            let e = std::io::Error::from_raw_os_error(f.errno);
-            let step = super::spawn::STEPS.get(f.step as usize).copied().unwrap_or("?");
-            let what = if f.step == super::sealed::STEP_ROOT {
-                format!("{step}: {}", super::sealed::describe(&ops, f.detail))
-            } else {
-                step.to_string()
-            };
-            Err(format!("sealed: {what}: errno {} ({e})", f.errno))
-        }
+        (_, Some(f)) => Err(format!(
+            "sealed: {}: errno {} ({})",
+            super::spawn::failed_step(&f, &ops),
+            f.errno,
+            std::io::Error::from_raw_os_error(f.errno)
+        )),
         _ => Err("sealed: the probe child reported nothing".into()),
     }
 }

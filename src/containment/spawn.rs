@@ -62,7 +62,7 @@ pub struct Spawn<'a> {
 }
 
 /// The steps of the child, numbered for the error pipe (`sealed::STEP_*` share them).
-pub const STEPS: [&str; 16] = [
+const STEPS: [&str; 16] = [
     "",
     "join the pids cgroup",
     "enter a network namespace (unshare)",
@@ -102,16 +102,28 @@ fn install_error(step: usize, e: impl std::fmt::Display) -> Diagnostic {
     )
 }
 
-/// The error text of a failure the child reported.
-fn reported(f: Failure, sealed_ops: &[String]) -> Diagnostic {
-    let e = std::io::Error::from_raw_os_error(f.errno);
+/// The step a child reported failing, named (with the operation, for the sealed root):
+/// the one text the spawn error and the probe both use.
+pub fn failed_step(f: &Failure, sealed_ops: &[String]) -> String {
+    let step = STEPS.get(f.step as usize).copied().unwrap_or("an unknown step");
     if f.step == sealed::STEP_ROOT {
-        return install_error(
-            f.step as usize,
-            format!("{}: {e}", sealed::describe(sealed_ops, f.detail)),
-        );
+        format!("{step}: {}", sealed::describe(sealed_ops, f.detail))
+    } else {
+        step.to_string()
     }
-    install_error(f.step as usize, e)
+}
+
+/// The error of a failure the child reported.
+fn reported(f: Failure, sealed_ops: &[String]) -> Diagnostic {
+    Diagnostic::new(
+        code::RUN_CONTAINMENT,
+        "",
+        format!(
+            "containment could not be installed, the command was not run: {}: {}",
+            failed_step(&f, sealed_ops),
+            std::io::Error::from_raw_os_error(f.errno)
+        ),
+    )
 }
 
 fn io_of(e: seccompiler::Error) -> std::io::Error {

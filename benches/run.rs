@@ -1,7 +1,10 @@
 //! `mur run` start-up figures, printed and never asserted: cold start (first launch, compile
 //! included) and warm start (compiled component cached) of the hello capsule, from process
 //! start to exit, median of 10 runs; and the same work as a plain WASI command under
-//! `wasmtime run` when MURMUR_WASMTIME names a wasmtime-cli binary. Run: `cargo bench --bench run`.
+//! `wasmtime run` when MURMUR_WASMTIME names a wasmtime-cli binary; and, when
+//! MURMUR_BASELINE_MUR names another build of `mur` (an earlier commit's), its cold and warm
+//! start interleaved with ours, so a change is measured against its parent in one run.
+//! Run: `cargo bench --bench run`.
 
 mod support;
 
@@ -41,8 +44,9 @@ fn main() {
     }
     std::fs::write(work.join("task.md"), "bench").unwrap();
     let manifest = capsule.join("murmur.yaml");
-    let mur = |cache: &Path| {
-        let mut c = Command::new(env!("CARGO_BIN_EXE_mur"));
+    let records = base.join("records");
+    let launch = |bin: &str, cache: &Path| {
+        let mut c = Command::new(bin);
         c.args([
             "run",
             "--manifest",
@@ -50,19 +54,43 @@ fn main() {
             "--workdir",
             work.to_str().unwrap(),
         ])
-        .env("MURMUR_CACHE_DIR", cache);
+        .env("MURMUR_CACHE_DIR", cache)
+        .env("MURMUR_RECORDS_DIR", &records);
         c
     };
-    let cold: Vec<Duration> = (0..RUNS)
-        .map(|i| timed(&mut mur(&base.join(format!("cold-cache-{i}")))))
-        .collect();
-    let warm_cache = base.join("warm-cache");
-    timed(&mut mur(&warm_cache));
-    let warm: Vec<Duration> = (0..RUNS).map(|_| timed(&mut mur(&warm_cache))).collect();
-    let (cold, warm) = (median(cold), median(warm));
+    let ours = env!("CARGO_BIN_EXE_mur").to_string();
+    let baseline = std::env::var("MURMUR_BASELINE_MUR")
+        .ok()
+        .filter(|b| !b.is_empty());
+    let mut bins = vec![("this build", ours)];
+    if let Some(b) = baseline {
+        bins.push(("baseline", b));
+    }
+    // Interleaved, so both builds see the same machine noise.
+    let mut cold = vec![Vec::new(); bins.len()];
+    let mut warm = vec![Vec::new(); bins.len()];
+    for (i, (_, bin)) in bins.iter().enumerate() {
+        timed(&mut launch(bin, &base.join(format!("warm-cache-{i}"))));
+    }
+    for r in 0..RUNS {
+        for (i, (_, bin)) in bins.iter().enumerate() {
+            cold[i].push(timed(&mut launch(bin, &base.join(format!("cold-cache-{i}-{r}")))));
+            warm[i].push(timed(&mut launch(bin, &base.join(format!("warm-cache-{i}")))));
+        }
+    }
     println!("mur run, hello capsule, median of {RUNS}, process start to exit:");
-    println!("  cold (compile included): {:>8.1} ms", ms(cold));
-    println!("  warm (cached component): {:>8.1} ms", ms(warm));
+    for (i, (label, bin)) in bins.iter().enumerate() {
+        println!("{label} ({bin}):");
+        println!(
+            "  cold (compile included): {:>8.1} ms",
+            ms(median(cold[i].clone()))
+        );
+        println!(
+            "  warm (cached component): {:>8.1} ms",
+            ms(median(warm[i].clone()))
+        );
+    }
+    let warm = median(warm[0].clone());
     match std::env::var("MURMUR_WASMTIME") {
         Ok(bin) if !bin.is_empty() => {
             let wasm = repo("benches/hello-command/hello-command.wasm");

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Rebuild the committed guest components (the hello example and the test fixtures) from their
-# Rust sources. Needs the wasm32-wasip2 target (`rustup target add wasm32-wasip2`); tests and
+# Rust sources (and two from component text, with wasm-tools). Needs the wasm32-wasip2 target (`rustup target add wasm32-wasip2`); tests and
 # CI use the committed .wasm files and never run this.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -14,6 +14,12 @@ for dir in examples/hello tests/fixtures/*/; do
         --manifest-path "$dir/Cargo.toml" --target-dir "$target_dir"
     cp "$target_dir/wasm32-wasip2/release/${name//-/_}.wasm" "$dir/capsule.wasm"
     echo "  $dir/capsule.wasm: $(wc -c < "$dir/capsule.wasm") bytes"
+done
+# Fixtures no Rust toolchain emits (several linear memories) are written in the component
+# text format and assembled with wasm-tools (`cargo install --locked wasm-tools`).
+for wat in tests/fixtures/*/capsule.wat; do
+    echo "assembling $wat"
+    wasm-tools parse "$wat" -o "${wat%.wat}.wasm"
 done
 echo "building benches/hello-command (a plain WASI command for wasmtime run)"
 cargo build --quiet --release --target wasm32-wasip2 \

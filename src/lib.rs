@@ -11,6 +11,7 @@ pub mod cli;
 pub mod commands;
 pub mod containment;
 pub mod diag;
+pub mod fsx;
 pub mod http;
 pub mod ids;
 pub mod manifest;

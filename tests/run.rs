@@ -3,74 +3,12 @@
 
 mod common;
 
+use common::capsule::{capsule, event, manifest_arg, mur, records, repo, session_of, text, trace, MUR};
 use common::{Running, TempDir};
 use std::io::{Read, Write};
 use std::net::TcpListener;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Output, Stdio};
-
-const MUR: &str = env!("CARGO_BIN_EXE_mur");
-
-fn repo(rel: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join(rel)
-}
-
-/// A capsule directory holding `wasm` as capsule.wasm and a manifest with `extra` YAML.
-fn capsule(t: &TempDir, wasm: &str, extra: &str) -> PathBuf {
-    let dir = t.path().join("capsule");
-    std::fs::create_dir_all(&dir).unwrap();
-    std::fs::copy(repo(wasm), dir.join("capsule.wasm")).unwrap();
-    std::fs::write(
-        dir.join("murmur.yaml"),
-        format!("name: probe\nversion: 0.2.0\n{extra}"),
-    )
-    .unwrap();
-    dir
-}
-
-fn mur(t: &TempDir, args: &[&str], env: &[(&str, &str)]) -> Output {
-    Command::new(MUR)
-        .arg("run")
-        .args(args)
-        .env("MURMUR_CACHE_DIR", t.path().join("cache"))
-        .envs(env.iter().copied())
-        .stdin(Stdio::null())
-        .output()
-        .unwrap()
-}
-
-fn manifest_arg(dir: &Path) -> String {
-    dir.join("murmur.yaml").display().to_string()
-}
-
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
-}
-
-/// The session id printed in human mode.
-fn session_of(out: &Output) -> String {
-    let stdout = text(&out.stdout);
-    let line = stdout
-        .lines()
-        .find(|l| l.starts_with("session: "))
-        .expect("a session line");
-    line["session: ".len()..].to_string()
-}
-
-fn trace(records: &Path) -> Vec<serde_json::Value> {
-    std::fs::read_to_string(records.join("trace.jsonl"))
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect()
-}
-
-fn event<'a>(events: &'a [serde_json::Value], kind: &str) -> &'a serde_json::Value {
-    events
-        .iter()
-        .find(|e| e["event_type"] == kind)
-        .unwrap_or_else(|| panic!("no {kind} in {events:?}"))
-}
 
 #[test]
 fn hello_capsule_writes_its_result_and_reports_ok() {
@@ -98,7 +36,7 @@ fn hello_capsule_writes_its_result_and_reports_ok() {
         std::fs::read_to_string(workdir.join("out/result.txt")).unwrap(),
         "hello from hello: say hi\n"
     );
-    let events = trace(&workdir);
+    let events = trace(&t, &sid);
     let start = event(&events, "session_start");
     assert_eq!(start["capsule_name"], "hello");
     assert_eq!(start["containment_declared"], "advisory");
@@ -166,7 +104,7 @@ fn a_spinning_guest_is_trapped_by_the_deadline() {
         "{stderr}"
     );
     assert!(text(&out.stdout).ends_with("status:  trapped\n"));
-    let events = trace(&dir.join("workdir").join(session_of(&out)));
+    let events = trace(&t, &session_of(&out));
     assert_eq!(event(&events, "trap")["trap_kind"], "deadline");
     assert_eq!(event(&events, "session_end")["exit_status"], "failed");
 }
@@ -187,7 +125,7 @@ fn a_growing_guest_is_trapped_by_the_limiter() {
         "{stderr}"
     );
     assert!(stderr.contains("memory_bytes is 67108864"), "{stderr}");
-    let events = trace(&dir.join("workdir").join(session_of(&out)));
+    let events = trace(&t, &session_of(&out));
     assert_eq!(event(&events, "trap")["trap_kind"], "resource_limit");
 }
 
@@ -207,7 +145,7 @@ fn a_guest_panic_is_its_own_outcome() {
         "the runtime itself must not panic: {stderr}"
     );
     let sid = session_of(&out);
-    let events = trace(&dir.join("workdir").join(&sid));
+    let events = trace(&t, &sid);
     assert_eq!(event(&events, "trap")["trap_kind"], "guest_panic");
     let result = std::fs::read_to_string(dir.join("workdir").join(&sid).join("out/result.txt")).unwrap();
     assert!(result.starts_with("error: "), "{result}");
@@ -275,7 +213,9 @@ fn outbound_http_passes_the_gate_only_for_allowed_destinations() {
         "tests/fixtures/http/capsule.wasm",
         &format!("capabilities:\n  network:\n    allow: [\"http://127.0.0.1:{port}\"]\n  env:\n    allow: [HTTP_TARGETS]\n"),
     );
-    let targets = format!("http://127.0.0.1:{port}/x http://127.0.0.1:{closed}/ https://example.com/");
+    let targets = format!(
+        "http://127.0.0.1:{port}/x http://127.0.0.1:{closed}/ https://example.com/ http://user@127.0.0.1:{port}/y"
+    );
     let out = mur(
         &t,
         &["--manifest", &manifest_arg(&dir)],
@@ -284,10 +224,11 @@ fn outbound_http_passes_the_gate_only_for_allowed_destinations() {
     assert_eq!(out.status.code(), Some(0), "stderr: {}", text(&out.stderr));
     let report =
         std::fs::read_to_string(dir.join("workdir").join(session_of(&out)).join("out/result.txt")).unwrap();
+    // The userinfo request is refused by the gate, and never reaches the server either.
     assert_eq!(
         report,
         format!(
-            "http://127.0.0.1:{port}/x -> status 200\nhttp://127.0.0.1:{closed}/ -> error: ErrorCode::HttpRequestDenied\nhttps://example.com/ -> error: ErrorCode::HttpRequestDenied\n"
+            "http://127.0.0.1:{port}/x -> status 200\nhttp://127.0.0.1:{closed}/ -> error: ErrorCode::HttpRequestDenied\nhttps://example.com/ -> error: ErrorCode::HttpRequestDenied\nhttp://user@127.0.0.1:{port}/y -> error: ErrorCode::HttpRequestDenied\n"
         )
     );
     assert_eq!(hits.load(std::sync::atomic::Ordering::SeqCst), 1);
@@ -301,6 +242,7 @@ fn an_unknown_tool_is_an_error_value_not_a_trap() {
     assert_eq!(out.status.code(), Some(0), "stderr: {}", text(&out.stderr));
     let report =
         std::fs::read_to_string(dir.join("workdir").join(session_of(&out)).join("out/result.txt")).unwrap();
+    // The userinfo request is refused by the gate, and never reaches the server either.
     assert_eq!(
         report,
         "error: unknown tool 'no-such-tool': this capsule declares no tools\n"
@@ -350,7 +292,11 @@ fn json_mode_prints_exactly_one_line_in_the_documented_shape() {
         std::fs::canonicalize(&work).unwrap().to_str().unwrap()
     );
     let sid = v["session_id"].as_str().unwrap();
-    assert!(work.join(".murmur").join(sid).join("trace.jsonl").is_file());
+    assert!(records(&t, sid).join("trace.jsonl").is_file());
+    assert!(
+        !work.join(".murmur").exists(),
+        "records must not be kept in the workdir"
+    );
 }
 
 #[test]
@@ -364,23 +310,27 @@ fn a_queue_sleep_capsule_serves_its_card_until_sigterm() {
     let mut cmd = Command::new(MUR);
     cmd.args(["run", "--json", "--manifest", &manifest_arg(&dir)])
         .env("MURMUR_CACHE_DIR", t.path().join("cache"))
+        .env("MURMUR_RECORDS_DIR", t.path().join("records"))
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
     let mut running = Running::spawn(cmd);
     let line: serde_json::Value = serde_json::from_str(&running.line()).unwrap();
     let hostport = line["url"].as_str().unwrap().replace("localhost", "127.0.0.1");
-    let card = common::exchange(
-        hostport.parse().unwrap(),
-        b"GET /.well-known/agent-card.json HTTP/1.1\r\n\r\n",
-    );
+    let get = |path: &str| {
+        common::exchange(
+            hostport.parse().unwrap(),
+            format!("GET {path} HTTP/1.1\r\nhost: {hostport}\r\n\r\n").as_bytes(),
+        )
+    };
+    let card = get("/.well-known/agent-card.json");
     assert_eq!(common::status_of(&card), 200, "{card}");
     let body: serde_json::Value = serde_json::from_str(common::body_of(&card)).unwrap();
     assert_eq!(body["name"], "probe");
     assert_eq!(body["version"], "0.2.0");
     assert_eq!(body["url"], format!("http://{}", line["url"].as_str().unwrap()));
     assert!(body["capabilities"].is_object());
-    let missing = common::exchange(hostport.parse().unwrap(), b"GET /nope HTTP/1.1\r\n\r\n");
+    let missing = get("/nope");
     assert_eq!(common::status_of(&missing), 404);
     // Still alive after the task: the lifecycle keeps the door open.
     std::thread::sleep(std::time::Duration::from_millis(300));
@@ -398,7 +348,7 @@ fn a_queue_sleep_capsule_serves_its_card_until_sigterm() {
         "the door outlived the session"
     );
     let sid = line["session_id"].as_str().unwrap();
-    let events = trace(&dir.join("workdir").join(sid));
+    let events = trace(&t, sid);
     assert_eq!(events.last().unwrap()["event_type"], "session_end");
     assert_eq!(events.last().unwrap()["exit_status"], "ok");
 }
@@ -546,12 +496,7 @@ fn the_second_launch_uses_the_cache_and_a_corrupt_entry_is_rebuilt() {
     let t = TempDir::new("run-cache");
     let dir = capsule(&t, "examples/hello/capsule.wasm", "");
     let bootstrap = |out: &Output| {
-        std::fs::read_to_string(
-            dir.join("workdir")
-                .join(session_of(out))
-                .join("logs/bootstrap.log"),
-        )
-        .unwrap()
+        std::fs::read_to_string(records(&t, &session_of(out)).join("logs/bootstrap.log")).unwrap()
     };
     let first = mur(&t, &["--manifest", &manifest_arg(&dir)], &[]);
     assert!(bootstrap(&first).contains("Compiled { stored: true, rejected: None }"));

@@ -7,6 +7,15 @@ use crate::manifest::netrule::{any_covers, NetRule, Scheme};
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Denied(pub String);
 
+/// Check a request's whole authority before its host: userinfo (`user@host`) is refused,
+/// since the connector dials the authority as written and a rule names a host, never a user.
+pub fn check_authority(authority: &str) -> Result<(), Denied> {
+    if authority.contains('@') {
+        return Err(Denied("a request authority must not carry userinfo ('@')".into()));
+    }
+    Ok(())
+}
+
 /// Check one destination. `port: None` means the scheme's default.
 pub fn check(rules: &[NetRule], scheme: &str, host: &str, port: Option<u16>) -> Result<(), Denied> {
     let scheme = match scheme.to_ascii_lowercase().as_str() {
@@ -71,6 +80,13 @@ mod tests {
         assert!(check(&r, "https", "api.example.com.evil", None).is_err());
         assert!(check(&r, "ftp", "api.example.com", None).is_err());
         assert!(check(&r, "https", "", None).is_err());
+    }
+
+    #[test]
+    fn userinfo_is_refused() {
+        assert!(check_authority("127.0.0.1:8080").is_ok());
+        assert!(check_authority("user@127.0.0.1:8080").is_err());
+        assert!(check_authority("127.0.0.1:8080@evil.example").is_err());
     }
 
     #[test]

@@ -4,7 +4,7 @@
 
 use super::door::{self, AgentCard, Route};
 use super::explain::Scope;
-use super::session::{self, Layout};
+use super::session::{self, Plan};
 use super::trace::Trace;
 use super::wasm::{self, cache, host};
 use crate::commands::build::find_root_wasm;
@@ -136,11 +136,19 @@ pub fn run(opts: RunOptions) -> Result<u8, Diagnostic> {
     let sleeps =
         m.lifecycle.task_acceptance == TaskAcceptance::Queue && m.lifecycle.after_task == AfterTask::Sleep;
     let session_id = session::new_session_id()?;
-    let mut layout = Layout::plan(
+    let records_root = session::records_root().ok_or_else(|| {
+        Diagnostic::new(
+            code::IO_READ,
+            "MURMUR_RECORDS_DIR",
+            "neither MURMUR_RECORDS_DIR nor HOME is set: there is nowhere to keep the session's records",
+        )
+    })?;
+    let plan = Plan::new(
         &source.base,
         opts.workdir.as_deref(),
         &session_id,
         caps.filesystem_scope.as_deref(),
+        &records_root,
     );
     let env_present: Vec<(String, String)> = caps
         .env_allow
@@ -156,7 +164,7 @@ pub fn run(opts: RunOptions) -> Result<u8, Diagnostic> {
         env_present: env_present.iter().map(|(k, _)| k.clone()).collect(),
     };
     if opts.explain {
-        let s = scope(layout.preopen.display().to_string());
+        let s = scope(plan.preopen().display().to_string());
         print!("{}", if opts.json { s.to_json() } else { s.to_text() });
         return Ok(0);
     }
@@ -175,12 +183,12 @@ pub fn run(opts: RunOptions) -> Result<u8, Diagnostic> {
         crate::signals::block_termination()
             .map_err(|e| Diagnostic::new(code::RUN_TRAP, "", format!("cannot block SIGTERM/SIGINT: {e}")))?;
     }
-    layout.create(opts.workdir.is_some())?;
+    let layout = plan.create()?;
     if let Some(task) = &opts.task {
-        session::write_task(&layout.workdir, task)?;
+        session::write_task(&layout.work, task)?;
     }
     let started = Instant::now();
-    let mut bootstrap = Bootstrap::open(&layout.records);
+    let mut bootstrap = Bootstrap(layout.records_dir.append("logs/bootstrap.log").ok());
     let sha = registry::sha256_hex(&component_bytes);
     let engine = wasm::engine()
         .map_err(|e| Diagnostic::new(code::RUN_COMPONENT, "", format!("cannot configure wasmtime: {e}")))?;
@@ -210,7 +218,11 @@ pub fn run(opts: RunOptions) -> Result<u8, Diagnostic> {
     ))];
     let door = bound.serve(routes)?;
     let trace_path = layout.records.join("trace.jsonl");
-    let mut trace = Trace::open(&trace_path, &session_id).map_err(|e| io_err(&trace_path, e))?;
+    let trace_file = layout
+        .records_dir
+        .append("trace.jsonl")
+        .map_err(|e| io_err(&trace_path, e.into()))?;
+    let mut trace = Trace::new(trace_file, &session_id);
     let s = scope(layout.preopen.display().to_string());
     let tw = |e: std::io::Error| {
         Diagnostic::new(
@@ -240,11 +252,15 @@ pub fn run(opts: RunOptions) -> Result<u8, Diagnostic> {
     env.push(("MURMUR_SESSION_ID".into(), session_id.clone()));
     env.push(("MURMUR_CAPSULE_URL".into(), url.clone()));
     let log = |name: &str| {
-        let p = layout.records.join("logs").join(name);
-        std::fs::File::create(&p).map_err(|e| io_err(&p, e))
+        let rel = format!("logs/{name}");
+        layout
+            .records_dir
+            .append(&rel)
+            .map_err(|e| io_err(&layout.records.join(&rel), e.into()))
     };
+    let preopen = layout.preopen_dir.proc_path();
     let host = host::Host::new(host::Grants {
-        preopen: &layout.preopen,
+        preopen: &preopen,
         env: &env,
         network_allow: &caps.network_allow,
         limits: &caps.limits,
@@ -276,10 +292,12 @@ pub fn run(opts: RunOptions) -> Result<u8, Diagnostic> {
             trace
                 .event("trap", json!({"trap_kind": kind.as_str(), "message": message}))
                 .map_err(tw)?;
-            let _ = std::fs::write(
-                layout.workdir.join("out/result.txt"),
-                format!("error: {message}\n"),
-            );
+            if let Err(e) = layout
+                .work
+                .replace("out/result.txt", format!("error: {message}\n").as_bytes())
+            {
+                bootstrap.line(&format!("cannot record the trap in out/result.txt: {e}"));
+            }
             Some((*kind, message.clone()))
         }
     };
@@ -316,7 +334,7 @@ fn bound_port(url: &str) -> &str {
     url.trim_start_matches("http://")
 }
 
-fn announce(opts: &RunOptions, hostport: &str, session_id: &str, m: &Manifest, layout: &Layout) {
+fn announce(opts: &RunOptions, hostport: &str, session_id: &str, m: &Manifest, layout: &session::Layout) {
     let mut out = std::io::stdout().lock();
     if opts.json {
         // Written by hand so the keys keep the documented order.
@@ -351,16 +369,6 @@ fn announce(opts: &RunOptions, hostport: &str, session_id: &str, m: &Manifest, l
 struct Bootstrap(Option<std::fs::File>);
 
 impl Bootstrap {
-    fn open(records: &Path) -> Bootstrap {
-        Bootstrap(
-            std::fs::OpenOptions::new()
-                .create(true)
-                .append(true)
-                .open(records.join("logs/bootstrap.log"))
-                .ok(),
-        )
-    }
-
     fn line(&mut self, text: &str) {
         if let Some(f) = self.0.as_mut() {
             let _ = f.write_all(format!("{text}\n").as_bytes());

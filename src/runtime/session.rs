@@ -1,119 +1,146 @@
-//! Session identity and the workdir layout: the accessible workdir the guest sees, and the
-//! records directory (trace, logs) beside or inside it.
+//! Session identity and the layout of a session on disk: the accessible workdir the guest
+//! sees, held open as a directory descriptor and written only through [`crate::fsx`], and
+//! the records directory (trace, logs), which lives outside every guest's and contained
+//! child's reach so that nothing the capsule runs can forge or truncate it.
 
 use crate::diag::{code, Diagnostic};
-use std::path::{Component, Path, PathBuf};
+use crate::fsx::{self, Dir};
+use std::path::{Path, PathBuf};
 
 pub use crate::ids::session_id as new_session_id;
 
-/// Where a session keeps what the guest sees and what the runtime records.
-#[derive(Debug, Clone)]
-pub struct Layout {
-    /// The accessible workdir.
-    pub workdir: PathBuf,
-    /// `trace.jsonl` and `logs/`: the workdir itself, or `<workdir>/.murmur/<sid>` when the
-    /// workdir was given with `--workdir`.
-    pub records: PathBuf,
-    /// The one directory the guest gets as its preopen `.`.
-    pub preopen: PathBuf,
+/// Where a session's records go: `$MURMUR_RECORDS_DIR/<session_id>`, else
+/// `$HOME/.murmur/records/<session_id>`. Never inside a workdir: a guest's preopen and a
+/// contained child's writable tree are the workdir, and records there could be rewritten.
+pub fn records_root() -> Option<PathBuf> {
+    let var = |k: &str| std::env::var_os(k).filter(|v| !v.is_empty()).map(PathBuf::from);
+    var("MURMUR_RECORDS_DIR").or_else(|| var("HOME").map(|h| h.join(".murmur/records")))
 }
 
-impl Layout {
-    /// The layout for `session_id`, without touching the filesystem.
-    pub fn plan(base: &Path, explicit: Option<&Path>, session_id: &str, scope: Option<&str>) -> Layout {
-        let (workdir, records) = match explicit {
-            Some(dir) => (dir.to_path_buf(), dir.join(".murmur").join(session_id)),
-            None => {
-                let w = base.join("workdir").join(session_id);
-                (w.clone(), w)
-            }
+/// Where a session keeps what the guest sees and what the runtime records (planned).
+#[derive(Debug, Clone)]
+pub struct Plan {
+    /// The directory the default workdir goes under (the manifest's), or `None` with an
+    /// explicit `--workdir`.
+    base: Option<PathBuf>,
+    /// The accessible workdir.
+    pub workdir: PathBuf,
+    /// `trace.jsonl` and `logs/`.
+    pub records: PathBuf,
+    /// `capabilities.filesystem.scope`, relative to the workdir.
+    scope: Option<String>,
+    session_id: String,
+}
+
+/// The created layout: each directory held open.
+#[derive(Debug)]
+pub struct Layout {
+    pub workdir: PathBuf,
+    pub records: PathBuf,
+    /// The one directory the guest gets as its preopen `.` (shown path).
+    pub preopen: PathBuf,
+    pub work: Dir,
+    pub records_dir: Dir,
+    pub preopen_dir: Dir,
+}
+
+impl Plan {
+    /// The layout for `session_id`, without touching the filesystem. `records_root` is
+    /// [`records_root`] (a parameter so tests need no environment).
+    pub fn new(
+        base: &Path,
+        explicit: Option<&Path>,
+        session_id: &str,
+        scope: Option<&str>,
+        records_root: &Path,
+    ) -> Plan {
+        let (base, workdir) = match explicit {
+            Some(dir) => (None, dir.to_path_buf()),
+            None => (Some(base.to_path_buf()), base.join("workdir").join(session_id)),
         };
-        let preopen = match scope {
-            Some(s) => workdir.join(s),
+        Plan {
+            base,
+            workdir,
+            records: records_root.join(session_id),
+            scope: scope.map(str::to_string),
+            session_id: session_id.to_string(),
+        }
+    }
+
+    /// The preopen path, for `--explain-scope` (nothing is created).
+    pub fn preopen(&self) -> PathBuf {
+        match &self.scope {
+            Some(s) => self.workdir.join(s),
+            None => self.workdir.clone(),
+        }
+    }
+
+    /// Create the directories. An explicit workdir must already exist. Below the operator's
+    /// directory every component is created or opened without following a symlink, so the
+    /// scope cannot lead outside the workdir (E-CAP-002).
+    pub fn create(self) -> Result<Layout, Diagnostic> {
+        let io =
+            |e: fsx::FsError| Diagnostic::new(code::IO_READ, "", format!("cannot prepare the session: {e}"));
+        let work = match &self.base {
+            None => {
+                if !self.workdir.is_dir() {
+                    return Err(Diagnostic::new(
+                        code::IO_READ,
+                        "--workdir",
+                        format!(
+                            "--workdir {} is not an existing directory",
+                            self.workdir.display()
+                        ),
+                    ));
+                }
+                Dir::open(&self.workdir).map_err(io)?
+            }
+            Some(base) => Dir::open(base)
+                .and_then(|b| b.mkdirs(&format!("workdir/{}", self.session_id), 0o755))
+                .map_err(io)?,
+        };
+        work.mkdirs("out", 0o755).map_err(io)?;
+        let preopen_dir = match &self.scope {
+            None => Dir::open(&work.proc_path()).map_err(io)?,
+            Some(s) => work.mkdirs(s.trim_end_matches('/'), 0o755).map_err(|e| {
+                Diagnostic::new(
+                    code::CAP_SCOPE,
+                    "capabilities.filesystem.scope",
+                    format!("the filesystem scope {s:?} cannot be used: {e}"),
+                )
+            })?,
+        };
+        let records_dir = fsx::private_dir(&self.records).map_err(io)?;
+        records_dir.mkdirs("logs", 0o700).map_err(io)?;
+        let workdir = std::fs::canonicalize(work.proc_path()).unwrap_or(self.workdir.clone());
+        let preopen = match &self.scope {
+            Some(s) => workdir.join(s.trim_end_matches('/')),
             None => workdir.clone(),
         };
-        Layout {
+        let records = std::fs::canonicalize(records_dir.proc_path()).unwrap_or(self.records.clone());
+        Ok(Layout {
             workdir,
             records,
             preopen,
-        }
-    }
-
-    /// Create the directories. An explicit workdir must already exist; the preopen must stay
-    /// inside the workdir once symlinks are resolved (E-CAP-002).
-    pub fn create(&mut self, explicit: bool) -> Result<(), Diagnostic> {
-        let io = |p: &Path, e: std::io::Error| {
-            Diagnostic::new(
-                code::IO_READ,
-                p.display().to_string(),
-                format!("cannot prepare {}: {e}", p.display()),
-            )
-        };
-        if explicit && !self.workdir.is_dir() {
-            return Err(Diagnostic::new(
-                code::IO_READ,
-                "--workdir",
-                format!(
-                    "--workdir {} is not an existing directory",
-                    self.workdir.display()
-                ),
-            ));
-        }
-        for dir in [
-            &self.workdir,
-            &self.records,
-            &self.records.join("logs"),
-            &self.workdir.join("out"),
-        ] {
-            std::fs::create_dir_all(dir).map_err(|e| io(dir, e))?;
-        }
-        self.workdir = absolute(&self.workdir).map_err(|e| io(&self.workdir, e))?;
-        self.records = absolute(&self.records).map_err(|e| io(&self.records, e))?;
-        if self.preopen != self.workdir {
-            std::fs::create_dir_all(&self.preopen).map_err(|e| io(&self.preopen, e))?;
-        }
-        let preopen = absolute(&self.preopen).map_err(|e| io(&self.preopen, e))?;
-        if !preopen.starts_with(&self.workdir) {
-            return Err(Diagnostic::new(
-                code::CAP_SCOPE,
-                "capabilities.filesystem.scope",
-                format!(
-                    "the filesystem scope resolves to {}, outside the workdir",
-                    preopen.display()
-                ),
-            ));
-        }
-        self.preopen = preopen;
-        Ok(())
+            work,
+            records_dir,
+            preopen_dir,
+        })
     }
 }
 
-fn absolute(p: &Path) -> std::io::Result<PathBuf> {
-    std::fs::canonicalize(p)
-}
-
-/// Write the task: an existing file is copied, anything else is written as text.
-pub fn write_task(workdir: &Path, task: &str) -> Result<(), Diagnostic> {
-    let dest = workdir.join("task.md");
+/// Write the task as `task.md`: an existing file (the operator's) is read and copied, anything
+/// else is written as text; through the workdir's descriptor, replacing whatever stands there.
+pub fn write_task(work: &Dir, task: &str) -> Result<(), Diagnostic> {
+    let fail = |m: String| Diagnostic::new(code::IO_READ, "--task", m);
     let as_file = Path::new(task);
-    let plain = as_file.components().all(|c| {
-        matches!(
-            c,
-            Component::Normal(_) | Component::CurDir | Component::RootDir | Component::ParentDir
-        )
-    });
-    let result = if plain && as_file.is_file() {
-        std::fs::copy(as_file, &dest).map(|_| ())
+    let body = if !task.contains('\n') && as_file.is_file() {
+        std::fs::read(as_file).map_err(|e| fail(format!("cannot read {task}: {e}")))?
     } else {
-        std::fs::write(&dest, task)
+        task.as_bytes().to_vec()
     };
-    result.map_err(|e| {
-        Diagnostic::new(
-            code::IO_READ,
-            "--task",
-            format!("cannot write {}: {e}", dest.display()),
-        )
-    })
+    work.replace("task.md", &body)
+        .map_err(|e| fail(format!("cannot write task.md: {e}")))
 }
 
 #[cfg(test)]
@@ -121,18 +148,19 @@ mod tests {
     use super::*;
 
     #[test]
-    fn records_move_under_dot_murmur_with_an_explicit_workdir() {
-        let l = Layout::plan(Path::new("/m"), None, "ses_1", None);
-        assert_eq!(
-            (l.workdir.clone(), l.records.clone()),
-            (
-                PathBuf::from("/m/workdir/ses_1"),
-                PathBuf::from("/m/workdir/ses_1")
-            )
+    fn records_never_sit_inside_the_workdir() {
+        let p = Plan::new(Path::new("/m"), None, "ses_1", None, Path::new("/r"));
+        assert_eq!(p.workdir, PathBuf::from("/m/workdir/ses_1"));
+        assert_eq!(p.records, PathBuf::from("/r/ses_1"));
+        let p = Plan::new(
+            Path::new("/m"),
+            Some(Path::new("/w")),
+            "ses_1",
+            Some("data"),
+            Path::new("/r"),
         );
-        let l = Layout::plan(Path::new("/m"), Some(Path::new("/w")), "ses_1", Some("data"));
-        assert_eq!(l.records, PathBuf::from("/w/.murmur/ses_1"));
-        assert_eq!(l.preopen, PathBuf::from("/w/data"));
+        assert_eq!(p.records, PathBuf::from("/r/ses_1"));
+        assert_eq!(p.preopen(), PathBuf::from("/w/data"));
     }
 
     #[test]

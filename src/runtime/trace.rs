@@ -2,9 +2,8 @@
 //! opened for appending, so a crash never leaves half a line.
 
 use serde_json::{Map, Value};
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::io::{self, Write};
-use std::path::Path;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 pub struct Trace {
@@ -20,13 +19,12 @@ fn now_ms() -> u64 {
 }
 
 impl Trace {
-    /// Open (append) `path` for `session_id`.
-    pub fn open(path: &Path, session_id: &str) -> io::Result<Trace> {
-        let file = OpenOptions::new().create(true).append(true).open(path)?;
-        Ok(Trace {
+    /// Trace into `file` (opened for appending in the records directory) for `session_id`.
+    pub fn new(file: File, session_id: &str) -> Trace {
+        Trace {
             file,
             session_id: session_id.to_string(),
-        })
+        }
     }
 
     /// Append one event: `event_type`, `session_id`, `timestamp`, then `fields`.

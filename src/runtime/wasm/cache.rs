@@ -6,7 +6,7 @@
 
 use std::hash::{Hash, Hasher};
 use std::io::Write;
-use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use wasmtime::component::Component;
 use wasmtime::Engine;
@@ -71,30 +71,125 @@ pub fn load(
         }
     }
     let component = Component::new(engine, bytes)?;
+    // Nothing is stored where it could not be trusted on the way back.
     let stored = match dir {
-        Some(dir) => store(dir, &entry_path(dir, sha256, engine), &component).is_ok(),
-        None => false,
+        Some(dir) if untrusted_parent(dir).is_none() => {
+            store(dir, &entry_path(dir, sha256, engine), &component).is_ok()
+        }
+        _ => false,
     };
     Ok((component, Source::Compiled { stored, rejected }))
 }
 
-/// The body of a cache entry that passes every check, `None` when there is none.
-fn read_trusted(dir: &Path, path: &Path) -> Result<Option<Vec<u8>>, String> {
-    let bytes = match std::fs::read(path) {
-        Ok(b) => b,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(format!("unreadable entry: {e}")),
-    };
+/// `dir` opened, and the real path of what was opened.
+fn opened(dir: &Path) -> Result<(std::os::fd::OwnedFd, PathBuf), String> {
+    use rustix::fs::{Mode, OFlags};
+    let fd = rustix::fs::open(
+        dir,
+        OFlags::DIRECTORY | OFlags::RDONLY | OFlags::CLOEXEC,
+        Mode::empty(),
+    )
+    .map_err(|e| format!("cannot open {}: {e}", dir.display()))?;
+    let real = std::fs::read_link(format!("/proc/self/fd/{}", std::os::fd::AsRawFd::as_raw_fd(&fd)))
+        .map_err(|e| format!("cannot name {}: {e}", dir.display()))?;
+    Ok((fd, real))
+}
+
+/// Why `start` or one of its ancestors could let someone else swap the cache, if one could:
+/// each must be a directory (checked with lstat, so no symlink is followed) owned by this
+/// user or root and writable by no one else, unless sticky (`/tmp`: others cannot rename
+/// what they do not own).
+fn untrusted_ancestors(start: &Path) -> Option<String> {
+    use rustix::fs::FileType;
     let uid = rustix::process::geteuid().as_raw();
-    for p in [dir, path] {
-        let meta = std::fs::symlink_metadata(p).map_err(|e| format!("cannot stat {}: {e}", p.display()))?;
-        if meta.uid() != uid || meta.mode() & 0o022 != 0 || meta.file_type().is_symlink() {
-            return Err(format!(
-                "{} is not owned by this user or is writable by others",
-                p.display()
+    for a in start.ancestors() {
+        let st = match rustix::fs::lstat(a) {
+            Ok(st) => st,
+            Err(e) => return Some(format!("cannot stat {}: {e}", a.display())),
+        };
+        let owner_ok = st.st_uid == uid || st.st_uid == 0;
+        let sticky = st.st_mode & 0o1000 != 0;
+        if FileType::from_raw_mode(st.st_mode) != FileType::Directory
+            || !owner_ok
+            || (st.st_mode & 0o022 != 0 && !sticky)
+        {
+            return Some(format!(
+                "the cache's ancestor {} is not owned by this user or root, or is writable by others",
+                a.display()
             ));
         }
     }
+    None
+}
+
+/// Why a directory cannot hold trusted native code, or `None` when it can: it must be owned
+/// by this user and writable by no one else (read from the open descriptor), and so must
+/// its ancestors, as [`untrusted_ancestors`] says.
+fn untrusted_dir(dir: &Path) -> Option<String> {
+    let (fd, real) = match opened(dir) {
+        Ok(v) => v,
+        Err(why) => return Some(why),
+    };
+    let uid = rustix::process::geteuid().as_raw();
+    match rustix::fs::fstat(&fd) {
+        Ok(st) if st.st_uid == uid && st.st_mode & 0o022 == 0 => {}
+        Ok(_) => {
+            return Some(format!(
+                "{} is not owned by this user or is writable by others",
+                real.display()
+            ))
+        }
+        Err(e) => return Some(format!("cannot stat {}: {e}", dir.display())),
+    }
+    real.parent().and_then(untrusted_ancestors)
+}
+
+/// Whether entries may be stored under `dir` (which may not exist yet): its parent and the
+/// parent's ancestors pass [`untrusted_ancestors`].
+fn untrusted_parent(dir: &Path) -> Option<String> {
+    let parent = match dir.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
+    match opened(parent) {
+        Ok((_, real)) => untrusted_ancestors(&real),
+        Err(why) => Some(why),
+    }
+}
+
+/// The body of a cache entry that passes every check, `None` when there is none. The entry
+/// is opened once (`O_NOFOLLOW`), and its owner, mode and type are read from that descriptor,
+/// the same one its bytes come from.
+fn read_trusted(dir: &Path, path: &Path) -> Result<Option<Vec<u8>>, String> {
+    use rustix::fs::{FileType, Mode, OFlags};
+    use std::io::Read;
+    let fd = match rustix::fs::open(
+        path,
+        OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC | OFlags::NONBLOCK,
+        Mode::empty(),
+    ) {
+        Ok(fd) => fd,
+        Err(rustix::io::Errno::NOENT) => return Ok(None),
+        Err(e) => return Err(format!("unreadable entry: {e}")),
+    };
+    if let Some(why) = untrusted_dir(dir) {
+        return Err(why);
+    }
+    let uid = rustix::process::geteuid().as_raw();
+    let st = rustix::fs::fstat(&fd).map_err(|e| format!("cannot stat {}: {e}", path.display()))?;
+    if st.st_uid != uid
+        || st.st_mode & 0o022 != 0
+        || FileType::from_raw_mode(st.st_mode) != FileType::RegularFile
+    {
+        return Err(format!(
+            "{} is not owned by this user or is writable by others",
+            path.display()
+        ));
+    }
+    let mut bytes = Vec::new();
+    std::fs::File::from(fd)
+        .read_to_end(&mut bytes)
+        .map_err(|e| format!("unreadable entry: {e}"))?;
     if bytes.len() < MAGIC.len() + 32 || &bytes[..MAGIC.len()] != MAGIC {
         return Err("not a cache entry".into());
     }

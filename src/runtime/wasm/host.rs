@@ -14,6 +14,8 @@ use wasmtime_wasi_http::{WasiHttpCtx, WasiHttpCtxView, WasiHttpHooks, WasiHttpVi
 wasmtime::component::bindgen!({
     path: "wit",
     world: "murmur:capsule/capsule",
+    // Driven as a future so a guest blocked in a host call can be cut off at its deadline.
+    exports: { default: async },
 });
 
 pub use exports::murmur::capsule::run::Guest as RunExport;
@@ -31,11 +33,22 @@ impl std::fmt::Display for LimitExceeded {
 
 impl std::error::Error for LimitExceeded {}
 
-/// Caps from `capabilities.limits`.
+/// At most this many linear memories per store: one for a plain component's core module,
+/// a few for composed ones. Without a cap, a multi-memory component multiplies its budget.
+pub const MAX_MEMORIES: usize = 8;
+/// At most this many tables per store.
+pub const MAX_TABLES: usize = 32;
+
+/// Caps from `capabilities.limits`, counted across every memory and table of the store:
+/// `memory_bytes` bounds the sum of all memories, `table_elements` the sum of all tables.
 pub struct Limiter {
     memory_bytes: usize,
     table_elements: usize,
     instances: usize,
+    /// Bytes granted so far, over all memories.
+    memory_used: usize,
+    /// Elements granted so far, over all tables.
+    table_used: usize,
 }
 
 impl Limiter {
@@ -45,33 +58,63 @@ impl Limiter {
             memory_bytes: cap(l.memory_bytes),
             table_elements: cap(l.table_elements),
             instances: cap(l.instances),
+            memory_used: 0,
+            table_used: 0,
         }
+    }
+
+    /// The total after growing one item from `current` to `desired`, when within `cap`.
+    fn grow(used: usize, current: usize, desired: usize, cap: usize) -> Option<usize> {
+        let total = used.saturating_sub(current).saturating_add(desired);
+        (total <= cap).then_some(total)
     }
 }
 
 impl ResourceLimiter for Limiter {
-    fn memory_growing(&mut self, _current: usize, desired: usize, _maximum: Option<usize>) -> Result<bool> {
-        if desired > self.memory_bytes {
-            return Err(wasmtime::Error::new(LimitExceeded(format!(
-                "memory limit: the guest asked for {desired} bytes, capabilities.limits.memory_bytes is {}",
-                self.memory_bytes
-            ))));
+    fn memory_growing(&mut self, current: usize, desired: usize, maximum: Option<usize>) -> Result<bool> {
+        if maximum.is_some_and(|m| desired > m) {
+            return Ok(false);
         }
-        Ok(true)
+        match Limiter::grow(self.memory_used, current, desired, self.memory_bytes) {
+            Some(total) => {
+                self.memory_used = total;
+                Ok(true)
+            }
+            None => Err(wasmtime::Error::new(LimitExceeded(format!(
+                "memory limit: the guest's memories would total {} bytes, capabilities.limits.memory_bytes is {}",
+                self.memory_used.saturating_sub(current).saturating_add(desired),
+                self.memory_bytes
+            )))),
+        }
     }
 
-    fn table_growing(&mut self, _current: usize, desired: usize, _maximum: Option<usize>) -> Result<bool> {
-        if desired > self.table_elements {
-            return Err(wasmtime::Error::new(LimitExceeded(format!(
-                "table limit: the guest asked for {desired} elements, capabilities.limits.table_elements is {}",
-                self.table_elements
-            ))));
+    fn table_growing(&mut self, current: usize, desired: usize, maximum: Option<usize>) -> Result<bool> {
+        if maximum.is_some_and(|m| desired > m) {
+            return Ok(false);
         }
-        Ok(true)
+        match Limiter::grow(self.table_used, current, desired, self.table_elements) {
+            Some(total) => {
+                self.table_used = total;
+                Ok(true)
+            }
+            None => Err(wasmtime::Error::new(LimitExceeded(format!(
+                "table limit: the guest's tables would total {} elements, capabilities.limits.table_elements is {}",
+                self.table_used.saturating_sub(current).saturating_add(desired),
+                self.table_elements
+            )))),
+        }
     }
 
     fn instances(&self) -> usize {
         self.instances
+    }
+
+    fn memories(&self) -> usize {
+        MAX_MEMORIES
+    }
+
+    fn tables(&self) -> usize {
+        MAX_TABLES
     }
 }
 
@@ -102,12 +145,14 @@ impl WasiHttpHooks for Gate {
             > + Send,
     > {
         let uri = request.uri();
-        let verdict = gate::check(
-            &self.rules,
-            uri.scheme_str().unwrap_or(""),
-            uri.host().unwrap_or(""),
-            uri.port_u16(),
-        );
+        let verdict = gate::check_authority(uri.authority().map_or("", |a| a.as_str())).and_then(|_| {
+            gate::check(
+                &self.rules,
+                uri.scheme_str().unwrap_or(""),
+                uri.host().unwrap_or(""),
+                uri.port_u16(),
+            )
+        });
         match verdict {
             Ok(()) => wasmtime_wasi_http::default_hooks().send_request(request, options, fut),
             Err(_) => Box::new(async { Err(wasmtime_wasi_http::Error::HttpRequestDenied) }),
@@ -202,8 +247,8 @@ impl murmur::tool_registry::invoke::Host for Host {
 /// A linker with WASI preview 2, wasi:http behind the gate, and the tool registry.
 pub fn linker(engine: &wasmtime::Engine) -> Result<wasmtime::component::Linker<Host>> {
     let mut linker = wasmtime::component::Linker::new(engine);
-    wasmtime_wasi::p2::add_to_linker_sync(&mut linker)?;
-    wasmtime_wasi_http::p2::add_only_http_to_linker_sync(&mut linker)?;
+    wasmtime_wasi::p2::add_to_linker_async(&mut linker)?;
+    wasmtime_wasi_http::p2::add_only_http_to_linker_async(&mut linker)?;
     Capsule::add_to_linker::<Host, wasmtime::component::HasSelf<Host>>(&mut linker, |h| h)?;
     Ok(linker)
 }

@@ -1,12 +1,26 @@
 //! One call of the capsule's `run`, bounded by the epoch deadline and the limiter, and the
 //! three ways it can trap told apart.
+//!
+//! The epoch deadline only interrupts a guest while it runs WebAssembly. A guest blocked in a
+//! host call (`subscribe-duration(u64::MAX).block()`, a read that never completes) is not
+//! running WebAssembly, so the call is driven as a future and raced against a hard deadline:
+//! the epoch deadline plus [`GRACE`]. When that fires the call's future is dropped (wasmtime
+//! unwinds the guest's stack and the store is discarded), whatever the guest was blocked on.
 
 use super::host::{self, Capsule, Host, LimitExceeded};
 use super::EPOCH_TICK;
 use crate::diag::{code, Diagnostic};
+use std::future::Future;
+use std::pin::pin;
 use std::sync::mpsc::{self, RecvTimeoutError};
+use std::sync::{Arc, Mutex};
+use std::task::{Poll, Waker};
+use std::time::{Duration, Instant};
 use wasmtime::component::Component;
 use wasmtime::{Engine, Store, Trap};
+
+/// How long past its deadline a guest blocked in a host call may stay before it is cut off.
+pub const GRACE: Duration = Duration::from_millis(500);
 
 /// Why a guest trapped.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -36,6 +50,16 @@ pub enum Outcome {
     Trapped { kind: TrapKind, message: String },
 }
 
+fn deadline_outcome(deadline_secs: u64, blocked: bool) -> Outcome {
+    let how = if blocked { ", blocked in a host call" } else { "" };
+    Outcome::Trapped {
+        kind: TrapKind::Deadline,
+        message: format!(
+            "deadline of {deadline_secs} s exceeded{how} (capabilities.limits.deadline_seconds)"
+        ),
+    }
+}
+
 fn classify(e: &wasmtime::Error, deadline_secs: u64) -> Outcome {
     if let Some(limit) = e.downcast_ref::<LimitExceeded>() {
         return Outcome::Trapped {
@@ -44,16 +68,97 @@ fn classify(e: &wasmtime::Error, deadline_secs: u64) -> Outcome {
         };
     }
     if e.downcast_ref::<Trap>() == Some(&Trap::Interrupt) {
-        return Outcome::Trapped {
-            kind: TrapKind::Deadline,
-            message: format!("deadline of {deadline_secs} s exceeded (capabilities.limits.deadline_seconds)"),
-        };
+        return deadline_outcome(deadline_secs, false);
     }
     let first = format!("{e:#}");
+    // The store's count caps (instances, memories, tables: `host::MAX_MEMORIES`, …) are
+    // refused by wasmtime itself with this wording; they are the limiter's outcome too.
+    if let Some(at) = first.find("resource limit exceeded: ") {
+        let what = first[at..].lines().next().unwrap_or("resource limit exceeded");
+        return Outcome::Trapped {
+            kind: TrapKind::ResourceLimit,
+            message: format!(
+                "{what} (capabilities.limits, at most {} memories and {} tables)",
+                host::MAX_MEMORIES,
+                host::MAX_TABLES
+            ),
+        };
+    }
     Outcome::Trapped {
         kind: TrapKind::GuestPanic,
         message: first.lines().next().unwrap_or("guest trapped").to_string(),
     }
+}
+
+/// The hard deadline, set by the ticker thread: fired once, then wakes the call's task.
+#[derive(Default)]
+struct Alarm {
+    fired: bool,
+    waker: Option<Waker>,
+}
+
+/// The epoch ticker: increments the engine's epoch every tick and rings `alarm` at `hard`.
+/// It stops the moment `stop`'s sender is dropped.
+fn ticker(
+    engine: &Engine,
+    hard: Instant,
+    alarm: Arc<Mutex<Alarm>>,
+) -> Result<(mpsc::Sender<()>, std::thread::JoinHandle<()>), Diagnostic> {
+    let (stop, ticks_rx) = mpsc::channel::<()>();
+    let engine = engine.clone();
+    let handle = std::thread::Builder::new()
+        .name("epoch".into())
+        .spawn(move || {
+            let mut rung = false;
+            while let Err(RecvTimeoutError::Timeout) = ticks_rx.recv_timeout(EPOCH_TICK) {
+                engine.increment_epoch();
+                if !rung && Instant::now() >= hard {
+                    rung = true;
+                    let mut a = alarm.lock().unwrap_or_else(|p| p.into_inner());
+                    a.fired = true;
+                    if let Some(w) = a.waker.take() {
+                        w.wake();
+                    }
+                }
+            }
+        })
+        .map_err(|e| Diagnostic::new(code::RUN_TRAP, "", format!("cannot start the epoch ticker: {e}")))?;
+    Ok((stop, handle))
+}
+
+/// Poll `fut` until it finishes or `alarm` fires (`None`).
+async fn race<F: Future>(fut: F, alarm: &Mutex<Alarm>) -> Option<F::Output> {
+    let mut fut = pin!(fut);
+    std::future::poll_fn(|cx| {
+        if let Poll::Ready(v) = fut.as_mut().poll(cx) {
+            return Poll::Ready(Some(v));
+        }
+        let mut a = alarm.lock().unwrap_or_else(|p| p.into_inner());
+        if a.fired {
+            return Poll::Ready(None);
+        }
+        a.waker = Some(cx.waker().clone());
+        Poll::Pending
+    })
+    .await
+}
+
+/// Drive `call` (one guest invocation on a store whose epoch deadline is `deadline_secs`)
+/// to its end, or drop it at the deadline plus [`GRACE`] wherever it is blocked (`None`).
+/// Every guest invocation goes through here: the capsule's `run` now, tool, driver and hook
+/// calls as they land.
+pub fn bounded<F: Future>(
+    engine: &Engine,
+    deadline_secs: u64,
+    call: F,
+) -> Result<Option<F::Output>, Diagnostic> {
+    let hard = Instant::now() + Duration::from_secs(deadline_secs.min(u64::from(u32::MAX))) + GRACE;
+    let alarm = Arc::new(Mutex::new(Alarm::default()));
+    let (stop, ticker) = ticker(engine, hard, alarm.clone())?;
+    let ended = wasmtime_wasi::runtime::in_tokio(race(call, &alarm));
+    drop(stop);
+    let _ = ticker.join();
+    Ok(ended)
 }
 
 /// Instantiate `component` with `host` and call its `run`.
@@ -72,37 +177,31 @@ pub fn call_run(
     store.limiter(|h| &mut h.limiter);
     let ticks = deadline_secs.saturating_mul(1000) / EPOCH_TICK.as_millis() as u64;
     store.set_epoch_deadline(ticks.max(1));
-    // The ticker stops the moment its sender is dropped, not at the end of a tick.
-    let (stop, ticks_rx) = mpsc::channel::<()>();
-    let ticker = {
-        let engine = engine.clone();
-        std::thread::Builder::new()
-            .name("epoch".into())
-            .spawn(move || {
-                while let Err(RecvTimeoutError::Timeout) = ticks_rx.recv_timeout(EPOCH_TICK) {
-                    engine.increment_epoch();
-                }
-            })
-            .map_err(|e| Diagnostic::new(code::RUN_TRAP, "", format!("cannot start the epoch ticker: {e}")))?
+    enum Ended {
+        Ran(Result<(), Outcome>),
+        NotInstantiated(wasmtime::Error),
+    }
+    let call = async {
+        match Capsule::instantiate_async(&mut store, component, &linker).await {
+            Ok(capsule) => Ended::Ran(
+                capsule
+                    .murmur_capsule_run()
+                    .call_run(&mut store)
+                    .await
+                    .map_err(|e| classify(&e, deadline_secs)),
+            ),
+            Err(e) => Ended::NotInstantiated(e),
+        }
     };
-    let result = match Capsule::instantiate(&mut store, component, &linker) {
-        Ok(capsule) => capsule
-            .murmur_capsule_run()
-            .call_run(&mut store)
-            .map_err(|e| classify(&e, deadline_secs)),
-        Err(e) => match classify(&e, deadline_secs) {
+    match bounded(engine, deadline_secs, call)? {
+        None => Ok(deadline_outcome(deadline_secs, true)),
+        Some(Ended::Ran(r)) => Ok(r.err().unwrap_or(Outcome::Returned)),
+        Some(Ended::NotInstantiated(e)) => match classify(&e, deadline_secs) {
             Outcome::Trapped {
                 kind: TrapKind::GuestPanic,
                 ..
-            } => {
-                drop(stop);
-                let _ = ticker.join();
-                return Err(bad("the component does not fit the capsule world", e));
-            }
-            trapped => Err(trapped),
+            } => Err(bad("the component does not fit the capsule world", e)),
+            trapped => Ok(trapped),
         },
-    };
-    drop(stop);
-    let _ = ticker.join();
-    Ok(result.err().unwrap_or(Outcome::Returned))
+    }
 }

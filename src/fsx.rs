@@ -1,0 +1,369 @@
+//! The only way the runtime touches a directory a guest or a contained child can write (the
+//! workdir, its `out/`, later `tools/`, `peer-in/`, `.murmur/children/`): a held directory
+//! descriptor, every component opened with `O_NOFOLLOW`, files created `O_EXCL` or written to
+//! a fresh temp file and `renameat`ed over the name. A symlink or a wrong file type met on the
+//! way is refused with an error naming the path; nothing is ever followed out of the tree.
+//!
+//! Names are checked before any call reaches the filesystem ([`split`]): a relative path of
+//! plain components, no `..`, `.`, empty component or NUL. A directory swapped for a symlink
+//! between two calls is caught because each step opens the next component from the
+//! descriptor of the previous one, never from a path string.
+
+use rustix::fs::{self as rfs, AtFlags, FileType, Mode, OFlags};
+use std::fmt;
+use std::io::{self, Read, Write};
+use std::os::fd::{AsFd, AsRawFd, OwnedFd};
+use std::path::{Path, PathBuf};
+
+/// Longest relative path accepted, in bytes.
+pub const MAX_PATH: usize = 1024;
+/// Deepest relative path accepted, in components.
+pub const MAX_DEPTH: usize = 32;
+
+/// Why an operation was refused.
+#[derive(Debug)]
+pub enum FsError {
+    /// The name itself is not a plain relative path (checked without touching the disk).
+    BadName { path: String, why: &'static str },
+    /// A component is a symbolic link.
+    Symlink { path: String },
+    /// A component has the wrong type (a file where a directory must be, or the reverse).
+    WrongType { path: String, expected: &'static str },
+    /// A file is larger than the caller's cap.
+    TooLarge { path: String, cap: u64 },
+    /// Any other failure, with the path it happened on.
+    Io { path: String, err: io::Error },
+}
+
+impl fmt::Display for FsError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            FsError::BadName { path, why } => write!(f, "refusing the path {path:?}: {why}"),
+            FsError::Symlink { path } => write!(f, "refusing {path}: it is a symbolic link"),
+            FsError::WrongType { path, expected } => write!(f, "refusing {path}: it is not a {expected}"),
+            FsError::TooLarge { path, cap } => write!(f, "refusing {path}: larger than {cap} bytes"),
+            FsError::Io { path, err } => write!(f, "{path}: {err}"),
+        }
+    }
+}
+
+impl std::error::Error for FsError {}
+
+impl From<FsError> for io::Error {
+    fn from(e: FsError) -> io::Error {
+        let kind = match &e {
+            FsError::Io { err, .. } => err.kind(),
+            FsError::BadName { .. } => io::ErrorKind::InvalidInput,
+            _ => io::ErrorKind::PermissionDenied,
+        };
+        io::Error::new(kind, e.to_string())
+    }
+}
+
+/// The components of `rel`, or why it is not a plain relative path. Pure.
+pub fn split(rel: &str) -> Result<Vec<&str>, FsError> {
+    let bad = |why| {
+        Err(FsError::BadName {
+            path: rel.chars().take(200).collect(),
+            why,
+        })
+    };
+    if rel.is_empty() {
+        return bad("it is empty");
+    }
+    if rel.len() > MAX_PATH {
+        return bad("it is too long");
+    }
+    if rel.contains('\0') {
+        return bad("it contains a NUL byte");
+    }
+    if rel.starts_with('/') {
+        return bad("it is absolute");
+    }
+    let parts: Vec<&str> = rel.split('/').collect();
+    if parts.len() > MAX_DEPTH {
+        return bad("it is too deep");
+    }
+    for p in &parts {
+        match *p {
+            "" => return bad("it has an empty component"),
+            "." | ".." => return bad("it has a '.' or '..' component"),
+            _ => {}
+        }
+    }
+    Ok(parts)
+}
+
+/// A directory held open; every path below it is resolved from this descriptor.
+#[derive(Debug)]
+pub struct Dir {
+    fd: OwnedFd,
+    /// For messages only: never used to reach the filesystem again.
+    shown: PathBuf,
+}
+
+fn io_at(path: &Path, err: impl Into<io::Error>) -> FsError {
+    FsError::Io {
+        path: path.display().to_string(),
+        err: err.into(),
+    }
+}
+
+const DIR_FLAGS: OFlags = OFlags::DIRECTORY
+    .union(OFlags::NOFOLLOW)
+    .union(OFlags::CLOEXEC)
+    .union(OFlags::RDONLY);
+
+impl Dir {
+    /// Open an operator-named directory (a `--workdir`, the manifest's directory). The path
+    /// is the operator's own choice, so a symlink in it is followed; everything below is not.
+    pub fn open(path: &Path) -> Result<Dir, FsError> {
+        let fd = rfs::open(
+            path,
+            OFlags::DIRECTORY | OFlags::CLOEXEC | OFlags::RDONLY,
+            Mode::empty(),
+        )
+        .map_err(|e| io_at(path, e))?;
+        Ok(Dir {
+            fd,
+            shown: path.to_path_buf(),
+        })
+    }
+
+    /// The path this directory was reached by, for messages and for handing to code that
+    /// only takes paths (prefer [`Dir::proc_path`]).
+    pub fn shown(&self) -> &Path {
+        &self.shown
+    }
+
+    /// `/proc/self/fd/N`: a path naming exactly the held directory, whatever happened to
+    /// the names above it since it was opened.
+    pub fn proc_path(&self) -> PathBuf {
+        PathBuf::from(format!("/proc/self/fd/{}", self.fd.as_raw_fd()))
+    }
+
+    fn shown_join(&self, rel: &str) -> PathBuf {
+        self.shown.join(rel)
+    }
+
+    /// Open one component as a directory, refusing a symlink or a non-directory.
+    fn step(&self, name: &str) -> Result<Dir, FsError> {
+        let shown = self.shown_join(name);
+        match rfs::openat(&self.fd, name, DIR_FLAGS, Mode::empty()) {
+            Ok(fd) => Ok(Dir { fd, shown }),
+            Err(e) => Err(self.classify(name, e, "directory")),
+        }
+    }
+
+    /// Turn an open failure into a refusal naming what stood at `name`.
+    fn classify(&self, name: &str, e: rustix::io::Errno, expected: &'static str) -> FsError {
+        let shown = self.shown_join(name);
+        // ENXIO: a FIFO without a reader, opened non-blocking for writing.
+        use rustix::io::Errno;
+        if [Errno::LOOP, Errno::NOTDIR, Errno::ISDIR, Errno::NXIO].contains(&e) {
+            match rfs::statat(&self.fd, name, AtFlags::SYMLINK_NOFOLLOW) {
+                Ok(st) if FileType::from_raw_mode(st.st_mode) == FileType::Symlink => {
+                    return FsError::Symlink {
+                        path: shown.display().to_string(),
+                    }
+                }
+                Ok(_) => {
+                    return FsError::WrongType {
+                        path: shown.display().to_string(),
+                        expected,
+                    }
+                }
+                Err(_) => {}
+            }
+        }
+        io_at(&shown, e)
+    }
+
+    /// The directory at `rel` below this one; every component must be a real directory.
+    pub fn sub(&self, rel: &str) -> Result<Dir, FsError> {
+        let mut cur: Option<Dir> = None;
+        for part in split(rel)? {
+            let next = cur.as_ref().unwrap_or(self).step(part)?;
+            cur = Some(next);
+        }
+        cur.ok_or_else(|| io_at(&self.shown, io::Error::other("empty path")))
+    }
+
+    /// Create the directories of `rel` that are missing (mode `mode`, before the umask) and
+    /// return the last. An existing symlink or non-directory on the way is refused.
+    pub fn mkdirs(&self, rel: &str, mode: u32) -> Result<Dir, FsError> {
+        let mut cur: Option<Dir> = None;
+        for part in split(rel)? {
+            let parent = cur.as_ref().unwrap_or(self);
+            match rfs::mkdirat(&parent.fd, part, Mode::from_raw_mode(mode)) {
+                Ok(()) | Err(rustix::io::Errno::EXIST) => {}
+                Err(e) => return Err(io_at(&parent.shown_join(part), e)),
+            }
+            let next = parent.step(part)?;
+            cur = Some(next);
+        }
+        cur.ok_or_else(|| io_at(&self.shown, io::Error::other("empty path")))
+    }
+
+    /// The parent directory of `rel` (created when `create`) and the final name.
+    fn parent_of<'a>(&self, rel: &'a str, create: bool) -> Result<(Option<Dir>, &'a str), FsError> {
+        split(rel)?;
+        match rel.rsplit_once('/') {
+            None => Ok((None, rel)),
+            Some((dir, name)) => {
+                let d = if create {
+                    self.mkdirs(dir, 0o755)?
+                } else {
+                    self.sub(dir)?
+                };
+                Ok((Some(d), name))
+            }
+        }
+    }
+
+    /// Create `rel` as a new file (`O_EXCL`, mode 0600), creating missing parents. An
+    /// existing entry of any kind is an error.
+    pub fn create_new(&self, rel: &str) -> Result<std::fs::File, FsError> {
+        let (parent, name) = self.parent_of(rel, true)?;
+        let d = parent.as_ref().unwrap_or(self);
+        let flags = OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+        match rfs::openat(&d.fd, name, flags, Mode::from_raw_mode(0o600)) {
+            Ok(fd) => Ok(std::fs::File::from(fd)),
+            Err(rustix::io::Errno::EXIST) => match rfs::statat(&d.fd, name, AtFlags::SYMLINK_NOFOLLOW) {
+                Ok(st) if FileType::from_raw_mode(st.st_mode) == FileType::Symlink => Err(FsError::Symlink {
+                    path: d.shown_join(name).display().to_string(),
+                }),
+                _ => Err(io_at(&d.shown_join(name), rustix::io::Errno::EXIST)),
+            },
+            Err(e) => Err(d.classify(name, e, "regular file")),
+        }
+    }
+
+    /// Open `rel` for appending, creating it (mode 0600) when missing; refuses a symlink and
+    /// anything that is not a regular file.
+    pub fn append(&self, rel: &str) -> Result<std::fs::File, FsError> {
+        let (parent, name) = self.parent_of(rel, true)?;
+        let d = parent.as_ref().unwrap_or(self);
+        let flags = OFlags::WRONLY
+            | OFlags::APPEND
+            | OFlags::CREATE
+            | OFlags::NOFOLLOW
+            | OFlags::CLOEXEC
+            | OFlags::NONBLOCK;
+        let fd = rfs::openat(&d.fd, name, flags, Mode::from_raw_mode(0o600))
+            .map_err(|e| d.classify(name, e, "regular file"))?;
+        d.regular(fd, name)
+    }
+
+    /// Keep `fd` only when it is a regular file.
+    fn regular(&self, fd: OwnedFd, name: &str) -> Result<std::fs::File, FsError> {
+        let st = rfs::fstat(&fd).map_err(|e| io_at(&self.shown_join(name), e))?;
+        if FileType::from_raw_mode(st.st_mode) != FileType::RegularFile {
+            return Err(FsError::WrongType {
+                path: self.shown_join(name).display().to_string(),
+                expected: "regular file",
+            });
+        }
+        // Opened non-blocking so a FIFO planted at the name cannot stall the open; a
+        // regular file ignores the flag, but clear it anyway.
+        if let Ok(fl) = rfs::fcntl_getfl(&fd) {
+            let _ = rfs::fcntl_setfl(&fd, fl - OFlags::NONBLOCK);
+        }
+        Ok(std::fs::File::from(fd))
+    }
+
+    /// Replace `rel` with `bytes`: a fresh temp file beside it, written and then renamed over
+    /// the name, so a symlink planted at the name is replaced, never followed, and a reader
+    /// sees the old or the new content whole. Missing parents are created.
+    pub fn replace(&self, rel: &str, bytes: &[u8]) -> Result<(), FsError> {
+        let (parent, name) = self.parent_of(rel, true)?;
+        let d = parent.as_ref().unwrap_or(self);
+        let tmp = temp_name(name)?;
+        let flags = OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+        let fd = rfs::openat(&d.fd, tmp.as_str(), flags, Mode::from_raw_mode(0o644))
+            .map_err(|e| io_at(&d.shown_join(&tmp), e))?;
+        let mut f = std::fs::File::from(fd);
+        let written = f.write_all(bytes).and_then(|_| f.flush());
+        drop(f);
+        let renamed = written.map_err(|e| io_at(&d.shown_join(&tmp), e)).and_then(|_| {
+            rfs::renameat(&d.fd, tmp.as_str(), &d.fd, name).map_err(|e| {
+                if e == rustix::io::Errno::ISDIR || e == rustix::io::Errno::NOTDIR {
+                    FsError::WrongType {
+                        path: d.shown_join(name).display().to_string(),
+                        expected: "regular file",
+                    }
+                } else {
+                    io_at(&d.shown_join(name), e)
+                }
+            })
+        });
+        if renamed.is_err() {
+            let _ = rfs::unlinkat(&d.fd, tmp.as_str(), AtFlags::empty());
+        }
+        renamed
+    }
+
+    /// Remove the file `rel` if it exists (a symlink there is removed, never followed).
+    pub fn remove_file(&self, rel: &str) -> Result<(), FsError> {
+        let (parent, name) = self.parent_of(rel, false)?;
+        let d = parent.as_ref().unwrap_or(self);
+        match rfs::unlinkat(&d.fd, name, AtFlags::empty()) {
+            Ok(()) | Err(rustix::io::Errno::NOENT) => Ok(()),
+            Err(e) => Err(io_at(&d.shown_join(name), e)),
+        }
+    }
+
+    /// Read the regular file `rel`, at most `cap` bytes (a larger file is refused, whatever
+    /// its size does while it is read).
+    pub fn read(&self, rel: &str, cap: u64) -> Result<Vec<u8>, FsError> {
+        let (parent, name) = self.parent_of(rel, false)?;
+        let d = parent.as_ref().unwrap_or(self);
+        let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC | OFlags::NONBLOCK;
+        let fd = rfs::openat(&d.fd, name, flags, Mode::empty())
+            .map_err(|e| d.classify(name, e, "regular file"))?;
+        let f = d.regular(fd, name)?;
+        let mut out = Vec::new();
+        f.take(cap.saturating_add(1))
+            .read_to_end(&mut out)
+            .map_err(|e| io_at(&d.shown_join(name), e))?;
+        if out.len() as u64 > cap {
+            return Err(FsError::TooLarge {
+                path: d.shown_join(name).display().to_string(),
+                cap,
+            });
+        }
+        Ok(out)
+    }
+
+    /// Whether the descriptor is still a directory (a cheap liveness check for tests).
+    pub fn is_dir(&self) -> bool {
+        rfs::fstat(self.fd.as_fd())
+            .map(|st| FileType::from_raw_mode(st.st_mode) == FileType::Directory)
+            .unwrap_or(false)
+    }
+}
+
+/// `.<name>.<16 hex>.tmp`, a name no guest can predict.
+fn temp_name(name: &str) -> Result<String, FsError> {
+    let r = crate::token::random_hex16().map_err(|e| FsError::Io {
+        path: name.to_string(),
+        err: io::Error::other(e.to_string()),
+    })?;
+    let short: String = name.chars().take(64).collect();
+    Ok(format!(".{short}.{r}.tmp"))
+}
+
+/// Create a private directory (0700) at an operator-chosen path, with its parents, and open
+/// it; used for the records directory, which no guest or contained child can reach.
+pub fn private_dir(path: &Path) -> Result<Dir, FsError> {
+    use std::os::unix::fs::DirBuilderExt;
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(path)
+        .map_err(|e| io_at(path, e))?;
+    Dir::open(path)
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,75 @@
+//! The `mur run` helpers: a capsule directory from a fixture, one launch with private cache
+//! and records directories, and the session's trace.
+
+use super::TempDir;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+pub const MUR: &str = env!("CARGO_BIN_EXE_mur");
+
+pub fn repo(rel: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join(rel)
+}
+
+/// A capsule directory holding `wasm` as capsule.wasm and a manifest with `extra` YAML.
+pub fn capsule(t: &TempDir, wasm: &str, extra: &str) -> PathBuf {
+    let dir = t.path().join("capsule");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::copy(repo(wasm), dir.join("capsule.wasm")).unwrap();
+    std::fs::write(
+        dir.join("murmur.yaml"),
+        format!("name: probe\nversion: 0.2.0\n{extra}"),
+    )
+    .unwrap();
+    dir
+}
+
+pub fn mur(t: &TempDir, args: &[&str], env: &[(&str, &str)]) -> Output {
+    Command::new(MUR)
+        .arg("run")
+        .args(args)
+        .env("MURMUR_CACHE_DIR", t.path().join("cache"))
+        .env("MURMUR_RECORDS_DIR", t.path().join("records"))
+        .envs(env.iter().copied())
+        .stdin(Stdio::null())
+        .output()
+        .unwrap()
+}
+
+pub fn manifest_arg(dir: &Path) -> String {
+    dir.join("murmur.yaml").display().to_string()
+}
+
+pub fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+/// The session id printed in human mode.
+pub fn session_of(out: &Output) -> String {
+    let stdout = text(&out.stdout);
+    let line = stdout
+        .lines()
+        .find(|l| l.starts_with("session: "))
+        .expect("a session line");
+    line["session: ".len()..].to_string()
+}
+
+/// A session's records: `$MURMUR_RECORDS_DIR/<session id>`, outside every workdir.
+pub fn records(t: &TempDir, sid: &str) -> PathBuf {
+    t.path().join("records").join(sid)
+}
+
+pub fn trace(t: &TempDir, sid: &str) -> Vec<serde_json::Value> {
+    std::fs::read_to_string(records(t, sid).join("trace.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+pub fn event<'a>(events: &'a [serde_json::Value], kind: &str) -> &'a serde_json::Value {
+    events
+        .iter()
+        .find(|e| e["event_type"] == kind)
+        .unwrap_or_else(|| panic!("no {kind} in {events:?}"))
+}

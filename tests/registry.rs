@@ -244,6 +244,20 @@ fn hostile_archives_are_refused_with_clear_errors() {
     let err = publish_refusal(&tmp, "actual", &actual);
     assert!(err.contains("inflates beyond its declared 1024 bytes"), "{err}");
 
+    // A manifest bomb under the archive cap: 64 MiB of comment lines inflate from a few
+    // hundred KiB. Refused on the declared size, before inflating, with its own message.
+    let mut comments = manifest.clone();
+    comments.resize(64 << 20, b'#');
+    let bomb = archive::write(&[("murmur.yaml".into(), comments)]).unwrap();
+    assert!(bomb.len() < 1 << 20, "the bomb is small: {} bytes", bomb.len());
+    let err = publish_refusal(&tmp, "manifest-bomb", &bomb);
+    assert!(
+        err.contains(
+            "the packed manifest declares 67108864 bytes, more than the 1048576 a manifest may have"
+        ),
+        "{err}"
+    );
+
     // A bomb in an entry publish would otherwise never read.
     let mut hidden = archive::write(&[
         ("murmur.yaml".into(), manifest.clone()),

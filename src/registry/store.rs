@@ -159,6 +159,19 @@ pub fn packed_manifest(bytes: &[u8], resolve: Resolve<'_>) -> Result<Loaded, Dia
     let archive = Archive::open(bytes, &ArchiveLimits::default())
         .map_err(|e| Diagnostic::new(code::REG_INTEGRITY, "murmur.yaml", e.to_string()))?;
     match archive.entries().first() {
+        // Refused on its declared size, before a byte is inflated: a manifest bomb must not
+        // cost the roost (which resolves per request) hundreds of MiB first.
+        Some(e) if e.name == "murmur.yaml" && e.size > manifest::MAX_MANIFEST_BYTES as u64 => {
+            return Err(Diagnostic::new(
+                code::MAN_INVALID,
+                "murmur.yaml",
+                format!(
+                    "murmur.yaml: the packed manifest declares {} bytes, more than the {} a manifest may have",
+                    e.size,
+                    manifest::MAX_MANIFEST_BYTES
+                ),
+            ))
+        }
         Some(e) if e.name == "murmur.yaml" => {}
         _ => {
             return Err(Diagnostic::new(
@@ -271,10 +284,11 @@ pub fn publish(
             "archive larger than the registry allows",
         ));
     }
+    // The manifest first: its size is checked before anything is inflated.
+    let loaded = packed_manifest(bytes, Resolve::Nothing)?;
     Archive::open(bytes, &ArchiveLimits::default())
         .and_then(|a| a.verify())
         .map_err(|e| Diagnostic::new(code::REG_INTEGRITY, "", e.to_string()))?;
-    let loaded = packed_manifest(bytes, Resolve::Nothing)?;
     let m = &loaded.manifest;
     let full = match scope {
         Some(s) => format!("{s}/{}", m.name),

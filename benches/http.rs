@@ -42,7 +42,9 @@ fn one_request(addr: SocketAddr, buf: &mut Vec<u8>) -> bool {
         return false;
     };
     let _ = s.set_nodelay(true);
-    if s.write_all(b"GET / HTTP/1.1\r\nhost: bench\r\n\r\n").is_err() {
+    if s.write_all(format!("GET / HTTP/1.1\r\nhost: {addr}\r\n\r\n").as_bytes())
+        .is_err()
+    {
         return false;
     }
     buf.clear();

@@ -138,6 +138,8 @@ fn cycle(base: &str, client: usize, n: u64) -> bool {
 
 /// The same cycle for the event-driven generator: raw requests, one per connection.
 struct Cycle {
+    /// `host` for every request: the daemon's own `127.0.0.1:<port>`.
+    host: String,
     sids: [String; 2],
     step: usize,
     parent: String,
@@ -145,9 +147,10 @@ struct Cycle {
 }
 
 impl Cycle {
-    fn new(client: usize, n: u64) -> Cycle {
+    fn new(addr: SocketAddr, client: usize, n: u64) -> Cycle {
         let sid = |role: u64| format!("ses_{:08x}{:08x}{:016x}", client, role, n);
         Cycle {
+            host: addr.to_string(),
             sids: [sid(1), sid(2)],
             step: 0,
             parent: String::new(),
@@ -156,10 +159,10 @@ impl Cycle {
     }
 }
 
-fn raw_post(path: &str, header: Option<(&str, &str)>, body: &str) -> Vec<u8> {
+fn raw_post(host: &str, path: &str, header: Option<(&str, &str)>, body: &str) -> Vec<u8> {
     let extra = header.map(|(n, v)| format!("{n}: {v}\r\n")).unwrap_or_default();
     format!(
-        "POST {path} HTTP/1.1\r\nhost: 127.0.0.1\r\nconnection: close\r\ncontent-type: application/json\r\n{extra}content-length: {}\r\n\r\n{body}",
+        "POST {path} HTTP/1.1\r\nhost: {host}\r\nconnection: close\r\ncontent-type: application/json\r\n{extra}content-length: {}\r\n\r\n{body}",
         body.len()
     )
     .into_bytes()
@@ -176,18 +179,21 @@ impl support::driver::Script for Cycle {
         let register =
             |sid: &str, name: &str| format!(r#"{{"session_id":"{sid}","name":"{name}","version":"0.1.0"}}"#);
         const DONE: &str = r#"{"outcome":"complete"}"#;
+        let host = self.host.as_str();
         self.step += 1;
         Ok(Some(match self.step {
-            1 => raw_post("/register", None, &register(&self.sids[0], "local/orch")),
+            1 => raw_post(host, "/register", None, &register(&self.sids[0], "local/orch")),
             2 => {
                 self.parent = field("credential")?;
                 raw_post(
+                    host,
                     "/spawn",
                     Some(("x-murmur-spawn-credential", &self.parent)),
                     r#"{"name":"local/worker","version":"0.1.0"}"#,
                 )
             }
             3 => raw_post(
+                host,
                 "/register",
                 Some(("x-murmur-spawn-approval", &field("approval")?)),
                 &register(&self.sids[1], "local/worker"),
@@ -195,12 +201,14 @@ impl support::driver::Script for Cycle {
             4 => {
                 self.child = field("credential")?;
                 raw_post(
+                    host,
                     "/deregister",
                     Some(("x-murmur-spawn-credential", &self.child)),
                     DONE,
                 )
             }
             5 => raw_post(
+                host,
                 "/deregister",
                 Some(("x-murmur-spawn-credential", &self.parent)),
                 DONE,
@@ -243,7 +251,9 @@ fn measure(label: &str, bin: &str, reg: &std::path::Path) {
         );
     }
     let addr: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
-    let c = support::driver::drive(addr, 32, RUN_FOR, |client, n| Cycle::new(5000 + client, n));
+    let c = support::driver::drive(addr, 32, RUN_FOR, move |client, n| {
+        Cycle::new(addr, 5000 + client, n)
+    });
     println!(
         "  cycles    32 in flight, one event-driven generator thread: {:>8.0} cyc/s   p50 {:.2} ms  p99 {:.2} ms  ({} failed)",
         c.per_sec,

@@ -71,10 +71,16 @@ fn roost_serves_health_on_loopback_and_refuses_a_port_in_use() {
         .and_then(|p| p.parse().ok())
         .unwrap_or_else(|| panic!("unexpected first line {line:?}"));
     let addr = format!("127.0.0.1:{port}").parse().unwrap();
-    let answer = exchange(addr, b"GET /health HTTP/1.1\r\nhost: x\r\n\r\n");
+    let answer = exchange(
+        addr,
+        format!("GET /health HTTP/1.1\r\nhost: {addr}\r\n\r\n").as_bytes(),
+    );
     assert_eq!(status_of(&answer), 200);
     assert_eq!(body_of(&answer), "{}");
-    let answer = exchange(addr, b"GET /nowhere HTTP/1.1\r\n\r\n");
+    let answer = exchange(
+        addr,
+        format!("GET /nowhere HTTP/1.1\r\nhost: {addr}\r\n\r\n").as_bytes(),
+    );
     assert_eq!(
         (status_of(&answer), body_of(&answer)),
         (404, r#"{"error":"not found"}"#)

@@ -43,15 +43,32 @@ fn default_server() -> SocketAddr {
     start(Limits::default())
 }
 
+/// `raw` with `host: <addr>` added after its first line: the host the loopback guard wants.
+fn with_host(addr: SocketAddr, raw: &[u8]) -> Vec<u8> {
+    let at = raw
+        .windows(2)
+        .position(|w| w == b"\r\n")
+        .map_or(raw.len(), |i| i + 2);
+    let mut out = raw[..at].to_vec();
+    out.extend_from_slice(format!("host: {addr}\r\n").as_bytes());
+    out.extend_from_slice(&raw[at..]);
+    out
+}
+
+/// Send `raw` (given its host) on a fresh connection; the whole answer.
+fn ask(addr: SocketAddr, raw: &[u8]) -> String {
+    exchange(addr, &with_host(addr, raw))
+}
+
 #[test]
 fn answers_with_exact_framing_headers() {
     let addr = default_server();
-    let answer = exchange(addr, b"GET /hello HTTP/1.1\r\nhost: x\r\n\r\n");
+    let answer = ask(addr, b"GET /hello HTTP/1.1\r\n\r\n");
     assert_eq!(
         answer,
         "HTTP/1.1 200 OK\r\ncontent-length: 5\r\nconnection: close\r\n\r\nhello"
     );
-    let missing = exchange(addr, b"GET /nope HTTP/1.0\r\n\r\n");
+    let missing = ask(addr, b"GET /nope HTTP/1.0\r\n\r\n");
     assert_eq!(status_of(&missing), 404);
     assert!(missing.contains("content-type: application/json\r\n"));
     assert_eq!(body_of(&missing), r#"{"error":"not found"}"#);
@@ -62,7 +79,7 @@ fn request_delivered_one_byte_at_a_time_is_parsed() {
     let addr = default_server();
     let mut s = TcpStream::connect(addr).unwrap();
     s.set_nodelay(true).unwrap();
-    for b in b"POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 7\r\n\r\npayload" {
+    for b in &with_host(addr, b"POST /echo HTTP/1.1\r\nContent-Length: 7\r\n\r\npayload") {
         s.write_all(std::slice::from_ref(b)).unwrap();
         std::thread::sleep(Duration::from_millis(2));
     }
@@ -71,8 +88,8 @@ fn request_delivered_one_byte_at_a_time_is_parsed() {
     assert_eq!(body_of(&answer), "payload");
 }
 
-fn head_of_len(total: usize) -> Vec<u8> {
-    let mut raw = b"GET /hello HTTP/1.1\r\nx-pad: ".to_vec();
+fn head_of_len(addr: SocketAddr, total: usize) -> Vec<u8> {
+    let mut raw = format!("GET /hello HTTP/1.1\r\nhost: {addr}\r\nx-pad: ").into_bytes();
     let pad = total - raw.len() - 4;
     raw.extend(std::iter::repeat_n(b'p', pad));
     raw.extend_from_slice(b"\r\n\r\n");
@@ -83,8 +100,8 @@ fn head_of_len(total: usize) -> Vec<u8> {
 #[test]
 fn head_over_16_kib_gets_431() {
     let addr = default_server();
-    assert_eq!(status_of(&exchange(addr, &head_of_len(16 * 1024))), 200);
-    let answer = exchange(addr, &head_of_len(16 * 1024 + 1));
+    assert_eq!(status_of(&exchange(addr, &head_of_len(addr, 16 * 1024))), 200);
+    let answer = exchange(addr, &head_of_len(addr, 16 * 1024 + 1));
     assert_eq!(status_of(&answer), 431);
     assert_eq!(body_of(&answer), r#"{"error":"request header fields too large"}"#);
     let mut many = b"GET /hello HTTP/1.1\r\n".to_vec();
@@ -98,7 +115,7 @@ fn head_over_16_kib_gets_431() {
 #[test]
 fn oversized_body_gets_413_without_reading_it() {
     let addr = default_server();
-    let answer = exchange(addr, b"POST /echo HTTP/1.1\r\ncontent-length: 1048577\r\n\r\n");
+    let answer = ask(addr, b"POST /echo HTTP/1.1\r\ncontent-length: 1048577\r\n\r\n");
     assert_eq!(status_of(&answer), 413);
     assert_eq!(body_of(&answer), r#"{"error":"request body too large"}"#);
 }
@@ -114,7 +131,7 @@ fn ambiguous_framing_gets_400() {
         b"GET  /hello HTTP/1.1\r\n\r\n",
     ];
     for raw in cases {
-        let answer = exchange(addr, raw);
+        let answer = ask(addr, raw);
         assert_eq!(status_of(&answer), 400, "{}", String::from_utf8_lossy(raw));
     }
 }
@@ -129,7 +146,7 @@ fn stalled_client_is_cut_while_others_are_served() {
     let mut stalled = TcpStream::connect(addr).unwrap();
     stalled.write_all(b"GET /hello HTTP/1.1\r\nhost:").unwrap();
     // Served while the stalled one is still open.
-    let answer = exchange(addr, b"GET /hello HTTP/1.1\r\n\r\n");
+    let answer = ask(addr, b"GET /hello HTTP/1.1\r\n\r\n");
     assert_eq!(body_of(&answer), "hello");
     stalled.set_read_timeout(Some(Duration::from_millis(10))).unwrap();
     let mut probe = [0u8; 1];
@@ -143,8 +160,11 @@ fn stalled_client_is_cut_while_others_are_served() {
 fn expect_100_continue_with_a_raw_client() {
     let addr = default_server();
     let mut s = TcpStream::connect(addr).unwrap();
-    s.write_all(b"POST /echo HTTP/1.1\r\nexpect: 100-continue\r\ncontent-length: 4\r\n\r\n")
-        .unwrap();
+    s.write_all(&with_host(
+        addr,
+        b"POST /echo HTTP/1.1\r\nexpect: 100-continue\r\ncontent-length: 4\r\n\r\n",
+    ))
+    .unwrap();
     let mut interim = [0u8; 25];
     s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
     s.read_exact(&mut interim).unwrap();
@@ -192,13 +212,13 @@ fn connection_cap_answers_503_and_the_loop_keeps_serving() {
     };
     let addr = start(limits);
     let idle: Vec<TcpStream> = (0..4).map(|_| TcpStream::connect(addr).unwrap()).collect();
-    let answer = exchange(addr, b"GET /hello HTTP/1.1\r\n\r\n");
+    let answer = ask(addr, b"GET /hello HTTP/1.1\r\n\r\n");
     assert_eq!(status_of(&answer), 503);
     assert_eq!(body_of(&answer), r#"{"error":"too many connections"}"#);
     drop(idle);
     let mut served = None;
     for _ in 0..100 {
-        let answer = exchange(addr, b"GET /hello HTTP/1.1\r\n\r\n");
+        let answer = ask(addr, b"GET /hello HTTP/1.1\r\n\r\n");
         if status_of(&answer) == 200 {
             served = Some(answer);
             break;
@@ -214,7 +234,7 @@ fn connection_cap_answers_503_and_the_loop_keeps_serving() {
 #[test]
 fn deferred_answer_completed_from_another_thread_arrives() {
     let addr = default_server();
-    let answer = exchange(addr, b"GET /defer HTTP/1.1\r\n\r\n");
+    let answer = ask(addr, b"GET /defer HTTP/1.1\r\n\r\n");
     assert_eq!(status_of(&answer), 200);
     assert_eq!(body_of(&answer), "from another thread");
 }
@@ -222,7 +242,7 @@ fn deferred_answer_completed_from_another_thread_arrives() {
 #[test]
 fn deferred_answer_that_never_comes_gets_503() {
     let addr = default_server();
-    let answer = exchange(addr, b"GET /never HTTP/1.1\r\n\r\n");
+    let answer = ask(addr, b"GET /never HTTP/1.1\r\n\r\n");
     assert_eq!(status_of(&answer), 503);
     assert_eq!(body_of(&answer), r#"{"error":"no answer in time"}"#);
 }
@@ -230,7 +250,7 @@ fn deferred_answer_that_never_comes_gets_503() {
 #[test]
 fn pipelined_bytes_are_ignored_and_http_1_0_is_accepted() {
     let addr = default_server();
-    let answer = exchange(addr, b"GET /hello HTTP/1.0\r\n\r\nGET /echo HTTP/1.1\r\n\r\n");
+    let answer = ask(addr, b"GET /hello HTTP/1.0\r\n\r\nGET /echo HTTP/1.1\r\n\r\n");
     assert_eq!(answer.matches("HTTP/1.1 ").count(), 1);
     assert_eq!(body_of(&answer), "hello");
 }
@@ -240,7 +260,7 @@ fn an_answer_survives_a_flood_of_unread_bytes_after_the_request() {
     let addr = default_server();
     let mut bytes = b"GET /hello HTTP/1.1\r\n\r\n".to_vec();
     bytes.extend(std::iter::repeat_n(b'x', 50_000));
-    let answer = exchange(addr, &bytes);
+    let answer = ask(addr, &bytes);
     assert_eq!(status_of(&answer), 200);
     assert_eq!(body_of(&answer), "hello");
 }
@@ -248,7 +268,7 @@ fn an_answer_survives_a_flood_of_unread_bytes_after_the_request() {
 #[test]
 fn head_request_gets_headers_only() {
     let addr = default_server();
-    let answer = exchange(addr, b"HEAD /hello HTTP/1.1\r\n\r\n");
+    let answer = ask(addr, b"HEAD /hello HTTP/1.1\r\n\r\n");
     assert_eq!(
         answer,
         "HTTP/1.1 200 OK\r\ncontent-length: 5\r\nconnection: close\r\n\r\n"
@@ -258,8 +278,8 @@ fn head_request_gets_headers_only() {
 #[test]
 fn a_panicking_handler_answers_500_and_the_loop_survives() {
     let addr = default_server();
-    assert_eq!(status_of(&exchange(addr, b"GET /panic HTTP/1.1\r\n\r\n")), 500);
-    assert_eq!(body_of(&exchange(addr, b"GET /hello HTTP/1.1\r\n\r\n")), "hello");
+    assert_eq!(status_of(&ask(addr, b"GET /panic HTTP/1.1\r\n\r\n")), 500);
+    assert_eq!(body_of(&ask(addr, b"GET /hello HTTP/1.1\r\n\r\n")), "hello");
 }
 
 #[test]
@@ -283,4 +303,112 @@ fn the_client_talks_to_the_server() {
     assert!(get(&format!("http://{addr}/hello"), &[], &small).is_err());
     let resp = get(&format!("http://{addr}/never"), &[], &opts).unwrap();
     assert_eq!(resp.status, 503);
+}
+
+#[test]
+fn the_loopback_guard_sits_before_every_handler() {
+    let addr = default_server();
+    let port = addr.port();
+    let refused = |raw: String| {
+        let answer = exchange(addr, raw.as_bytes());
+        (status_of(&answer), body_of(&answer).to_string())
+    };
+    assert_eq!(
+        refused(format!("GET /hello HTTP/1.1\r\nhost: evil.example:{port}\r\n\r\n")),
+        (
+            421,
+            r#"{"error":"misdirected request: the host header does not name this server; it answers only 127.0.0.1 or localhost at its own port"}"#.into()
+        )
+    );
+    assert_eq!(
+        refused(format!("GET /hello HTTP/1.1\r\nhost: localhost:{port}\r\norigin: null\r\n\r\n")),
+        (
+            403,
+            r#"{"error":"cross-origin request refused: this server answers no request that carries an Origin header"}"#.into()
+        )
+    );
+    assert_eq!(
+        refused("GET /hello HTTP/1.0\r\n\r\n".into()),
+        (
+            400,
+            r#"{"error":"missing host header: this server answers only requests addressed to 127.0.0.1 or localhost at its own port"}"#.into()
+        )
+    );
+    // Refused on the head: a misdirected upload is answered without its body being read,
+    // and a handler that panics is never reached.
+    let answer = exchange(
+        addr,
+        format!("POST /panic HTTP/1.1\r\nhost: evil.example:{port}\r\ncontent-length: 900000\r\n\r\n")
+            .as_bytes(),
+    );
+    assert_eq!(status_of(&answer), 421);
+    for host in [
+        format!("localhost:{port}"),
+        format!("LOCALHOST:{port}"),
+        format!("127.0.0.1:{port}"),
+    ] {
+        let answer = exchange(
+            addr,
+            format!("GET /hello HTTP/1.0\r\nHost: {host}\r\n\r\n").as_bytes(),
+        );
+        assert_eq!(body_of(&answer), "hello", "{host}");
+    }
+    // A server that opts out answers without a host.
+    let open = start(Limits {
+        loopback_only: false,
+        ..Limits::default()
+    });
+    assert_eq!(body_of(&exchange(open, b"GET /hello HTTP/1.0\r\n\r\n")), "hello");
+}
+
+#[test]
+fn the_body_budget_refuses_with_503_and_gives_bytes_back() {
+    let limits = Limits {
+        max_body: 8000,
+        max_buffered: 10_000,
+        ..Limits::default()
+    };
+    let addr = start(limits);
+    let upload = |declared: usize, sent: usize| {
+        let mut s = TcpStream::connect(addr).unwrap();
+        let mut raw = with_host(
+            addr,
+            format!("POST /echo HTTP/1.1\r\ncontent-length: {declared}\r\n\r\n").as_bytes(),
+        );
+        raw.extend(std::iter::repeat_n(b'a', sent));
+        s.write_all(&raw).unwrap();
+        s
+    };
+    // 6,000 bytes held; a bodiless request is still answered.
+    let first = upload(8000, 6000);
+    std::thread::sleep(Duration::from_millis(100));
+    assert_eq!(body_of(&ask(addr, b"GET /hello HTTP/1.1\r\n\r\n")), "hello");
+    // 6,000 more would pass the 10,000-byte budget: 503, and that connection closes.
+    let mut second = upload(8000, 6000);
+    let answer = read_all(&mut second);
+    assert_eq!(
+        answer,
+        "HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/json\r\ncontent-length: 105\r\nconnection: close\r\n\r\n\
+         {\"error\":\"server busy: request bodies in flight have reached this server's buffer budget; retry shortly\"}"
+    );
+    // An upload the budget still holds is not answered until its body is complete.
+    let held_then_finished = |mut s: TcpStream, rest: usize| {
+        s.set_read_timeout(Some(Duration::from_millis(200))).unwrap();
+        let mut probe = [0u8; 1];
+        let waiting = matches!(
+            s.read(&mut probe),
+            Err(e) if matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut)
+        );
+        assert!(waiting, "the upload was answered before its body was complete");
+        s.write_all(&vec![b'a'; rest]).unwrap();
+        body_of(&read_all(&mut s)).len()
+    };
+    // The held upload completes normally and gives its 6,000 bytes back, so another
+    // 6,000-byte upload is held rather than refused.
+    assert_eq!(held_then_finished(first, 2000), 8000);
+    assert_eq!(held_then_finished(upload(8000, 6000), 2000), 8000);
+    // An upload abandoned by its client gives its bytes back too.
+    drop(upload(8000, 7000));
+    std::thread::sleep(Duration::from_millis(200));
+    assert_eq!(held_then_finished(upload(8000, 6000), 2000), 8000);
 }

@@ -7,8 +7,11 @@ use common::TempDir;
 use murmur::http::{Request, Response};
 use murmur::roost::{flags, Config, Roost, APPROVAL_TTL_MS};
 
+/// A POST as the runtime's client sends it: declared JSON.
 fn post(path: &str, headers: &[(&str, &str)], body: &str) -> Request {
-    Request::new("POST", path, headers, body.as_bytes())
+    let mut all = vec![("content-type", "application/json")];
+    all.extend_from_slice(headers);
+    Request::new("POST", path, &all, body.as_bytes())
 }
 
 fn get(path: &str) -> Request {

@@ -1,18 +1,23 @@
 //! The HTTP request reader on arbitrary bytes fed in arbitrary chunk sizes. Invariants: it
 //! never panics, stays within its limits, ignores input after its verdict, and a complete
-//! request parses the same whether it arrives whole or in pieces.
+//! request parses the same whether it arrives whole or in pieces. With the loopback guard on
+//! (the first size byte's low bit), an accepted request names `127.0.0.1:7700` or
+//! `localhost:7700` in its one `host` and carries no `origin`.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
 use murmur::http::request::{Progress, Reader};
 use murmur::http::Limits;
 
-fn limits() -> Limits {
+const PORT: u16 = 7700;
+
+fn limits(loopback_only: bool) -> Limits {
     // Small limits so the fuzzer reaches every refusal path quickly.
     Limits {
         max_head: 512,
         max_headers: 8,
         max_body: 1024,
+        loopback_only,
         ..Limits::default()
     }
 }
@@ -35,7 +40,7 @@ fuzz_target!(|data: &[u8]| {
         return;
     }
     let (sizes, input) = data.split_at(4);
-    let limits = limits();
+    let limits = limits(sizes[0] & 1 == 1);
 
     let mut pos = 0;
     let mut i = 0;
@@ -46,8 +51,8 @@ fuzz_target!(|data: &[u8]| {
         pos += size;
         i += 1;
     }
-    let chunked = verdict(&mut Reader::new(&limits), &mut pieces.into_iter());
-    let whole = verdict(&mut Reader::new(&limits), &mut std::iter::once(input));
+    let chunked = verdict(&mut Reader::new(&limits, PORT), &mut pieces.into_iter());
+    let whole = verdict(&mut Reader::new(&limits, PORT), &mut std::iter::once(input));
 
     if let Some(Progress::Done(req)) = &chunked {
         assert!(req.body.len() <= limits.max_body);
@@ -57,6 +62,12 @@ fuzz_target!(|data: &[u8]| {
         assert_eq!(req.body.len(), declared);
         assert!(req.target.starts_with('/'));
         assert!(req.headers.iter().all(|(n, _)| *n == n.to_ascii_lowercase()));
+        if limits.loopback_only {
+            let hosts: Vec<_> = req.headers.iter().filter(|(n, _)| n == "host").collect();
+            assert_eq!(hosts.len(), 1);
+            assert!(murmur::http::guard::names_this_server(&hosts[0].1, PORT));
+            assert!(req.headers.iter().all(|(n, _)| n != "origin"));
+        }
     }
     match (&chunked, &whole) {
         (Some(Progress::Done(a)), Some(Progress::Done(b))) => assert_eq!(a, b),

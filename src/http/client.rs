@@ -199,7 +199,8 @@ fn connect(url: &Url, timeout: Duration) -> Result<TcpStream, ClientError> {
 }
 
 /// A parsed response head: status, headers, where the body starts, and its length when the
-/// server framed it (None: read to close).
+/// server framed it (None: read to close). `len + body_len` is known not to overflow and
+/// to be within the response cap: [`parse_head`] refuses a head where it would not be.
 struct Head {
     status: u16,
     headers: Vec<(String, String)>,
@@ -223,8 +224,9 @@ fn read_response(
             body_len: Some(body_len),
         }) = &parsed
         {
-            if buf.len() >= len + body_len {
-                let body = buf[*len..len + body_len].to_vec();
+            let end = len.checked_add(*body_len).ok_or(ClientError::TooLarge)?;
+            if buf.len() >= end {
+                let body = buf.get(*len..end).ok_or(ClientError::TooLarge)?.to_vec();
                 return Ok(ClientResponse {
                     status: *status,
                     headers: headers.clone(),
@@ -255,21 +257,21 @@ fn read_response(
                 }) => Ok(ClientResponse {
                     status,
                     headers,
-                    body: buf[len..].to_vec(),
+                    body: buf.get(len..).unwrap_or_default().to_vec(),
                 }),
                 _ => Err(ClientError::BadResponse("connection closed early")),
             };
         }
-        if buf.len() + n > cap {
+        if buf.len().checked_add(n).is_none_or(|total| total > cap) {
             return Err(ClientError::TooLarge);
         }
         buf.extend_from_slice(&chunk[..n]);
         while parsed.is_none() {
-            parsed = parse_head(&buf)?;
+            parsed = parse_head(&buf, cap)?;
             // An interim 1xx response is skipped; the final one follows it.
             match &parsed {
                 Some(head) if (100..200).contains(&head.status) => {
-                    buf.drain(..head.len);
+                    buf.drain(..head.len.min(buf.len()));
                     parsed = None;
                 }
                 _ => break,
@@ -278,7 +280,10 @@ fn read_response(
     }
 }
 
-fn parse_head(buf: &[u8]) -> Result<Option<Head>, ClientError> {
+/// A response head from `buf`, or None while it is incomplete. A declared body that would
+/// take the response past `cap` (or past `usize::MAX`) is refused here, before any of it
+/// is read.
+fn parse_head(buf: &[u8], cap: usize) -> Result<Option<Head>, ClientError> {
     let mut fields = [httparse::EMPTY_HEADER; 64];
     let mut resp = httparse::Response::new(&mut fields);
     let len = match resp.parse(buf) {
@@ -296,9 +301,7 @@ fn parse_head(buf: &[u8]) -> Result<Option<Head>, ClientError> {
             return Err(ClientError::BadResponse("transfer-encoding is not supported"));
         }
         if name == "content-length" {
-            let n: usize = value
-                .parse()
-                .map_err(|_| ClientError::BadResponse("bad content-length"))?;
+            let n = parse_length(&value)?;
             if body_len.is_some_and(|l| l != n) {
                 return Err(ClientError::BadResponse("conflicting content-length"));
             }
@@ -309,12 +312,37 @@ fn parse_head(buf: &[u8]) -> Result<Option<Head>, ClientError> {
     if (100..200).contains(&status) || status == 204 || status == 304 {
         body_len = Some(0);
     }
+    if let Some(body_len) = body_len {
+        if len.checked_add(body_len).is_none_or(|end| end > cap) {
+            return Err(ClientError::TooLarge);
+        }
+    }
     Ok(Some(Head {
         status,
         headers,
         len,
         body_len,
     }))
+}
+
+/// A `content-length` value: ASCII digits only (no sign, no spaces, no list). A number too
+/// big for `usize` is a response too large, not a parse error to retry.
+fn parse_length(value: &str) -> Result<usize, ClientError> {
+    if value.is_empty() || !value.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(ClientError::BadResponse("bad content-length"));
+    }
+    let digits = value.trim_start_matches('0');
+    if digits.len() > 20 {
+        return Err(ClientError::TooLarge);
+    }
+    let n: u128 = if digits.is_empty() {
+        0
+    } else {
+        digits
+            .parse()
+            .map_err(|_| ClientError::BadResponse("bad content-length"))?
+    };
+    usize::try_from(n).map_err(|_| ClientError::TooLarge)
 }
 
 #[cfg(test)]
@@ -344,12 +372,58 @@ mod tests {
 
     #[test]
     fn response_heads() {
-        let head = parse_head(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nhi")
+        let head = parse_head(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nhi", 1024)
             .unwrap()
             .unwrap();
         assert_eq!((head.status, head.len, head.body_len), (200, 38, Some(2)));
         assert_eq!(head.headers[0].0, "content-length");
-        assert!(parse_head(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n").is_err());
-        assert!(parse_head(b"HTTP/1.1 200 OK\r\n").unwrap().is_none());
+        assert!(parse_head(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n", 1024).is_err());
+        assert!(parse_head(b"HTTP/1.1 200 OK\r\n", 1024).unwrap().is_none());
+    }
+
+    fn declared(length: &str, cap: usize) -> Result<Option<usize>, ClientError> {
+        let raw = format!("HTTP/1.1 200 OK\r\nContent-Length: {length}\r\n\r\n");
+        parse_head(raw.as_bytes(), cap).map(|h| h.and_then(|h| h.body_len))
+    }
+
+    #[test]
+    fn lengths_near_the_integer_limits_are_refused_not_wrapped() {
+        let too_large = |length: &str| matches!(declared(length, usize::MAX), Err(ClientError::TooLarge));
+        // Past the cap by the head's own length: `len + body_len` would overflow.
+        assert!(too_large(&usize::MAX.to_string()));
+        assert!(too_large(&u64::MAX.to_string()));
+        assert!(too_large(&(usize::MAX - 10).to_string()));
+        assert!(too_large("340282366920938463463374607431768211455"));
+        assert!(too_large(&"9".repeat(400)));
+        // Within usize but past the response cap.
+        assert!(matches!(declared("1025", 1024), Err(ClientError::TooLarge)));
+        assert!(matches!(declared("1000", 1024), Err(ClientError::TooLarge)));
+        assert_eq!(declared("984", 1024).unwrap(), Some(984));
+        assert_eq!(declared("000", 1024).unwrap(), Some(0));
+        for bad in ["", "+5", "-1", "1 2", "0x10", "1,1"] {
+            assert!(
+                matches!(declared(bad, 1024), Err(ClientError::BadResponse(_))),
+                "{bad:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_server_declaring_u64_max_gets_an_error_not_a_panic() {
+        use std::net::TcpListener;
+        for length in [u64::MAX.to_string(), usize::MAX.to_string()] {
+            let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+            let addr = listener.local_addr().unwrap();
+            let server = std::thread::spawn(move || {
+                let (mut s, _) = listener.accept().unwrap();
+                let mut head = [0u8; 1024];
+                let _ = s.read(&mut head);
+                let answer = format!("HTTP/1.1 200 OK\r\ncontent-length: {length}\r\n\r\nabc");
+                let _ = s.write_all(answer.as_bytes());
+            });
+            let got = get(&format!("http://{addr}/"), &[], &Options::default());
+            assert!(matches!(got, Err(ClientError::TooLarge)), "{got:?}");
+            server.join().unwrap();
+        }
     }
 }

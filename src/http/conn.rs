@@ -27,6 +27,25 @@ pub enum Phase {
     Lingering,
 }
 
+/// 503 for bytes that would take the server past `Limits::max_buffered`.
+pub const BUSY: &str =
+    "server busy: request bodies in flight have reached this server's buffer budget; retry shortly";
+
+/// Request-body bytes held across every connection of one server, against
+/// `Limits::max_buffered`. Each connection charges what its reader holds and gives it back
+/// when the request completes, is refused, or the connection closes.
+#[derive(Debug)]
+pub struct Budget {
+    pub used: usize,
+    pub max: usize,
+}
+
+impl Budget {
+    pub fn new(max: usize) -> Budget {
+        Budget { used: 0, max }
+    }
+}
+
 /// What the loop must do after an event on this connection.
 pub enum Step {
     /// Nothing more for now.
@@ -45,13 +64,16 @@ pub struct Conn {
     pub head_only: bool,
     write_timeout: Duration,
     reader: Reader,
+    /// Body bytes this connection has charged to the server's [`Budget`].
+    pub held: usize,
     out: Vec<u8>,
     sent: usize,
     drained: usize,
 }
 
 impl Conn {
-    pub fn new(stream: TcpStream, generation: u64, limits: &Limits, now: Instant) -> Conn {
+    /// A connection accepted on a listener bound to `port` (for the loopback guard).
+    pub fn new(stream: TcpStream, generation: u64, limits: &Limits, port: u16, now: Instant) -> Conn {
         Conn {
             stream,
             generation,
@@ -59,21 +81,31 @@ impl Conn {
             deadline: now + limits.request_timeout,
             head_only: false,
             write_timeout: limits.write_timeout,
-            reader: Reader::new(limits),
+            reader: Reader::new(limits, port),
+            held: 0,
             out: Vec::new(),
             sent: 0,
             drained: 0,
         }
     }
 
-    /// Read what the socket has and advance the reader.
-    pub fn on_readable(&mut self) -> Step {
+    /// Read what the socket has and advance the reader, charging the body bytes it holds
+    /// to `budget`; bytes that would pass the budget get a 503 and the connection closes.
+    pub fn on_readable(&mut self, budget: &mut Budget) -> Step {
+        if self.phase != Phase::Reading {
+            return self.drain();
+        }
         let mut chunk = [0u8; 8192];
         loop {
             match self.stream.read(&mut chunk) {
                 Ok(0) => return Step::Close,
-                Ok(n) => match self.phase {
-                    Phase::Reading => match self.reader.feed(&chunk[..n]) {
+                Ok(n) => {
+                    let progress = self.reader.feed(&chunk[..n]);
+                    if !self.charge(budget) {
+                        self.release(budget);
+                        return self.respond(&Response::error(503, BUSY), Instant::now());
+                    }
+                    match progress {
                         Progress::NeedMore => {}
                         Progress::SendContinue => {
                             self.out.extend_from_slice(INTERIM_CONTINUE);
@@ -89,16 +121,49 @@ impl Conn {
                             let resp = Response::error(refusal.status(), refusal.reason());
                             return self.respond(&resp, Instant::now());
                         }
-                    },
-                    Phase::Lingering => {
+                    }
+                }
+                Err(e) if e.kind() == ErrorKind::WouldBlock => return Step::Idle,
+                Err(e) if e.kind() == ErrorKind::Interrupted => {}
+                Err(_) => return Step::Close,
+            }
+        }
+    }
+
+    /// Bring this connection's charge up to date with what its reader holds; false when
+    /// that takes the server past its budget.
+    fn charge(&mut self, budget: &mut Budget) -> bool {
+        let now = self.reader.body_held();
+        budget.used = budget.used.saturating_sub(self.held).saturating_add(now);
+        self.held = now;
+        budget.used <= budget.max
+    }
+
+    /// Drop the request being read and give its bytes back to `budget`. The loop calls this
+    /// before it answers a connection it cuts (408) and when it closes one.
+    pub fn release(&mut self, budget: &mut Budget) {
+        budget.used = budget.used.saturating_sub(self.held);
+        self.held = 0;
+        if self.phase == Phase::Reading {
+            self.reader.abandon();
+        }
+    }
+
+    /// Read and discard input that arrives after the request: ignored while the answer is
+    /// pending or being written, counted toward the linger cap after it.
+    fn drain(&mut self) -> Step {
+        let mut chunk = [0u8; 8192];
+        loop {
+            match self.stream.read(&mut chunk) {
+                Ok(0) => return Step::Close,
+                Ok(n) => {
+                    if self.phase == Phase::Lingering {
                         self.drained += n;
                         if self.drained > LINGER_BYTES {
                             return Step::Close;
                         }
                     }
-                    // Bytes after a complete request are ignored.
-                    Phase::Waiting | Phase::Writing => {}
-                },
+                }
                 Err(e) if e.kind() == ErrorKind::WouldBlock => return Step::Idle,
                 Err(e) if e.kind() == ErrorKind::Interrupted => {}
                 Err(_) => return Step::Close,
@@ -141,7 +206,7 @@ impl Conn {
             self.phase = Phase::Lingering;
             self.deadline = self.deadline.min(Instant::now() + LINGER_TIME);
             // Drain whatever is already waiting; the peer's close ends the connection.
-            return self.on_readable();
+            return self.drain();
         }
         Step::Idle
     }

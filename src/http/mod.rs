@@ -4,13 +4,16 @@
 //! One thread runs a mio event loop ([`serve`]); a handler answers each request at once or
 //! defers it with a [`Ticket`] that another thread completes. Every response closes its
 //! connection. [`client`] is the matching blocking client for the runtime's own calls.
+//! [`guard`] keeps web pages out of every loopback listener (Host, Origin, content type).
 
 pub mod client;
 mod conn;
+pub mod guard;
 pub mod request;
 pub mod response;
 mod server;
 
+pub use guard::require_json;
 pub use request::{Refusal, Request};
 pub use response::Response;
 pub use server::{serve, Controller, Exchange, Handler, Reply, Server, Ticket};
@@ -18,7 +21,8 @@ pub use server::{serve, Controller, Exchange, Handler, Reply, Server, Ticket};
 use std::time::Duration;
 
 /// Per-server limits. The defaults are the project's: 16 KiB / 64 header fields, 1 MiB
-/// body, 10 s to deliver a request, 1024 open connections.
+/// body, 64 MiB of bodies buffered across all connections, 10 s to deliver a request, 1024
+/// open connections, and the loopback guard on.
 #[derive(Debug, Clone)]
 pub struct Limits {
     /// Largest request head (request line, fields, blank line), bytes. Beyond: 431.
@@ -35,6 +39,15 @@ pub struct Limits {
     pub write_timeout: Duration,
     /// Most open connections. A new one beyond this gets a 503 and is closed.
     pub max_connections: usize,
+    /// Most request-body bytes buffered across all connections at once, so many slow
+    /// uploads cannot pin `max_connections * max_body`. A connection whose bytes would take
+    /// the total past it gets a 503 and is closed. Heads are not counted (each is bounded by
+    /// `max_head`), so a bodiless request such as a health check is never refused by it.
+    pub max_buffered: usize,
+    /// Answer only requests addressed to this loopback listener and sent by no web page:
+    /// `host` must be `127.0.0.1:P` or `localhost:P` (P the bound port) and there must be no
+    /// `origin` (see [`guard`]). Checked on the head, before the body is read.
+    pub loopback_only: bool,
 }
 
 impl Default for Limits {
@@ -47,6 +60,8 @@ impl Default for Limits {
             defer_timeout: Duration::from_secs(30),
             write_timeout: Duration::from_secs(10),
             max_connections: 1024,
+            max_buffered: 64 * 1024 * 1024,
+            loopback_only: true,
         }
     }
 }

@@ -2,8 +2,10 @@
 //!
 //! It never touches a socket, so the server and the fuzz target drive the same code. Memory
 //! is bounded by the limits: at most `max_head + max_body` bytes are kept, whatever arrives.
+//! With `Limits::loopback_only` the head also passes the [`super::guard`] before any body
+//! byte is taken.
 
-use super::Limits;
+use super::{guard, Limits};
 
 /// One parsed request. Header names are lowercase; values are kept as raw bytes.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -63,15 +65,23 @@ pub enum Refusal {
     HeadTooLarge,
     /// 413: declared body larger than `max_body`.
     BodyTooLarge,
+    /// 400: no `host` header, so the request cannot be shown to be addressed to us.
+    MissingHost,
+    /// 421: a `host` naming anything but this loopback listener (DNS rebinding).
+    Misdirected,
+    /// 403: an `origin` header, so a browser sent it for a web page.
+    CrossOrigin,
 }
 
 impl Refusal {
     /// The status code this refusal is answered with.
     pub fn status(self) -> u16 {
         match self {
-            Refusal::BadRequest(_) => 400,
+            Refusal::BadRequest(_) | Refusal::MissingHost => 400,
             Refusal::HeadTooLarge => 431,
             Refusal::BodyTooLarge => 413,
+            Refusal::Misdirected => 421,
+            Refusal::CrossOrigin => 403,
         }
     }
 
@@ -81,6 +91,9 @@ impl Refusal {
             Refusal::BadRequest(why) => why,
             Refusal::HeadTooLarge => "request header fields too large",
             Refusal::BodyTooLarge => "request body too large",
+            Refusal::MissingHost => guard::MISSING_HOST,
+            Refusal::Misdirected => guard::MISDIRECTED,
+            Refusal::CrossOrigin => guard::CROSS_ORIGIN,
         }
     }
 }
@@ -107,6 +120,13 @@ struct Head {
     body_len: usize,
 }
 
+impl Head {
+    /// Where the body ends in the buffer.
+    fn end(&self) -> usize {
+        self.len.saturating_add(self.body_len)
+    }
+}
+
 /// Accumulates bytes until a whole request (or a refusal) is known.
 pub struct Reader {
     buf: Vec<u8>,
@@ -114,6 +134,8 @@ pub struct Reader {
     max_head: usize,
     max_headers: usize,
     max_body: usize,
+    /// The bound port when the loopback guard is on.
+    guard_port: Option<u16>,
     finished: bool,
     /// Input arrived that no request consumed (after a refusal, or beyond the request).
     excess: bool,
@@ -122,14 +144,16 @@ pub struct Reader {
 const BODY_METHODS: [&str; 3] = ["POST", "PUT", "PATCH"];
 
 impl Reader {
-    /// A reader enforcing `limits`.
-    pub fn new(limits: &Limits) -> Reader {
+    /// A reader enforcing `limits` for a listener bound to `port` (the port the loopback
+    /// guard expects in `host`; unused when `limits.loopback_only` is off).
+    pub fn new(limits: &Limits, port: u16) -> Reader {
         Reader {
             buf: Vec::new(),
             head: None,
             max_head: limits.max_head,
             max_headers: limits.max_headers,
             max_body: limits.max_body,
+            guard_port: limits.loopback_only.then_some(port),
             finished: false,
             excess: false,
         }
@@ -143,7 +167,8 @@ impl Reader {
             return Progress::NeedMore;
         }
         let old_len = self.buf.len();
-        let room = (self.max_head + self.max_body + 1).saturating_sub(old_len);
+        let cap = self.max_head.saturating_add(self.max_body).saturating_add(1);
+        let room = cap.saturating_sub(old_len);
         self.buf.extend_from_slice(&bytes[..bytes.len().min(room)]);
         let progress = self.advance(old_len);
         if let Progress::Refused(_) = progress {
@@ -152,8 +177,26 @@ impl Reader {
         if matches!(progress, Progress::Done(_) | Progress::Refused(_)) {
             self.finished = true;
             self.buf = Vec::new();
+            self.head = None;
         }
         progress
+    }
+
+    /// Body bytes held right now (what counts against the server's `max_buffered`): the
+    /// buffered bytes past a parsed head; none before the head is complete or after a verdict.
+    pub fn body_held(&self) -> usize {
+        self.head
+            .as_ref()
+            .map_or(0, |h| self.buf.len().saturating_sub(h.len))
+    }
+
+    /// Give up on this request without a verdict (the server refused it): drop what is
+    /// held, and ignore everything after.
+    pub fn abandon(&mut self) {
+        self.finished = true;
+        self.excess = true;
+        self.buf = Vec::new();
+        self.head = None;
     }
 
     /// A whole request was read and nothing else: closing the socket now cannot reset
@@ -180,7 +223,7 @@ impl Reader {
                 Ok(Some(head)) => {
                     let wants_continue = head.version == 1
                         && head.body_len > 0
-                        && self.buf.len() < head.len + head.body_len
+                        && self.buf.len() < head.end()
                         && expects_continue(&head.headers);
                     self.head = Some(head);
                     if wants_continue {
@@ -200,12 +243,14 @@ impl Reader {
         let Some(head) = self.head.as_ref() else {
             return Progress::NeedMore;
         };
-        if self.buf.len() < head.len + head.body_len {
+        if self.buf.len() < head.end() {
             return Progress::NeedMore;
         }
-        let head = self.head.take().expect("head checked above");
-        self.excess = self.buf.len() > head.len + head.body_len;
-        let body = self.buf[head.len..head.len + head.body_len].to_vec();
+        let Some(head) = self.head.take() else {
+            return Progress::NeedMore;
+        };
+        self.excess = self.buf.len() > head.end();
+        let body = self.buf.get(head.len..head.end()).unwrap_or_default().to_vec();
         Progress::Done(Request {
             method: head.method,
             target: head.target,
@@ -242,6 +287,10 @@ impl Reader {
             .iter()
             .map(|h| (h.name.to_ascii_lowercase(), h.value.to_vec()))
             .collect();
+        // Who the request is for, before how it is framed or how big it is.
+        if let Some(port) = self.guard_port {
+            guard::check_head(&headers, port)?;
+        }
         if headers.iter().any(|(n, _)| n == "transfer-encoding") {
             return Err(Refusal::BadRequest("transfer-encoding is not accepted"));
         }
@@ -292,12 +341,20 @@ fn expects_continue(headers: &[(String, Vec<u8>)]) -> bool {
 mod tests {
     use super::*;
 
+    /// The framing tests run without the loopback guard; `guarded` turns it on.
     fn limits() -> Limits {
-        Limits::default()
+        Limits {
+            loopback_only: false,
+            ..Limits::default()
+        }
     }
 
     fn one_shot(bytes: &[u8]) -> Progress {
-        Reader::new(&limits()).feed(bytes)
+        Reader::new(&limits(), 7700).feed(bytes)
+    }
+
+    fn guarded(bytes: &[u8]) -> Progress {
+        Reader::new(&Limits::default(), 7700).feed(bytes)
     }
 
     #[test]
@@ -318,16 +375,16 @@ mod tests {
 
     #[test]
     fn clean_only_when_exactly_one_request_was_read() {
-        let mut r = Reader::new(&limits());
+        let mut r = Reader::new(&limits(), 7700);
         assert!(!r.is_clean());
         assert!(matches!(r.feed(b"GET / HTTP/1.1\r\n\r\n"), Progress::Done(_)));
         assert!(r.is_clean());
         r.feed(b"G");
         assert!(!r.is_clean(), "bytes after the request");
-        let mut r = Reader::new(&limits());
+        let mut r = Reader::new(&limits(), 7700);
         assert!(matches!(r.feed(b"GET / HTTP/1.1\r\n\r\nGET"), Progress::Done(_)));
         assert!(!r.is_clean(), "bytes in the same read");
-        let mut r = Reader::new(&limits());
+        let mut r = Reader::new(&limits(), 7700);
         assert!(matches!(r.feed(b"BAD\r\n\r\n"), Progress::Refused(_)));
         assert!(!r.is_clean(), "a refused request");
     }
@@ -335,7 +392,7 @@ mod tests {
     #[test]
     fn byte_at_a_time_gives_the_same_request() {
         let raw = b"POST /x HTTP/1.1\r\nContent-Length: 5\r\n\r\nhello";
-        let mut reader = Reader::new(&limits());
+        let mut reader = Reader::new(&limits(), 7700);
         let mut last = Progress::NeedMore;
         for b in raw {
             last = reader.feed(std::slice::from_ref(b));
@@ -393,11 +450,54 @@ mod tests {
 
     #[test]
     fn expect_continue_only_when_the_body_is_still_to_come() {
-        let mut reader = Reader::new(&limits());
+        let mut reader = Reader::new(&limits(), 7700);
         let head = b"POST / HTTP/1.1\r\nExpect: 100-continue\r\ncontent-length: 2\r\n\r\n";
         assert_eq!(reader.feed(head), Progress::SendContinue);
         assert!(matches!(reader.feed(b"ok"), Progress::Done(_)));
         let whole = b"POST / HTTP/1.1\r\nExpect: 100-continue\r\ncontent-length: 2\r\n\r\nok";
         assert!(matches!(one_shot(whole), Progress::Done(_)));
+    }
+
+    #[test]
+    fn the_guard_judges_the_head_before_the_body_arrives() {
+        let ok = guarded(b"GET / HTTP/1.1\r\nHost: LocalHost:7700\r\n\r\n");
+        assert!(matches!(ok, Progress::Done(_)));
+        let refused = |raw: &[u8]| match guarded(raw) {
+            Progress::Refused(r) => (r.status(), r.reason()),
+            other => panic!("accepted {other:?}"),
+        };
+        assert_eq!(refused(b"GET / HTTP/1.0\r\n\r\n"), (400, guard::MISSING_HOST));
+        assert_eq!(
+            refused(b"GET / HTTP/1.1\r\nhost: evil.example:7700\r\n\r\n"),
+            (421, guard::MISDIRECTED)
+        );
+        assert_eq!(
+            refused(b"GET / HTTP/1.1\r\nhost: 127.0.0.1:7700\r\norigin: http://evil.example\r\n\r\n"),
+            (403, guard::CROSS_ORIGIN)
+        );
+        // Refused on the head alone: the declared body is never waited for, and the
+        // guard speaks before the size check.
+        assert_eq!(
+            refused(b"POST / HTTP/1.1\r\nhost: evil.example:7700\r\ncontent-length: 99999999\r\n\r\n"),
+            (421, guard::MISDIRECTED)
+        );
+    }
+
+    #[test]
+    fn body_held_counts_body_bytes_only_and_drops_to_zero() {
+        let mut r = Reader::new(&limits(), 7700);
+        assert_eq!(r.feed(b"POST / HTTP/1.1\r\ncontent-"), Progress::NeedMore);
+        assert_eq!(r.body_held(), 0);
+        assert_eq!(r.feed(b"length: 10\r\n\r\nabcd"), Progress::NeedMore);
+        assert_eq!(r.body_held(), 4);
+        assert_eq!(r.feed(b"efg"), Progress::NeedMore);
+        assert_eq!(r.body_held(), 7);
+        assert!(matches!(r.feed(b"hij"), Progress::Done(_)));
+        assert_eq!(r.body_held(), 0);
+        let mut r = Reader::new(&limits(), 7700);
+        r.feed(b"POST / HTTP/1.1\r\ncontent-length: 10\r\n\r\nabcd");
+        r.abandon();
+        assert_eq!((r.body_held(), r.is_clean()), (0, false));
+        assert_eq!(r.feed(b"efghij"), Progress::NeedMore);
     }
 }

@@ -1,7 +1,7 @@
 //! The event loop: accepts, drives each connection's state machine, runs the handler, and
 //! completes deferred answers that other threads send back through a channel and a waker.
 
-use super::conn::{refuse_over_capacity, Conn, Phase, Step};
+use super::conn::{refuse_over_capacity, Budget, Conn, Phase, Step};
 use super::{Limits, Request, Response};
 use mio::net::TcpListener;
 use mio::{Events, Interest, Poll, Token, Waker};
@@ -127,6 +127,8 @@ impl Controller {
 pub struct Server {
     poll: Poll,
     listener: TcpListener,
+    /// The bound port, which the loopback guard expects in `host`.
+    port: u16,
     limits: Limits,
     waker: Arc<Waker>,
     stop: Arc<AtomicBool>,
@@ -143,6 +145,7 @@ impl Server {
     /// Take over `listener` (made non-blocking here).
     pub fn bind(listener: std::net::TcpListener, limits: Limits) -> io::Result<Server> {
         listener.set_nonblocking(true)?;
+        let port = listener.local_addr()?.port();
         let mut listener = TcpListener::from_std(listener);
         let poll = Poll::new()?;
         poll.registry()
@@ -152,6 +155,7 @@ impl Server {
         Ok(Server {
             poll,
             listener,
+            port,
             limits,
             waker,
             stop: Arc::new(AtomicBool::new(false)),
@@ -182,6 +186,7 @@ impl Server {
             next_generation: 0,
             timers: BinaryHeap::new(),
             accept_paused_until: None,
+            budget: Budget::new(self.limits.max_buffered),
         };
         let mut events = Events::with_capacity(1024);
         while !self.stop.load(Ordering::SeqCst) {
@@ -208,7 +213,7 @@ impl Server {
                             step = conn.flush();
                         }
                         if !matches!(step, Step::Close) && (event.is_readable() || event.is_read_closed()) {
-                            step = conn.on_readable();
+                            step = conn.on_readable(&mut state.budget);
                         }
                         self.after(&mut state, slot, step, before, &mut handler);
                     }
@@ -250,7 +255,8 @@ impl Server {
                         continue;
                     }
                     state.next_generation += 1;
-                    let conn = Conn::new(stream, state.next_generation, &self.limits, Instant::now());
+                    let generation = state.next_generation;
+                    let conn = Conn::new(stream, generation, &self.limits, self.port, Instant::now());
                     state.timers.push(Reverse((conn.deadline, slot, conn.generation)));
                     state.conns[slot] = Some(conn);
                     state.open += 1;
@@ -320,7 +326,8 @@ impl Server {
             Step::Close => {
                 // Dropping the stream closes its only descriptor, which also removes it
                 // from the epoll set: no separate deregister call is needed.
-                if state.conns[slot].take().is_some() {
+                if let Some(mut conn) = state.conns[slot].take() {
+                    conn.release(&mut state.budget);
                     state.free.push(slot);
                     state.open -= 1;
                 }
@@ -350,7 +357,10 @@ impl Server {
             }
             let before = conn.deadline;
             let step = match conn.phase {
-                Phase::Reading => conn.respond(&Response::error(408, "request timeout"), now),
+                Phase::Reading => {
+                    conn.release(&mut state.budget);
+                    conn.respond(&Response::error(408, "request timeout"), now)
+                }
                 Phase::Waiting => conn.respond(&Response::error(503, "no answer in time"), now),
                 Phase::Writing | Phase::Lingering => Step::Close,
             };
@@ -366,6 +376,8 @@ struct Loop {
     next_generation: u64,
     timers: BinaryHeap<Reverse<(Instant, usize, u64)>>,
     accept_paused_until: Option<Instant>,
+    /// Request-body bytes held across all connections, against `Limits::max_buffered`.
+    budget: Budget,
 }
 
 impl Loop {

@@ -21,15 +21,19 @@ use std::io;
 use std::net::TcpListener;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-/// The roost accepts request bodies of at most 64 KiB and, descriptors permitting, holds
-/// up to 4,096 connections, so thousands of idle or slow clients do not lock out the
-/// runtimes it serves (each is still cut 10 s after it connects).
+/// The roost accepts request bodies of at most 64 KiB, at most 16 MiB of them buffered at
+/// once across all connections, and, descriptors permitting, holds up to 4,096
+/// connections, so thousands of idle or slow clients neither lock out the runtimes it
+/// serves nor pin its memory (each is still cut 10 s after it connects). The loopback guard
+/// is on: see [`Roost::handle`] for the whole check order.
 pub fn limits() -> Limits {
     let fds = http::raise_fd_limit(8192);
     let max_connections = (fds.saturating_sub(64) as usize).clamp(64, 4096);
     Limits {
         max_body: 64 * 1024,
+        max_buffered: 16 * 1024 * 1024,
         max_connections,
+        loopback_only: true,
         ..Limits::default()
     }
 }
@@ -65,8 +69,32 @@ impl Roost {
     }
 
     /// Answer one request at time `now_ms` (unix milliseconds).
+    ///
+    /// The check order, first failure answers. In the HTTP layer, on the head, before any
+    /// body byte is read and before any route (so it holds for `/health` and for unknown
+    /// paths too):
+    ///
+    /// 1. request syntax: 400 (malformed, bad version, non-path target), 431 (head size);
+    /// 2. `host`: absent 400, twice 400, not `127.0.0.1:P`/`localhost:P` 421;
+    /// 3. `origin` present: 403;
+    /// 4. framing: 400 (`transfer-encoding`, bad or conflicting `content-length`, a POST
+    ///    without one), then 413 beyond 64 KiB;
+    /// 5. while the body arrives: 503 once bodies buffered across all connections would
+    ///    pass 16 MiB.
+    ///
+    /// Then here:
+    ///
+    /// 6. the route: 404 for an unknown path or method (so `POST /health` stays 404);
+    /// 7. on the three POST routes, `content-type` must be `application/json` (parameters
+    ///    allowed): 415, before the body is parsed;
+    /// 8. each route's own checks, in the spec's order (body 400, then 403/500 as it lists).
     pub fn handle(&mut self, req: &Request, now_ms: u64) -> Response {
         let path = req.path();
+        if req.method == "POST" && matches!(path, "/spawn" | "/register" | "/deregister") {
+            if let Err(refusal) = http::require_json(req) {
+                return refusal;
+            }
+        }
         match (req.method.as_str(), path) {
             ("GET", "/health") => self.health(),
             ("POST", "/spawn") => self.spawn(req, now_ms),

@@ -1,6 +1,11 @@
 //! The capsule's door: its own loopback HTTP listener, on its own thread, open while the
 //! session lives. Routes are a list, so the A2A task interface and `/resources/` are added
 //! beside the agent card rather than rewritten into it.
+//!
+//! Every route sits behind the HTTP layer's loopback guard (the same one the roost uses):
+//! `host` must name `127.0.0.1:P` or `localhost:P` for the door's own port, and a request
+//! carrying `origin` is refused, so neither a web page nor a DNS-rebound name reaches the
+//! capsule. A route that takes a JSON body (A2A) also calls `http::require_json`.
 
 use crate::diag::{code, Diagnostic};
 use crate::http::{Controller, Limits, Reply, Request, Response, Server};
@@ -52,7 +57,13 @@ pub struct Door {
 impl Bound {
     /// Serve `routes` on a thread of its own.
     pub fn serve(self, routes: Vec<Box<dyn Route>>) -> Result<Door, Diagnostic> {
-        let server = Server::bind(self.listener, Limits::default())
+        // 1 MiB bodies, at most 64 MiB of them buffered across all connections at once.
+        let limits = Limits {
+            loopback_only: true,
+            max_buffered: 64 * 1024 * 1024,
+            ..Limits::default()
+        };
+        let server = Server::bind(self.listener, limits)
             .map_err(|e| Diagnostic::new(code::RUN_PORT_IN_USE, "", format!("cannot serve the door: {e}")))?;
         let controller = server.controller();
         let thread = std::thread::Builder::new()

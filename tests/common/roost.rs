@@ -79,9 +79,19 @@ impl Daemon {
         (super::status_of(&raw), super::body_of(&raw).to_string())
     }
 
-    /// The whole raw response.
+    /// The whole raw response. Unless `headers` name their own, a request carries the
+    /// `host` a local client sends (`127.0.0.1:<port>`) and a POST carries
+    /// `content-type: application/json`; name either to send another value, and see
+    /// [`Daemon::send`] to leave one out.
     pub fn raw(&self, method: &str, path: &str, headers: &[(&str, &str)], body: &str) -> String {
-        let mut req = format!("{method} {path} HTTP/1.1\r\nhost: roost\r\n");
+        let named = |want: &str| headers.iter().any(|(n, _)| n.eq_ignore_ascii_case(want));
+        let mut req = format!("{method} {path} HTTP/1.1\r\n");
+        if !named("host") {
+            req.push_str(&format!("host: {}\r\n", self.host()));
+        }
+        if method == "POST" && !named("content-type") {
+            req.push_str("content-type: application/json\r\n");
+        }
         for (n, v) in headers {
             req.push_str(&format!("{n}: {v}\r\n"));
         }
@@ -90,7 +100,17 @@ impl Daemon {
         }
         req.push_str("\r\n");
         req.push_str(body);
-        exchange(self.addr, req.as_bytes())
+        self.send(req.as_bytes())
+    }
+
+    /// Exactly `bytes` on a fresh connection; the whole raw response.
+    pub fn send(&self, bytes: &[u8]) -> String {
+        exchange(self.addr, bytes)
+    }
+
+    /// The `host` value naming this daemon: `127.0.0.1:<port>`.
+    pub fn host(&self) -> String {
+        format!("127.0.0.1:{}", self.addr.port())
     }
 
     /// Register `sid` as `name@version`, optionally with an approval; (status, body).

@@ -37,7 +37,9 @@ fn tree() -> &'static Tree {
 const PLANTED: [&str; 4] = ["up", "out", "abs", "f"];
 
 fuzz_target!(|data: &[u8]| {
-    let Ok(rel) = std::str::from_utf8(data) else { return };
+    let Ok(rel) = std::str::from_utf8(data) else {
+        return;
+    };
     let Ok(parts) = split(rel) else { return };
     for p in &parts {
         assert!(!p.is_empty() && *p != "." && *p != ".." && !p.contains('/') && !p.contains('\0'));

@@ -142,8 +142,11 @@ pub fn exec(o: ExecOptions, exe: &Path) -> Result<u8, Diagnostic> {
     } else {
         Cgroup::create(&session_id, PIDS_MAX).ok()
     };
-    // SIGINT and SIGTERM go to the child's process group (it has its own, so a terminal's
-    // Ctrl-C reaches only `mur`); `mur` then reports the child's status as usual.
+    // SIGINT and SIGTERM go to the child's process group: the spawn makes the child the
+    // leader of its own session (setsid, no controlling terminal), so its group id is its
+    // pid and a terminal's Ctrl-C reaches only `mur`; `mur` passes it on and then reports
+    // the child's status as usual. The child's output still reaches the terminal through
+    // the inherited stdout and stderr.
     crate::signals::block_termination()
         .map_err(|e| Diagnostic::new(code::RUN_CONTAINMENT, "", format!("cannot block signals: {e}")))?;
     let mut child = spawn::spawn(spawn::Spawn {

@@ -25,6 +25,15 @@ pub fn enter_network_namespace() -> io::Result<()> {
     check(unsafe { libc::unshare(flags) } as libc::c_long)
 }
 
+/// A new session: the child leads its own session and process group and has no
+/// controlling terminal, so `TIOCSTI` cannot reach the operator's terminal (the kernel
+/// refuses it on a terminal that is not the caller's controlling one) and the terminal's
+/// job-control signals do not reach it.
+pub fn new_session() -> io::Result<()> {
+    // SAFETY: setsid takes no arguments; it only changes this process's session.
+    check(unsafe { libc::setsid() } as libc::c_long)
+}
+
 /// An empty signal mask: `mur` blocks SIGINT and SIGTERM to forward them, and a mask is
 /// inherited across exec, so the child must start with none blocked.
 pub fn unblock_signals() -> io::Result<()> {

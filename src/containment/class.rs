@@ -17,9 +17,17 @@ pub struct Decision {
 
 /// The best class the host backs, and what stops it from the next one.
 pub fn host_class(r: &HostReport) -> (Class, Option<String>) {
+    let old_abi = (r.landlock.is_ok() && r.landlock_abi < super::rules::MIN_ABI).then(|| {
+        format!(
+            "landlock ABI {} is below {}: truncate(2) of files outside the workdir would not be mediated",
+            r.landlock_abi,
+            super::rules::MIN_ABI
+        )
+    });
     let scoped_missing = [&r.landlock, &r.seccomp, &r.netns, &r.pids_cgroup]
         .into_iter()
-        .find_map(|m| m.as_ref().err().cloned());
+        .find_map(|m| m.as_ref().err().cloned())
+        .or(old_abi);
     match scoped_missing {
         Some(why) => (Class::Advisory, Some(why)),
         None => match &r.sealed {
@@ -124,6 +132,13 @@ mod tests {
         assert_eq!(
             d.refusal().unwrap().message,
             "containment floor not met: declared 'sealed', achieved 'scoped': sealed: errno 1"
+        );
+        let mut r = all_ok();
+        r.landlock_abi = 2;
+        let d = decide(Class::Scoped, None, false, &r);
+        assert_eq!(
+            d.refusal().unwrap().message,
+            "containment floor not met: declared 'scoped', achieved 'advisory': landlock ABI 2 is below 3: truncate(2) of files outside the workdir would not be mediated"
         );
         let d = decide(Class::Scoped, None, true, &all_ok());
         assert_eq!(d.achieved, Class::Advisory);

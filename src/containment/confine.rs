@@ -18,7 +18,6 @@ pub const ROOST_ALLOWED: &[(&str, libc::c_long)] = syscalls![
     SYS_close,
     SYS_epoll_ctl,
     SYS_epoll_pwait,
-    SYS_epoll_wait,
     SYS_eventfd2,
     SYS_exit,
     SYS_exit_group,
@@ -65,6 +64,12 @@ pub const ROOST_ALLOWED: &[(&str, libc::c_long)] = syscalls![
     SYS_rseq,
 ];
 
+/// `epoll_wait`, which mio may still call on x86-64 (aarch64 only has `epoll_pwait`).
+#[cfg(target_arch = "x86_64")]
+pub const ROOST_ALLOWED_ARCH: &[(&str, libc::c_long)] = syscalls![SYS_epoll_wait];
+#[cfg(not(target_arch = "x86_64"))]
+pub const ROOST_ALLOWED_ARCH: &[(&str, libc::c_long)] = &[];
+
 /// Confine the calling process (the daemon, after bind): one stderr line per missing piece.
 pub fn confine_roost(registry: &Path) -> Vec<String> {
     let mut notes = Vec::new();
@@ -95,7 +100,7 @@ pub fn confine_roost(registry: &Path) -> Vec<String> {
     }
     let seccomp = (|| -> Result<(), String> {
         let mut rules = std::collections::BTreeMap::new();
-        for (_, nr) in ROOST_ALLOWED {
+        for (_, nr) in ROOST_ALLOWED.iter().chain(ROOST_ALLOWED_ARCH) {
             rules.insert(*nr, Vec::new());
         }
         let prog = super::seccomp::compile(rules)?;

@@ -1,8 +1,9 @@
 //! Containment of the runtime's child processes: the class decision (`class`), the host
-//! probe (`probe`), the seccomp policy (`seccomp`), the landlock rules (`rules`), the ELF
-//! closure of allowed binaries (`elf`), the composed root of `sealed` (`sealed`), the pids cgroup (`cgroup`), the steps a child
-//! installs on itself (`child`), and the one spawn function (`spawn`). `confine` is the
-//! daemon's confinement of itself.
+//! probe (`probe`), the seccomp policy (`seccomp`, with its argument conditions in
+//! `seccomp_args`), the landlock rules (`rules`), the ELF closure of allowed binaries
+//! (`elf`), the composed root of `sealed` (`sealed`), the pids cgroup (`cgroup`), the steps
+//! a child installs on itself (`child`), and the one spawn function (`spawn`). `confine` is
+//! the daemon's confinement of itself.
 
 /// `[(name, number)]` of the named `libc::SYS_*` calls: the policy lists as data.
 macro_rules! syscalls {
@@ -20,6 +21,7 @@ pub mod probe;
 pub mod rules;
 pub mod sealed;
 pub mod seccomp;
+pub mod seccomp_args;
 pub mod spawn;
 
 /// seccompiler's name for the native architecture.
@@ -29,3 +31,9 @@ pub fn seccomp_arch() -> seccompiler::TargetArch {
     #[cfg(target_arch = "aarch64")]
     return seccompiler::TargetArch::aarch64;
 }
+
+/// The kernel's `AUDIT_ARCH_*` value for the native architecture (`seccomp_data.arch`).
+#[cfg(target_arch = "x86_64")]
+pub const AUDIT_ARCH: u32 = 0xC000_003E;
+#[cfg(target_arch = "aarch64")]
+pub const AUDIT_ARCH: u32 = 0xC000_00B7;

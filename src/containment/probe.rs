@@ -6,7 +6,7 @@
 #![allow(unsafe_code)]
 
 use super::class::Class;
-use landlock::{Access, AccessFs, CompatLevel, Compatible, Ruleset, RulesetAttr, ABI};
+use landlock::{Access, AccessFs, CompatLevel, Compatible, Ruleset, RulesetAttr};
 use serde::{Deserialize, Serialize};
 
 /// What the probe found; each mechanism is `Ok` or the failing call with its errno.
@@ -23,10 +23,18 @@ pub struct HostReport {
 }
 
 impl HostReport {
-    /// Mechanisms named in `MURMUR_PROBE_DENY` (comma-separated) are reported missing. It
-    /// can only lower what the host backs; tests use it to exercise the refusals.
+    /// Mechanisms named in `MURMUR_PROBE_DENY` (comma-separated) are reported missing, and
+    /// `landlock_abi=N` lowers the landlock ABI to at most N. It can only lower what the
+    /// host backs; tests use it to exercise the refusals.
     pub fn apply_simulated_denials(&mut self, spec: &str) {
         for name in spec.split(',').map(str::trim) {
+            if let Some(n) = name
+                .strip_prefix("landlock_abi=")
+                .and_then(|n| n.parse::<u32>().ok())
+            {
+                self.landlock_abi = self.landlock_abi.min(n);
+                continue;
+            }
             let slot = match name {
                 "landlock" => &mut self.landlock,
                 "seccomp" => &mut self.seccomp,
@@ -113,7 +121,7 @@ pub fn child_main(up_to: Class) -> i32 {
 
 /// Run the sealed plan (no workdir, no files) in a forked child and report how far it got.
 fn sealed_works() -> Result<(), String> {
-    let mut plan = super::sealed::plan(None, &Default::default())?;
+    let mut plan = super::sealed::plan(None, &Default::default(), false)?;
     let ops = plan.descriptions();
     let (r, w) =
         rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC).map_err(|e| format!("pipe: {e}"))?;
@@ -171,36 +179,54 @@ fn seccomp_works() -> Result<(), String> {
     }
 }
 
-/// The best ABI the kernel offers, and whether a ruleset there really denies.
-fn landlock_works() -> (u32, Result<(), String>) {
-    let candidates = [ABI::V6, ABI::V5, ABI::V4, ABI::V3, ABI::V2, ABI::V1];
-    let best = candidates.iter().copied().find(|abi| {
-        Ruleset::default()
-            .set_compatibility(CompatLevel::HardRequirement)
-            .handle_access(AccessFs::from_all(*abi))
-            .and_then(|r| r.create())
-            .is_ok()
-    });
-    let Some(abi) = best else {
-        return (
-            0,
-            Err("landlock_create_ruleset: not supported by this kernel".into()),
-        );
+/// The ABI version the kernel reports (`landlock_create_ruleset(NULL, 0,
+/// LANDLOCK_CREATE_RULESET_VERSION)`). Asked, not inferred: the filesystem access sets of
+/// ABI 5 and 6 are equal, so trying rulesets would take an ABI-5 kernel for 6.
+fn kernel_abi() -> std::io::Result<u32> {
+    const LANDLOCK_CREATE_RULESET_VERSION: u32 = 1;
+    // SAFETY: with the VERSION flag the kernel reads no attribute (NULL, size 0) and only
+    // returns a number.
+    let rc = unsafe {
+        libc::syscall(
+            libc::SYS_landlock_create_ruleset,
+            std::ptr::null::<libc::c_void>(),
+            0usize,
+            LANDLOCK_CREATE_RULESET_VERSION,
+        )
     };
+    if rc < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(u32::try_from(rc).unwrap_or(0))
+}
+
+/// The ABI the kernel offers, and whether a ruleset there really denies.
+fn landlock_works() -> (u32, Result<(), String>) {
+    let n = match kernel_abi() {
+        Ok(n) if n > 0 => n,
+        Ok(_) => return (0, Err("landlock_create_ruleset: ABI version 0".into())),
+        Err(e) => {
+            return (
+                0,
+                Err(errno_text(
+                    "landlock_create_ruleset(LANDLOCK_CREATE_RULESET_VERSION)",
+                    &e,
+                )),
+            )
+        }
+    };
+    let abi = super::rules::abi(n);
     let restricted = Ruleset::default()
         .set_compatibility(CompatLevel::HardRequirement)
         .handle_access(AccessFs::from_all(abi))
         .and_then(|r| r.create())
         .and_then(|r| r.restrict_self());
     if let Err(e) = restricted {
-        return (abi as u32, Err(format!("landlock_restrict_self: {e}")));
+        return (n, Err(format!("landlock_restrict_self: {e}")));
     }
     match std::fs::read_dir("/") {
-        Err(e) if e.raw_os_error() == Some(libc::EACCES) => (abi as u32, Ok(())),
-        Err(e) => (abi as u32, Err(errno_text("landlock check open(/)", &e))),
-        Ok(_) => (
-            abi as u32,
-            Err("landlock: a ruleset was accepted but did not deny".into()),
-        ),
+        Err(e) if e.raw_os_error() == Some(libc::EACCES) => (n, Ok(())),
+        Err(e) => (n, Err(errno_text("landlock check open(/)", &e))),
+        Ok(_) => (n, Err("landlock: a ruleset was accepted but did not deny".into())),
     }
 }

@@ -9,7 +9,8 @@ use landlock::{
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
-/// The `landlock` crate's ABI value for a probed number.
+/// The `landlock` crate's ABI value for the number the kernel reported (a newer kernel's
+/// number is taken as the newest ABI this crate knows).
 pub fn abi(n: u32) -> ABI {
     match n {
         0 => ABI::Unsupported,
@@ -18,9 +19,14 @@ pub fn abi(n: u32) -> ABI {
         3 => ABI::V3,
         4 => ABI::V4,
         5 => ABI::V5,
-        _ => ABI::V6,
+        6 => ABI::V6,
+        _ => ABI::V7,
     }
 }
+
+/// The lowest ABI `scoped` accepts: from ABI 3 landlock mediates `truncate(2)`, which the
+/// seccomp filter leaves allowed (see `audit/syscalls.md`).
+pub const MIN_ABI: u32 = 3;
 
 /// What one contained child may touch.
 pub struct Grants<'a> {

@@ -1,9 +1,10 @@
 //! The one function that starts every child process of the runtime. Parent side: resolve,
 //! open and compile everything (ruleset, filter, cgroup descriptor). Child side, between
 //! fork and exec, in this order, any failure aborting the spawn and reported through a
-//! close-on-exec pipe: join the pids cgroup, enter a loopback-only network namespace (under
-//! `sealed`: all the namespaces and the composed root of `sealed.rs`, as pid 1 of its own
-//! PID namespace), mark descriptors above 2 close-on-exec, unblock signals, set hard
+//! close-on-exec pipe: a new session with no controlling terminal (`setsid`), join the
+//! pids cgroup, enter a loopback-only network namespace (under `sealed`: all the namespaces
+//! and the composed root of `sealed.rs`, as pid 1 of its own PID namespace), mark
+//! descriptors above 2 close-on-exec, unblock signals, set hard
 //! rlimits, drop every capability, `no_new_privs`, the seccomp filter, then the landlock
 //! ruleset; under `sealed` pid 1 then forks the command and stays as its reaper.
 #![allow(unsafe_code)]
@@ -62,7 +63,7 @@ pub struct Spawn<'a> {
 }
 
 /// The steps of the child, numbered for the error pipe (`sealed::STEP_*` share them).
-const STEPS: [&str; 16] = [
+const STEPS: [&str; 17] = [
     "",
     "join the pids cgroup",
     "enter a network namespace (unshare)",
@@ -79,6 +80,7 @@ const STEPS: [&str; 16] = [
     "fork the command inside the PID namespace (clone)",
     "grant the private /tmp and /etc (landlock_add_rule)",
     "unblock signals (pthread_sigmask)",
+    "start a session without a controlling terminal (setsid)",
 ];
 
 /// Test-only fault injection: `MURMUR_FAULT=seccomp|landlock` makes that step fail in the
@@ -167,7 +169,7 @@ pub fn spawn(s: Spawn<'_>) -> Result<Child, Diagnostic> {
         let mut files: BTreeSet<PathBuf> = closure.clone();
         files.extend(s.allowed_binaries.iter().cloned());
         files.insert(s.program.to_path_buf());
-        Some(sealed::plan(Some(s.workdir), &files).map_err(|e| install_error(11, e))?)
+        Some(sealed::plan(Some(s.workdir), &files, s.workdir_exec).map_err(|e| install_error(11, e))?)
     } else {
         None
     };
@@ -185,7 +187,6 @@ pub fn spawn(s: Spawn<'_>) -> Result<Child, Diagnostic> {
         .env_clear()
         .envs(s.env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
         .current_dir(s.workdir)
-        .process_group(0)
         .stdin(s.stdin)
         .stdout(s.stdout)
         .stderr(s.stderr);
@@ -208,6 +209,9 @@ pub fn spawn(s: Spawn<'_>) -> Result<Child, Diagnostic> {
                 })
             })
         };
+        // Its own session and process group, with no controlling terminal: no TIOCSTI
+        // into the operator's terminal, no job-control signals from it.
+        run(16, child::new_session())?;
         if let Some(fd) = procs_fd {
             run(1, child::write_fd(fd, b"0"))?;
         }

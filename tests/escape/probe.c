@@ -10,16 +10,35 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/sched.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <sys/mount.h>
 #include <sys/ptrace.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/sysmacros.h>
+#include <sys/time.h>
 #include <sys/un.h>
+#include <sys/wait.h>
+#include <sys/xattr.h>
+#include <termios.h>
 #include <netinet/in.h>
 #include <arpa/inet.h>
 #include <unistd.h>
+
+#ifndef SYS_clone3
+#define SYS_clone3 435
+#endif
+#ifndef MFD_NOEXEC_SEAL
+#define MFD_NOEXEC_SEAL 0x0008U
+#endif
+#if defined(__x86_64__)
+#define LDSO "/lib64/ld-linux-x86-64.so.2"
+#elif defined(__aarch64__)
+#define LDSO "/lib/ld-linux-aarch64.so.1"
+#endif
 
 static const char *name;
 
@@ -61,6 +80,52 @@ static int unix_connect(const char *path, int abstract) {
     a.sun_family = AF_UNIX;
     strncpy(a.sun_path + (abstract ? 1 : 0), path, sizeof a.sun_path - 2);
     return report("connect", connect(s, (struct sockaddr *)&a, sizeof a), 0);
+}
+
+/* A child in a new user and network namespace (made by clone or clone3): report whether
+ * the namespace was created and whether a raw socket (CAP_NET_RAW in the new namespace)
+ * could be opened in it. */
+static int new_userns(const char *call, long pid) {
+    if (pid < 0) return report(call, -1, 0);
+    if (pid == 0) _exit(socket(AF_INET, SOCK_RAW, IPPROTO_ICMP) >= 0 ? 0 : 1);
+    int st = 0;
+    waitpid(pid, &st, 0);
+    int raw = WIFEXITED(st) && WEXITSTATUS(st) == 0;
+    printf("%s %s 0 escaped raw-socket-%s\n", name, call, raw ? "opened" : "refused");
+    fflush(stdout);
+    return 3;
+}
+
+/* Run argv in a child (fexec: 0 execv, 1 execveat(fd, "", AT_EMPTY_PATH), 2 execv of
+ * /proc/self/fd/<fd>); report the exec's errno (the child's exit code) and whether the
+ * marker the executed probe would create exists. */
+static int exec_marker(const char *call, int how, int fd, char **argv, const char *marker) {
+    pid_t pid = fork();
+    if (pid == 0) {
+        char path[64];
+        if (how == 1) syscall(SYS_execveat, fd, "", argv, environ, AT_EMPTY_PATH);
+        else if (how == 2) { snprintf(path, sizeof path, "/proc/self/fd/%d", fd); execv(path, argv); }
+        else execv(argv[0], argv);
+        _exit(errno & 0x7f);
+    }
+    int st = 0;
+    waitpid(pid, &st, 0);
+    int ran = access(marker, F_OK) == 0;
+    printf("%s %s %d %s\n", name, call, WIFEXITED(st) ? WEXITSTATUS(st) : 128, ran ? "escaped" : "contained");
+    fflush(stdout);
+    return ran ? 3 : 0;
+}
+
+/* A memfd holding a copy of this probe, made with memfd_create flags `flags`. */
+static int memfd_copy(unsigned flags) {
+    int fd = syscall(SYS_memfd_create, "probe", flags);
+    if (fd < 0) return -1;
+    int self = open("/proc/self/exe", O_RDONLY);
+    char b[65536];
+    ssize_t n;
+    while (self >= 0 && (n = read(self, b, sizeof b)) > 0)
+        if (write(fd, b, n) != n) return -1;
+    return fd;
 }
 
 int main(int argc, char **argv) {
@@ -162,6 +227,60 @@ int main(int argc, char **argv) {
         int e = errno;
         printf("%s open %d %s %d\n", name, e, n <= 1024 ? "contained" : "escaped", n);
         return 0;
+    }
+    if (!strcmp(name, "mark")) return close(open(arg, O_CREAT | O_WRONLY, 0600));
+    if (!strcmp(name, "clone-newuser"))
+        return new_userns("clone", syscall(SYS_clone, CLONE_NEWUSER | CLONE_NEWNET | SIGCHLD, 0, 0, 0, 0));
+    if (!strcmp(name, "clone3-newuser")) {
+        struct clone_args ca;
+        memset(&ca, 0, sizeof ca);
+        ca.flags = CLONE_NEWUSER | CLONE_NEWNET;
+        ca.exit_signal = SIGCHLD;
+        return new_userns("clone3", syscall(SYS_clone3, &ca, sizeof ca));
+    }
+    if (!strcmp(name, "tiocsti") || !strcmp(name, "tiocsti-high")) {
+        /* Push arg into the input of the terminal on stderr, then write a visible line. */
+        unsigned long req = TIOCSTI;
+        if (!strcmp(name, "tiocsti-high")) req |= 1UL << 32;
+        long rc = 0;
+        for (const char *c = arg; *c && rc >= 0; c++) rc = syscall(SYS_ioctl, 2, req, c);
+        int e = errno;
+        dprintf(2, "visible-output\n");
+        errno = e;
+        return report("ioctl", rc, 0);
+    }
+    if (!strcmp(name, "chmod-outside")) return report("chmod", chmod(arg, 0777), 0);
+    if (!strcmp(name, "fchmodat-outside")) return report("fchmodat", syscall(SYS_fchmodat, AT_FDCWD, arg, 0777), 0);
+    if (!strcmp(name, "chown-outside")) return report("chown", chown(arg, getuid(), getgid()), 0);
+    if (!strcmp(name, "lchown-outside")) return report("fchownat", fchownat(AT_FDCWD, arg, getuid(), getgid(), AT_SYMLINK_NOFOLLOW), 0);
+    if (!strcmp(name, "utimensat-outside")) {
+        struct timespec t[2] = {{1, 0}, {1, 0}};
+        return report("utimensat", utimensat(AT_FDCWD, arg, t, 0), 0);
+    }
+#ifdef SYS_utimes
+    if (!strcmp(name, "utimes-outside")) {
+        struct timeval t[2] = {{1, 0}, {1, 0}};
+        return report("utimes", syscall(SYS_utimes, arg, t), 0);
+    }
+#endif
+    if (!strcmp(name, "setxattr-outside")) return report("setxattr", setxattr(arg, "user.murmur.escape", "x", 1, 0), 0);
+    if (!strcmp(name, "removexattr-outside")) return report("removexattr", removexattr(arg, "user.murmur.before"), 0);
+    if (!strcmp(name, "truncate-outside")) return report("truncate", truncate(arg, 0), 0);
+#ifdef LDSO
+    if (!strcmp(name, "ldso-exec")) {
+        /* The loader (an allowed file) maps a workdir copy of this probe: mmap(PROT_EXEC). */
+        char *args[] = {LDSO, "./probe-copy", "mark", (char *)arg, NULL};
+        return exec_marker("ld.so", 0, -1, args, arg);
+    }
+#endif
+    if (!strcmp(name, "memfd-execveat") || !strcmp(name, "memfd-proc-exec") || !strcmp(name, "memfd-sealed-execveat")) {
+        int sealed = !strcmp(name, "memfd-sealed-execveat");
+        int fd = memfd_copy(MFD_CLOEXEC * !sealed | (sealed ? MFD_NOEXEC_SEAL : 0));
+        if (fd < 0) return report("memfd_create", -1, 0);
+        char *args[] = {"probe", "mark", (char *)arg, NULL};
+        int proc = !strcmp(name, "memfd-proc-exec");
+        if (proc) fcntl(fd, F_SETFD, 0);
+        return exec_marker(proc ? "execve" : "execveat", proc ? 2 : 1, fd, args, arg);
     }
     fprintf(stderr, "unknown case %s\n", name);
     return 2;

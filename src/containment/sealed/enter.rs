@@ -174,11 +174,11 @@ fn run_op(op: &Op, fds: &[libc::c_int]) -> io::Result<()> {
                     null.cast(),
                 ))
             }
-            Op::ReadOnly { dst, keep } => check(libc::mount(
+            Op::Remount { dst, flags } => check(libc::mount(
                 null,
                 dst.as_ptr(),
                 null,
-                libc::MS_REMOUNT | libc::MS_BIND | libc::MS_RDONLY | keep,
+                libc::MS_REMOUNT | libc::MS_BIND | flags,
                 null.cast(),
             )),
             Op::Mount {

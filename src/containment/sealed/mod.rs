@@ -2,8 +2,9 @@
 //! flags, file contents); the child, single-threaded between fork and exec, only runs the
 //! plan: new user (identity-mapped, `setgroups` denied), mount, PID, network, IPC and UTS
 //! namespaces; pid 1 of the new PID namespace composes a tmpfs root (read-only system
-//! directories, an `/etc` allow-list with a synthetic `passwd`/`group`, a private `/dev`,
-//! a fresh `/proc`, a private `/tmp`, the workdir read-write at its own path, each allowed
+//! directories, an `/etc` allow-list with a synthetic `passwd`/`group`, a private `/dev`
+//! (device nodes bound read-only), a fresh `/proc`, a private noexec `/tmp`, the workdir
+//! read-write and noexec at its own path, each allowed
 //! binary outside the system directories), `pivot_root`s into it, detaches the old root and
 //! remounts `/` read-only. Paths outside the plan do not exist in the child.
 //!
@@ -35,11 +36,11 @@ enum Op {
         src: usize,
         dst: CString,
     },
-    /// Remount a bind read-only, keeping the flags the source mount already had (a user
-    /// namespace may not clear locked ones).
-    ReadOnly {
+    /// Remount a bind with `flags` (read-only, noexec, ...) added to the flags the source
+    /// mount already had (a user namespace may not clear locked ones).
+    Remount {
         dst: CString,
-        keep: libc::c_ulong,
+        flags: libc::c_ulong,
     },
     Mount {
         fstype: CString,
@@ -128,6 +129,7 @@ fn mount_flags(path: &Path) -> libc::c_ulong {
     let f = v.f_flag.bits();
     let mut keep = 0;
     for (st, ms) in [
+        (libc::ST_RDONLY, libc::MS_RDONLY),
         (libc::ST_NOSUID, libc::MS_NOSUID),
         (libc::ST_NODEV, libc::MS_NODEV),
         (libc::ST_NOEXEC, libc::MS_NOEXEC),
@@ -172,12 +174,23 @@ impl Builder {
             format!("bind {} (mount)", at.display()),
         );
         if read_only {
-            let keep = mount_flags(host);
+            let flags = mount_flags(host) | libc::MS_RDONLY;
             self.op(
-                Op::ReadOnly { dst, keep },
+                Op::Remount { dst, flags },
                 format!("remount {} read-only (mount)", at.display()),
             );
         }
+        Ok(())
+    }
+
+    /// Remount the bind at `at` (of `host`) without exec, setuid or device files.
+    fn noexec(&mut self, host: &Path, at: &Path) -> Result<(), String> {
+        let dst = self.staged(at)?;
+        let flags = mount_flags(host) | libc::MS_NOEXEC | libc::MS_NOSUID | libc::MS_NODEV;
+        self.op(
+            Op::Remount { dst, flags },
+            format!("remount {} noexec (mount)", at.display()),
+        );
         Ok(())
     }
 
@@ -258,9 +271,10 @@ impl Builder {
     }
 }
 
-/// Plan the sealed root for `workdir` (read-write) and `files` (the allowed binaries and
-/// their closure, read-only). `workdir` is `None` for the host probe.
-pub fn plan(workdir: Option<&Path>, files: &BTreeSet<PathBuf>) -> Result<Plan, String> {
+/// Plan the sealed root for `workdir` (read-write, and `noexec` like `/tmp` unless
+/// `workdir_exec`) and `files` (the allowed binaries and their closure, read-only).
+/// `workdir` is `None` for the host probe.
+pub fn plan(workdir: Option<&Path>, files: &BTreeSet<PathBuf>, workdir_exec: bool) -> Result<Plan, String> {
     let stage = ["/tmp", "/mnt", "/var/tmp"]
         .into_iter()
         .find(|d| Path::new(d).is_dir())
@@ -344,8 +358,10 @@ pub fn plan(workdir: Option<&Path>, files: &BTreeSet<PathBuf>) -> Result<Plan, S
     for d in DEVICES {
         let host = dev.join(d);
         if host.exists() {
+            // Read-only binds: writing to a device node still works, but its mode, owner,
+            // times and attributes (the host's inode) cannot change (EROFS).
             b.touch(&host)?;
-            b.bind(&host, &host, false)?;
+            b.bind(&host, &host, true)?;
         }
     }
     b.mount(
@@ -360,9 +376,20 @@ pub fn plan(workdir: Option<&Path>, files: &BTreeSet<PathBuf>) -> Result<Plan, S
         b.symlink(&Path::new("/proc/self/fd").join(i.to_string()), &dev.join(name))?;
     }
     b.mount("proc", Path::new("/proc"), nosuid_nodev | libc::MS_NOEXEC, "")?;
-    b.mount("tmpfs", Path::new("/tmp"), nosuid_nodev, "mode=1777,size=256m")?;
+    // Nothing written in the sandbox can be executed or mapped executable (not even by
+    // `ld.so ./file`): the private /tmp and the workdir are noexec unless `workdir_exec`.
+    let noexec = if workdir_exec { 0 } else { libc::MS_NOEXEC };
+    b.mount(
+        "tmpfs",
+        Path::new("/tmp"),
+        nosuid_nodev | noexec,
+        "mode=1777,size=256m",
+    )?;
     if let Some(w) = workdir {
         b.bind_own_path(w, false)?;
+        if !workdir_exec {
+            b.noexec(w, w)?;
+        }
     }
     for f in files {
         b.bind_own_path(f, true)?;
@@ -407,9 +434,17 @@ mod tests {
     #[test]
     fn the_plan_binds_the_workdir_and_outside_files_but_not_covered_ones() {
         let files: BTreeSet<PathBuf> = [PathBuf::from("/usr/bin/env")].into_iter().collect();
-        let p = plan(Some(Path::new("/srv/murmur-work")), &files).unwrap();
+        let p = plan(Some(Path::new("/srv/murmur-work")), &files, false).unwrap();
         let d = p.descriptions();
         assert!(d.iter().any(|s| s == "bind /srv/murmur-work (mount)"), "{d:?}");
+        assert!(
+            d.iter().any(|s| s == "remount /srv/murmur-work noexec (mount)"),
+            "{d:?}"
+        );
+        assert!(
+            d.iter().any(|s| s == "remount /dev/null read-only (mount)"),
+            "{d:?}"
+        );
         assert!(!d.iter().any(|s| s.contains("/usr/bin/env")), "{d:?}");
         assert!(d.iter().any(|s| s == "write /etc/passwd"), "{d:?}");
         assert!(d.iter().any(|s| s == "mount proc on /proc (mount)"), "{d:?}");

@@ -4,12 +4,11 @@
 
 mod common;
 
+use common::capsule::{capsule, serve};
 use common::{body_of, exchange, status_of, Running, TempDir};
 use std::net::SocketAddr;
-use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Command;
 
-const MUR: &str = env!("CARGO_BIN_EXE_mur");
 const CARD: &str = "/.well-known/agent-card.json";
 const MISDIRECTED: &str = r#"{"error":"misdirected request: the host header does not name this server; it answers only 127.0.0.1 or localhost at its own port"}"#;
 const CROSS_ORIGIN: &str = r#"{"error":"cross-origin request refused: this server answers no request that carries an Origin header"}"#;
@@ -18,25 +17,12 @@ const MISSING_HOST: &str = r#"{"error":"missing host header: this server answers
 /// `mur run` of the hello capsule under a queue/sleep lifecycle, which keeps the door open
 /// until SIGTERM; the running process and the door's port.
 fn start_door(t: &TempDir) -> (Running, u16) {
-    let dir = t.path().join("capsule");
-    std::fs::create_dir_all(&dir).unwrap();
-    let wasm = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/hello/capsule.wasm");
-    std::fs::copy(wasm, dir.join("capsule.wasm")).unwrap();
-    std::fs::write(
-        dir.join("murmur.yaml"),
-        "name: probe\nversion: 0.2.0\nlifecycle:\n  task_acceptance: queue\n  after_task: sleep\n",
-    )
-    .unwrap();
-    let mut cmd = Command::new(MUR);
-    cmd.args(["run", "--json", "--manifest"])
-        .arg(dir.join("murmur.yaml"))
-        .env("MURMUR_CACHE_DIR", t.path().join("cache"))
-        .env("MURMUR_RECORDS_DIR", t.path().join("records"))
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    let mut running = Running::spawn(cmd);
-    let line: serde_json::Value = serde_json::from_str(&running.line()).unwrap();
+    let dir = capsule(
+        t,
+        "examples/hello/capsule.wasm",
+        "lifecycle:\n  task_acceptance: queue\n  after_task: sleep\n",
+    );
+    let (running, line) = serve(t, &dir);
     let url = line["url"].as_str().unwrap();
     let port = url
         .strip_prefix("localhost:")

@@ -3,12 +3,12 @@
 
 mod common;
 
-use common::capsule::{capsule, event, manifest_arg, mur, records, repo, session_of, text, trace, MUR};
-use common::{Running, TempDir};
+use common::capsule::{capsule, event, manifest_arg, mur, records, repo, serve, session_of, text, trace};
+use common::TempDir;
 use std::io::{Read, Write};
 use std::net::TcpListener;
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Output};
 
 #[test]
 fn hello_capsule_writes_its_result_and_reports_ok() {
@@ -242,7 +242,6 @@ fn an_unknown_tool_is_an_error_value_not_a_trap() {
     assert_eq!(out.status.code(), Some(0), "stderr: {}", text(&out.stderr));
     let report =
         std::fs::read_to_string(dir.join("workdir").join(session_of(&out)).join("out/result.txt")).unwrap();
-    // The userinfo request is refused by the gate, and never reaches the server either.
     assert_eq!(
         report,
         "error: unknown tool 'no-such-tool': this capsule declares no tools\n"
@@ -307,15 +306,7 @@ fn a_queue_sleep_capsule_serves_its_card_until_sigterm() {
         "examples/hello/capsule.wasm",
         "lifecycle:\n  task_acceptance: queue\n  after_task: sleep\n",
     );
-    let mut cmd = Command::new(MUR);
-    cmd.args(["run", "--json", "--manifest", &manifest_arg(&dir)])
-        .env("MURMUR_CACHE_DIR", t.path().join("cache"))
-        .env("MURMUR_RECORDS_DIR", t.path().join("records"))
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    let mut running = Running::spawn(cmd);
-    let line: serde_json::Value = serde_json::from_str(&running.line()).unwrap();
+    let (mut running, line) = serve(&t, &dir);
     let hostport = line["url"].as_str().unwrap().replace("localhost", "127.0.0.1");
     let get = |path: &str| {
         common::exchange(

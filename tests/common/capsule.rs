@@ -1,7 +1,7 @@
 //! The `mur run` helpers: a capsule directory from a fixture, one launch with private cache
 //! and records directories, and the session's trace.
 
-use super::TempDir;
+use super::{Running, TempDir};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
@@ -72,4 +72,19 @@ pub fn event<'a>(events: &'a [serde_json::Value], kind: &str) -> &'a serde_json:
         .iter()
         .find(|e| e["event_type"] == kind)
         .unwrap_or_else(|| panic!("no {kind} in {events:?}"))
+}
+
+/// `mur run --json` of the capsule in `dir`, left running (a `queue`/`sleep` lifecycle keeps
+/// its door open until SIGTERM), and its announcement line.
+pub fn serve(t: &TempDir, dir: &Path) -> (Running, serde_json::Value) {
+    let mut cmd = Command::new(MUR);
+    cmd.args(["run", "--json", "--manifest", &manifest_arg(dir)])
+        .env("MURMUR_CACHE_DIR", t.path().join("cache"))
+        .env("MURMUR_RECORDS_DIR", t.path().join("records"))
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut running = Running::spawn(cmd);
+    let line = serde_json::from_str(&running.line()).unwrap();
+    (running, line)
 }

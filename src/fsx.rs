@@ -353,16 +353,62 @@ fn temp_name(name: &str) -> Result<String, FsError> {
     Ok(format!(".{short}.{r}.tmp"))
 }
 
-/// Create a private directory (0700) at an operator-chosen path, with its parents, and open
-/// it; used for the records directory, which no guest or contained child can reach.
-pub fn private_dir(path: &Path) -> Result<Dir, FsError> {
+/// Create `root/name` as a new private directory and open it: `root` (an operator-chosen
+/// path) is created with its parents when missing; `name` must not exist yet (EEXIST is an
+/// error, so a directory planted in advance is never adopted), is opened without following
+/// a symlink, and must then be this user's with no access for group or others. Used for a
+/// session's records, which no guest or contained child may reach.
+pub fn private_dir(root: &Path, name: &str) -> Result<Dir, FsError> {
     use std::os::unix::fs::DirBuilderExt;
     std::fs::DirBuilder::new()
         .recursive(true)
         .mode(0o700)
-        .create(path)
-        .map_err(|e| io_at(path, e))?;
-    Dir::open(path)
+        .create(root)
+        .map_err(|e| io_at(root, e))?;
+    let parent = Dir::open(root)?;
+    if split(name)?.len() != 1 {
+        return Err(FsError::BadName {
+            path: name.to_string(),
+            why: "it is not a single component",
+        });
+    }
+    rfs::mkdirat(&parent.fd, name, Mode::from_raw_mode(0o700))
+        .map_err(|e| io_at(&parent.shown_join(name), e))?;
+    let dir = parent.step(name)?;
+    let st = rfs::fstat(&dir.fd).map_err(|e| io_at(&dir.shown, e))?;
+    if st.st_uid != rustix::process::geteuid().as_raw() || st.st_mode & 0o077 != 0 {
+        return Err(FsError::WrongType {
+            path: dir.shown.display().to_string(),
+            expected: "private directory of this user (mode 0700)",
+        });
+    }
+    Ok(dir)
+}
+
+/// Whether `inner` is `outer` or lies anywhere below it, decided from the descriptors by
+/// walking `..` from `inner` up to the root and comparing device and inode numbers (no path
+/// strings, so bind mounts and symlinked names cannot disguise it).
+pub fn is_within(inner: &Dir, outer: &Dir) -> Result<bool, FsError> {
+    let key = |fd: &OwnedFd, shown: &Path| {
+        rfs::fstat(fd)
+            .map(|st| (st.st_dev, st.st_ino))
+            .map_err(|e| io_at(shown, e))
+    };
+    let target = key(&outer.fd, &outer.shown)?;
+    let mut cur =
+        rfs::openat(&inner.fd, ".", DIR_FLAGS, Mode::empty()).map_err(|e| io_at(&inner.shown, e))?;
+    for _ in 0..4096 {
+        let here = key(&cur, &inner.shown)?;
+        if here == target {
+            return Ok(true);
+        }
+        let up = rfs::openat(&cur, "..", DIR_FLAGS, Mode::empty()).map_err(|e| io_at(&inner.shown, e))?;
+        if key(&up, &inner.shown)? == here {
+            return Ok(false);
+        }
+        cur = up;
+    }
+    Err(io_at(&inner.shown, io::Error::other("directory tree too deep")))
 }
 
 #[cfg(test)]

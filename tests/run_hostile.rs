@@ -198,3 +198,112 @@ fn the_compile_cache_is_refused_below_a_directory_others_can_write() {
         "{log}"
     );
 }
+
+/// Records may not land inside the workdir, whatever the environment says: with
+/// `--workdir $HOME` and the default records root, the launch is refused and nothing runs.
+#[test]
+fn records_inside_the_workdir_are_refused() {
+    let t = TempDir::new("hostile-records-home");
+    let dir = capsule(&t, "tests/fixtures/symlink/capsule.wasm", "");
+    let home = t.path().join("home");
+    std::fs::create_dir_all(&home).unwrap();
+    let home_s = home.to_str().unwrap();
+    let out = mur(
+        &t,
+        &["--manifest", &manifest_arg(&dir), "--workdir", home_s],
+        &[("MURMUR_RECORDS_DIR", ""), ("HOME", home_s)],
+    );
+    assert_eq!(out.status.code(), Some(1), "stdout: {}", text(&out.stdout));
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.contains("error[E-IO-003]: the records directory") && stderr.contains("is inside the workdir"),
+        "{stderr}"
+    );
+    assert!(
+        !home.join("trace.jsonl").exists() && !home.join("out").exists(),
+        "the session ran"
+    );
+}
+
+fn hoard(t: &TempDir, mode: &str, deadline: u64) -> (std::process::Output, String) {
+    let dir = capsule(
+        t,
+        "tests/fixtures/hoard/capsule.wasm",
+        &format!(
+            "capabilities:\n  env:\n    allow: [HOARD_MODE]\n  limits:\n    deadline_seconds: {deadline}\n"
+        ),
+    );
+    let out = mur(t, &["--manifest", &manifest_arg(&dir)], &[("HOARD_MODE", mode)]);
+    let sid = session_of(&out);
+    (out, sid)
+}
+
+/// A guest printing without end until its deadline: its log keeps the first 8 MiB and a
+/// note, the rest is drained, not written.
+#[test]
+fn a_guests_output_log_is_capped() {
+    let t = TempDir::new("hostile-flood");
+    let (out, sid) = hoard(&t, "stdout", 2);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    assert_eq!(event(&trace(&t, &sid), "trap")["trap_kind"], "deadline");
+    let log = records(&t, &sid).join("logs/guest-stdout.log");
+    let size = std::fs::metadata(&log).unwrap().len();
+    let note = "\n[murmur: output truncated at 8388608 bytes]\n";
+    assert_eq!(size, (8 << 20) + note.len() as u64, "the log is not capped");
+    let boot = std::fs::read_to_string(records(&t, &sid).join("logs/bootstrap.log")).unwrap();
+    assert!(
+        boot.contains("guest stdout: ") && boot.contains("the first 8388608 kept"),
+        "{boot}"
+    );
+}
+
+/// Host objects a guest leaks (wasi:http fields) are bounded by the resource table, not
+/// left to grow until the host runs out of memory.
+#[test]
+fn host_resources_a_guest_hoards_are_capped() {
+    let t = TempDir::new("hostile-fields");
+    let (out, sid) = hoard(&t, "fields", 30);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.contains("guest trapped (resource_limit): host resources: resource table has no free keys"),
+        "{stderr}"
+    );
+    let guest = std::fs::read_to_string(records(&t, &sid).join("logs/guest-stderr.log")).unwrap();
+    assert!(
+        guest.contains("holding 4000 fields") && !guest.contains("holding 5000"),
+        "{guest}"
+    );
+}
+
+/// An entry renamed to another component's cache name is not run in its place: the entry
+/// names the component it was compiled from.
+#[test]
+fn a_cache_entry_only_serves_the_component_it_was_compiled_from() {
+    let t = TempDir::new("hostile-cache-swap");
+    let hello = capsule(&t, "examples/hello/capsule.wasm", "");
+    let out = mur(&t, &["--manifest", &manifest_arg(&hello)], &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let cache = t.path().join("cache");
+    let entry = std::fs::read_dir(&cache).unwrap().next().unwrap().unwrap().path();
+    let name = entry.file_name().unwrap().to_str().unwrap().to_string();
+    let engine_key = name.split_once('-').unwrap().1;
+    let spin_bytes = std::fs::read(common::capsule::repo("tests/fixtures/spin/capsule.wasm")).unwrap();
+    let spin_sha = murmur::registry::sha256_hex(&spin_bytes);
+    std::fs::copy(&entry, cache.join(format!("{spin_sha}-{engine_key}"))).unwrap();
+    std::fs::remove_dir_all(&hello).unwrap();
+    let spin = capsule(
+        &t,
+        "tests/fixtures/spin/capsule.wasm",
+        "capabilities:\n  limits:\n    deadline_seconds: 1\n",
+    );
+    let out = mur(&t, &["--manifest", &manifest_arg(&spin)], &[]);
+    assert_eq!(out.status.code(), Some(1), "the hello entry ran in spin's place");
+    let sid = session_of(&out);
+    assert_eq!(event(&trace(&t, &sid), "trap")["trap_kind"], "deadline");
+    let boot = std::fs::read_to_string(records(&t, &sid).join("logs/bootstrap.log")).unwrap();
+    assert!(
+        boot.contains("the entry was compiled from another component"),
+        "{boot}"
+    );
+}

@@ -170,3 +170,30 @@ fn proc_path_names_the_held_directory() {
     assert_eq!(std::fs::read_to_string(root.join("y/f")).unwrap(), "z");
     std::fs::remove_dir_all(&root).unwrap();
 }
+
+#[test]
+fn a_private_dir_is_new_and_private_and_containment_is_by_inode() {
+    use std::os::unix::fs::PermissionsExt;
+    let root = temp("private");
+    let d = private_dir(&root.join("records"), "ses_1").unwrap();
+    assert_eq!(
+        std::fs::metadata(root.join("records/ses_1"))
+            .unwrap()
+            .permissions()
+            .mode()
+            & 0o777,
+        0o700
+    );
+    // planted in advance: never adopted
+    assert!(private_dir(&root.join("records"), "ses_1").is_err());
+    symlink(&root, root.join("records/ses_2")).unwrap();
+    assert!(private_dir(&root.join("records"), "ses_2").is_err());
+    assert!(private_dir(&root.join("records"), "a/b").is_err());
+    let top = Dir::open(&root).unwrap();
+    assert!(is_within(&d, &top).unwrap());
+    assert!(is_within(&d, &d).unwrap());
+    assert!(!is_within(&top, &d).unwrap());
+    let other = Dir::open(&temp("elsewhere")).unwrap();
+    assert!(!is_within(&d, &other).unwrap());
+    std::fs::remove_dir_all(&root).unwrap();
+}

@@ -259,13 +259,25 @@ pub fn run(opts: RunOptions) -> Result<u8, Diagnostic> {
             .map_err(|e| io_err(&layout.records.join(&rel), e.into()))
     };
     let preopen = layout.preopen_dir.proc_path();
+    let sink = |name: &str| {
+        let file = log(name)?;
+        wasm::sink::Sink::new(file, wasm::sink::LOG_CAP)
+            .map_err(|e| io_err(&layout.records.join("logs").join(name), e))
+    };
+    let (out_sink, err_sink) = (sink("guest-stdout.log")?, sink("guest-stderr.log")?);
     let host = host::Host::new(host::Grants {
         preopen: &preopen,
         env: &env,
         network_allow: &caps.network_allow,
         limits: &caps.limits,
-        stdout: log("guest-stdout.log")?,
-        stderr: log("guest-stderr.log")?,
+        stdout: out_sink
+            .write_end
+            .try_clone()
+            .map_err(|e| io_err(&layout.records, e))?,
+        stderr: err_sink
+            .write_end
+            .try_clone()
+            .map_err(|e| io_err(&layout.records, e))?,
     })
     .map_err(|e| {
         Diagnostic::new(
@@ -275,6 +287,17 @@ pub fn run(opts: RunOptions) -> Result<u8, Diagnostic> {
         )
     })?;
     let outcome = wasm::call_run(&engine, &component, host, caps.limits.deadline());
+    // The guest's store (holding the pipes' write ends) is gone: the copiers end.
+    for (name, s) in [("stdout", out_sink), ("stderr", err_sink)] {
+        match s.finish() {
+            Ok(n) if n > wasm::sink::LOG_CAP => bootstrap.line(&format!(
+                "guest {name}: {n} bytes, the first {} kept",
+                wasm::sink::LOG_CAP
+            )),
+            Ok(_) => {}
+            Err(e) => bootstrap.line(&format!("guest {name}: log copy failed: {e}")),
+        }
+    }
     let outcome = match outcome {
         Ok(o) => o,
         Err(d) => {

@@ -99,6 +99,24 @@ impl Plan {
                 .and_then(|b| b.mkdirs(&format!("workdir/{}", self.session_id), 0o755))
                 .map_err(io)?,
         };
+        let root = self.records.parent().unwrap_or(Path::new("/"));
+        let records_dir = fsx::private_dir(root, &self.session_id).map_err(io)?;
+        // Records inside the workdir could be rewritten by the capsule they describe (say
+        // `--workdir $HOME` with the default records root): refused, never written there.
+        if fsx::is_within(&records_dir, &work).map_err(io)? {
+            let _ = std::fs::remove_dir(&self.records);
+            return Err(Diagnostic::new(
+                code::IO_READ,
+                "MURMUR_RECORDS_DIR",
+                format!(
+                    "the records directory {} is inside the workdir {}, where the capsule could rewrite them",
+                    self.records.display(),
+                    self.workdir.display()
+                ),
+            )
+            .with_hint("set MURMUR_RECORDS_DIR to a directory outside the workdir"));
+        }
+        records_dir.mkdirs("logs", 0o700).map_err(io)?;
         work.mkdirs("out", 0o755).map_err(io)?;
         let preopen_dir = match &self.scope {
             None => Dir::open(&work.proc_path()).map_err(io)?,
@@ -110,8 +128,6 @@ impl Plan {
                 )
             })?,
         };
-        let records_dir = fsx::private_dir(&self.records).map_err(io)?;
-        records_dir.mkdirs("logs", 0o700).map_err(io)?;
         let workdir = std::fs::canonicalize(work.proc_path()).unwrap_or(self.workdir.clone());
         let preopen = match &self.scope {
             Some(s) => workdir.join(s.trim_end_matches('/')),

@@ -6,12 +6,15 @@
 
 use std::hash::{Hash, Hasher};
 use std::io::Write;
-use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
 use wasmtime::component::Component;
 use wasmtime::Engine;
 
-const MAGIC: &[u8; 8] = b"MURCWSM1";
+/// Entry layout: this magic, the sha256 of the component it was compiled from, the sha256
+/// of the body, the body (wasmtime's serialized component).
+const MAGIC: &[u8; 8] = b"MURCWSM2";
+const HEADER: usize = 8 + 32 + 32;
 
 /// Where compiled components live: `$MURMUR_CACHE_DIR`, else `$XDG_CACHE_HOME/murmur/compiled`,
 /// else `$HOME/.cache/murmur/compiled`.
@@ -37,8 +40,8 @@ fn engine_key(engine: &Engine) -> String {
     format!("{:016x}", h.finish())
 }
 
-fn entry_path(dir: &Path, sha256: &str, engine: &Engine) -> PathBuf {
-    dir.join(format!("{sha256}-{}.cwasm", engine_key(engine)))
+fn entry_name(sha256: &str, engine: &Engine) -> String {
+    format!("{sha256}-{}.cwasm", engine_key(engine))
 }
 
 /// The component for `bytes` (whose sha256 is `sha256`), from the cache when a valid entry
@@ -50,15 +53,17 @@ pub fn load(
     sha256: &str,
 ) -> wasmtime::Result<(Component, Source)> {
     let mut rejected = None;
+    let name = entry_name(sha256, engine);
     if let Some(dir) = dir {
-        let path = entry_path(dir, sha256, engine);
-        match read_trusted(dir, &path) {
+        match trusted_dir(dir).and_then(|d| d.map_or(Ok(None), |d| read_trusted(&d, &name, sha256))) {
             Ok(Some(body)) => {
-                // SAFETY: `deserialize` runs the entry's native code later. The entry is only
-                // reached after `read_trusted` checked that the directory and file are owned
-                // by this user and writable by no one else, and that the body's sha256
-                // matches the one stored with it; wasmtime then checks its own header
-                // (version and engine configuration) and refuses a foreign entry.
+                // SAFETY: `deserialize` runs the entry's native code later. The body was read
+                // from one O_NOFOLLOW descriptor, opened relative to the cache directory's own
+                // descriptor after that directory, its ancestors and the file itself were
+                // checked (owned by this user, or root for ancestors; writable by no one
+                // else), and it carries the sha256 of the component asked for and of its own
+                // bytes, both matching; wasmtime then checks its own header (version and
+                // engine configuration) and refuses a foreign entry.
                 #[allow(unsafe_code)]
                 let loaded = unsafe { Component::deserialize(engine, &body) };
                 match loaded {
@@ -73,9 +78,7 @@ pub fn load(
     let component = Component::new(engine, bytes)?;
     // Nothing is stored where it could not be trusted on the way back.
     let stored = match dir {
-        Some(dir) if untrusted_parent(dir).is_none() => {
-            store(dir, &entry_path(dir, sha256, engine), &component).is_ok()
-        }
+        Some(dir) if untrusted_parent(dir).is_none() => store(dir, &name, sha256, &component).is_ok(),
         _ => false,
     };
     Ok((component, Source::Compiled { stored, rejected }))
@@ -122,26 +125,30 @@ fn untrusted_ancestors(start: &Path) -> Option<String> {
     None
 }
 
-/// Why a directory cannot hold trusted native code, or `None` when it can: it must be owned
-/// by this user and writable by no one else (read from the open descriptor), and so must
-/// its ancestors, as [`untrusted_ancestors`] says.
-fn untrusted_dir(dir: &Path) -> Option<String> {
+/// The cache directory, opened once and checked from that descriptor: owned by this user
+/// and writable by no one else, and so its ancestors, as [`untrusted_ancestors`] says.
+/// `Ok(None)` when it does not exist; `Err(why)` when it cannot hold trusted native code.
+fn trusted_dir(dir: &Path) -> Result<Option<std::os::fd::OwnedFd>, String> {
     let (fd, real) = match opened(dir) {
         Ok(v) => v,
-        Err(why) => return Some(why),
+        Err(_) if !dir.exists() => return Ok(None),
+        Err(why) => return Err(why),
     };
     let uid = rustix::process::geteuid().as_raw();
     match rustix::fs::fstat(&fd) {
         Ok(st) if st.st_uid == uid && st.st_mode & 0o022 == 0 => {}
         Ok(_) => {
-            return Some(format!(
+            return Err(format!(
                 "{} is not owned by this user or is writable by others",
                 real.display()
             ))
         }
-        Err(e) => return Some(format!("cannot stat {}: {e}", dir.display())),
+        Err(e) => return Err(format!("cannot stat {}: {e}", dir.display())),
     }
-    real.parent().and_then(untrusted_ancestors)
+    match real.parent().and_then(untrusted_ancestors) {
+        Some(why) => Err(why),
+        None => Ok(Some(fd)),
+    }
 }
 
 /// Whether entries may be stored under `dir` (which may not exist yet): its parent and the
@@ -157,74 +164,89 @@ fn untrusted_parent(dir: &Path) -> Option<String> {
     }
 }
 
-/// The body of a cache entry that passes every check, `None` when there is none. The entry
-/// is opened once (`O_NOFOLLOW`), and its owner, mode and type are read from that descriptor,
-/// the same one its bytes come from.
-fn read_trusted(dir: &Path, path: &Path) -> Result<Option<Vec<u8>>, String> {
+/// The body of the entry `name` in the checked directory `dir` that passes every check,
+/// `None` when there is none. The entry is opened once, relative to `dir`, with
+/// `O_NOFOLLOW`; its owner, mode and type are read from that descriptor, the same one its
+/// bytes come from; it must name `sha256` as its source.
+fn read_trusted(dir: &std::os::fd::OwnedFd, name: &str, sha256: &str) -> Result<Option<Vec<u8>>, String> {
     use rustix::fs::{FileType, Mode, OFlags};
     use std::io::Read;
-    let fd = match rustix::fs::open(
-        path,
-        OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC | OFlags::NONBLOCK,
-        Mode::empty(),
-    ) {
+    let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC | OFlags::NONBLOCK;
+    let fd = match rustix::fs::openat(dir, name, flags, Mode::empty()) {
         Ok(fd) => fd,
         Err(rustix::io::Errno::NOENT) => return Ok(None),
-        Err(e) => return Err(format!("unreadable entry: {e}")),
+        Err(e) => return Err(format!("unreadable entry {name}: {e}")),
     };
-    if let Some(why) = untrusted_dir(dir) {
-        return Err(why);
-    }
     let uid = rustix::process::geteuid().as_raw();
-    let st = rustix::fs::fstat(&fd).map_err(|e| format!("cannot stat {}: {e}", path.display()))?;
+    let st = rustix::fs::fstat(&fd).map_err(|e| format!("cannot stat {name}: {e}"))?;
     if st.st_uid != uid
         || st.st_mode & 0o022 != 0
         || FileType::from_raw_mode(st.st_mode) != FileType::RegularFile
     {
         return Err(format!(
-            "{} is not owned by this user or is writable by others",
-            path.display()
+            "{name} is not owned by this user or is writable by others"
         ));
     }
     let mut bytes = Vec::new();
     std::fs::File::from(fd)
         .read_to_end(&mut bytes)
         .map_err(|e| format!("unreadable entry: {e}"))?;
-    if bytes.len() < MAGIC.len() + 32 || &bytes[..MAGIC.len()] != MAGIC {
+    if bytes.len() < HEADER || &bytes[..MAGIC.len()] != MAGIC {
         return Err("not a cache entry".into());
     }
-    let (sum, body) = bytes[MAGIC.len()..].split_at(32);
+    let (source, rest) = bytes[MAGIC.len()..].split_at(32);
+    if hex(source) != sha256 {
+        return Err("the entry was compiled from another component".into());
+    }
+    let (sum, body) = rest.split_at(32);
     if crate::registry::sha256_bytes(body) != sum {
         return Err("the entry's checksum does not match its bytes".into());
     }
     Ok(Some(body.to_vec()))
 }
 
-/// Write an entry atomically: a private temp file in the directory, then a rename.
-fn store(dir: &Path, path: &Path, component: &Component) -> std::io::Result<()> {
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Write an entry atomically: a private temp file created in the checked directory's
+/// descriptor, then renamed within it.
+fn store(dir: &Path, name: &str, sha256: &str, component: &Component) -> std::io::Result<()> {
+    use rustix::fs::{Mode, OFlags};
     std::fs::DirBuilder::new()
         .recursive(true)
         .mode(0o700)
         .create(dir)?;
+    let dfd = match trusted_dir(dir) {
+        Ok(Some(fd)) => fd,
+        Ok(None) => return Err(std::io::Error::other("the cache directory vanished")),
+        Err(why) => return Err(std::io::Error::other(why)),
+    };
+    let source_bytes: Vec<u8> = (0..sha256.len() / 2)
+        .filter_map(|i| u8::from_str_radix(sha256.get(2 * i..2 * i + 2)?, 16).ok())
+        .collect();
+    if source_bytes.len() != 32 || sha256.len() != 64 {
+        return Err(std::io::Error::other("not a sha256"));
+    }
     let body = component.serialize().map_err(std::io::Error::other)?;
-    let mut out = Vec::with_capacity(MAGIC.len() + 32 + body.len());
+    let mut out = Vec::with_capacity(HEADER + body.len());
     out.extend_from_slice(MAGIC);
+    out.extend_from_slice(&source_bytes);
     out.extend_from_slice(&crate::registry::sha256_bytes(&body));
     out.extend_from_slice(&body);
-    let tmp = dir.join(format!(
+    let tmp = format!(
         ".tmp-{}-{}",
         std::process::id(),
         crate::token::random_hex16().map_err(|e| std::io::Error::other(e.to_string()))?
-    ));
-    let mut f = std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(0o600)
-        .open(&tmp)?;
-    f.write_all(&out)?;
-    f.sync_all()?;
+    );
+    let flags = OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+    let fd = rustix::fs::openat(&dfd, tmp.as_str(), flags, Mode::from_raw_mode(0o600))?;
+    let mut f = std::fs::File::from(fd);
+    let written = f.write_all(&out).and_then(|_| f.sync_all());
     drop(f);
-    std::fs::rename(&tmp, path).inspect_err(|_| {
-        let _ = std::fs::remove_file(&tmp);
-    })
+    let renamed = written.and_then(|_| Ok(rustix::fs::renameat(&dfd, tmp.as_str(), &dfd, name)?));
+    if renamed.is_err() {
+        let _ = rustix::fs::unlinkat(&dfd, tmp.as_str(), rustix::fs::AtFlags::empty());
+    }
+    renamed
 }

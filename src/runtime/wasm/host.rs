@@ -39,6 +39,14 @@ pub const MAX_MEMORIES: usize = 8;
 /// At most this many tables per store.
 pub const MAX_TABLES: usize = 32;
 
+/// At most this many host resources (streams, pollables, descriptors, HTTP objects) live
+/// at once per guest (wasmtime's default is a million).
+pub const MAX_RESOURCES: usize = 4096;
+/// At most this many bytes in one set of HTTP header fields (wasmtime-wasi-http's default is
+/// 128 KiB): with [`MAX_RESOURCES`], host memory a guest can pin through fields stays
+/// under 64 MiB.
+pub const MAX_FIELDS_BYTES: usize = 16 << 10;
+
 /// Caps from `capabilities.limits`, counted across every memory and table of the store:
 /// `memory_bytes` bounds the sum of all memories, `table_elements` the sum of all tables.
 pub struct Limiter {
@@ -190,10 +198,16 @@ impl Host {
         b.allow_tcp(false).allow_udp(false).allow_ip_name_lookup(false);
         b.stdout(OutputFile::new(grants.stdout));
         b.stderr(OutputFile::new(grants.stderr));
+        // Host-side objects a guest creates (streams, pollables, HTTP fields) are not in its
+        // linear memory, so `memory_bytes` does not see them: cap their number and size.
+        let mut table = ResourceTable::new();
+        table.set_max_capacity(MAX_RESOURCES);
+        let mut http = WasiHttpCtx::new();
+        http.set_field_size_limit(MAX_FIELDS_BYTES);
         Ok(Host {
             wasi: b.build(),
-            http: WasiHttpCtx::new(),
-            table: ResourceTable::new(),
+            http,
+            table,
             gate: Gate {
                 rules: grants.network_allow.to_vec(),
             },

@@ -67,6 +67,15 @@ fn classify(e: &wasmtime::Error, deadline_secs: u64) -> Outcome {
             message: limit.0.clone(),
         };
     }
+    if let Some(full) = e.downcast_ref::<wasmtime::component::ResourceTableError>() {
+        return Outcome::Trapped {
+            kind: TrapKind::ResourceLimit,
+            message: format!(
+                "host resources: {full} (at most {} live at once)",
+                host::MAX_RESOURCES
+            ),
+        };
+    }
     if e.downcast_ref::<Trap>() == Some(&Trap::Interrupt) {
         return deadline_outcome(deadline_secs, false);
     }

@@ -4,6 +4,7 @@
 pub mod cache;
 pub mod host;
 pub mod invoke;
+pub mod sink;
 
 pub use invoke::{call_run, Outcome, TrapKind};
 

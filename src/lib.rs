@@ -21,6 +21,7 @@ pub mod roost;
 pub mod runtime;
 pub mod signals;
 pub mod token;
+pub mod trace_view;
 
 /// The crate version both binaries report.
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");

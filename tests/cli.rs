@@ -37,12 +37,69 @@ fn mur_help_lists_the_subcommands() {
     let (code, out, _) = run(MUR, &["--help"]);
     assert_eq!(code, 0);
     assert!(out.contains("usage: mur <command>"), "{out}");
-    for command in ["build", "publish", "inspect", "help", "version"] {
+    for command in [
+        "build", "publish", "inspect", "run", "exec", "doctor", "trace", "help", "version",
+    ] {
         assert!(
             out.lines().any(|l| l.trim_start().starts_with(command)),
             "{command} missing: {out}"
         );
     }
+}
+
+#[test]
+fn every_command_answers_help_with_usage_flags_and_an_example() {
+    let commands = [
+        "build", "publish", "inspect", "run", "exec", "doctor", "trace", "help", "version",
+    ];
+    for command in commands {
+        for flag in ["--help", "-h"] {
+            let (code, out, err) = run(MUR, &[command, flag]);
+            assert_eq!((code, err.as_str()), (0, ""), "mur {command} {flag}");
+            assert!(out.contains(&format!("usage: mur {command}")), "{command}: {out}");
+            assert!(out.contains("\nexample:\n  mur "), "{command}: {out}");
+            if !matches!(command, "help" | "version") {
+                assert!(out.contains("\noptions:\n"), "{command}: {out}");
+                assert!(out.contains("-h, --help"), "{command}: {out}");
+            }
+        }
+        let (code, out, _) = run(MUR, &["help", command]);
+        assert_eq!(code, 0);
+        assert!(out.contains(&format!("usage: mur {command}")), "{out}");
+    }
+    // Flags with their defaults.
+    let (_, out, _) = run(MUR, &["run", "--help"]);
+    assert!(
+        out.contains("--manifest PATH      the capsule's manifest (default ./murmur.yaml)"),
+        "{out}"
+    );
+    let (_, out, _) = run(MUR, &["build", "--output=x.mur.zip", "--help"]);
+    assert!(out.starts_with("build - validate a capsule directory"), "{out}");
+    // After `--`, --help belongs to the command being run.
+    let (code, _, err) = run(
+        MUR,
+        &[
+            "exec",
+            "--manifest",
+            "/nonexistent/murmur.yaml",
+            "--",
+            "ls",
+            "--help",
+        ],
+    );
+    assert_eq!(code, 1, "{err}");
+    for flag in ["--help", "-h"] {
+        let (code, out, err) = run(ROOST, &[flag]);
+        assert_eq!((code, err.as_str()), (0, ""));
+        assert!(out.contains("usage: mur-roost"), "{out}");
+        assert!(
+            out.contains("--port N               listen on 127.0.0.1:N, 0 for any free port (default 7700)"),
+            "{out}"
+        );
+        assert!(out.contains("\nexample:\n  mur-roost --port 7700"), "{out}");
+    }
+    let (code, _, err) = run(MUR, &["help", "nonsense"]);
+    assert_eq!(code, 2, "{err}");
 }
 
 #[test]
@@ -54,9 +111,21 @@ fn unknown_arguments_are_named_and_refused() {
     let (code, _, err) = run(MUR, &["frobnicate"]);
     assert_ne!(code, 0);
     assert!(err.starts_with("mur: unknown argument: frobnicate\n"), "{err}");
+    assert!(err.ends_with("run 'mur --help' for usage\n"), "{err}");
+    for command in ["build", "publish", "inspect", "run", "exec", "doctor", "trace"] {
+        let (code, out, err) = run(MUR, &[command, "--no-such-flag"]);
+        assert_eq!((code, out.as_str()), (2, ""), "{command}");
+        assert_eq!(
+            err,
+            format!("mur: unknown argument: --no-such-flag\nrun 'mur {command} --help' for usage\n")
+        );
+    }
     let (code, _, err) = run(ROOST, &["--max-total", "4"]);
     assert_ne!(code, 0);
-    assert_eq!(err, "mur-roost: unknown argument: --max-total\n");
+    assert_eq!(
+        err,
+        "mur-roost: unknown argument: --max-total\nrun 'mur-roost --help' for usage\n"
+    );
     let (code, _, err) = run(ROOST, &["--port", "seventy"]);
     assert_ne!(code, 0);
     assert!(err.starts_with("mur-roost: --port"), "{err}");

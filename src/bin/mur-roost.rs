@@ -12,9 +12,14 @@ fn main() -> ExitCode {
         Ok(c) => c,
         Err(e) => {
             eprintln!("{BIN}: {e}");
+            eprintln!("run '{BIN} --help' for usage");
             return ExitCode::from(2);
         }
     };
+    if config.help {
+        print!("{}", murmur::commands::help::text(&murmur::commands::help::ROOST));
+        return ExitCode::SUCCESS;
+    }
     if config.version {
         println!("{BIN} {}", murmur::VERSION);
         return ExitCode::SUCCESS;

@@ -1,7 +1,7 @@
 //! `mur`: argument parsing and dispatch to the subcommands, nothing else.
 
 use murmur::cli::{no_value, Arg, ArgError, Args};
-use murmur::commands::{self, render};
+use murmur::commands::{self, help, render};
 use murmur::diag::Diagnostic;
 use murmur::registry::{self, ArtifactName};
 use std::path::PathBuf;
@@ -9,34 +9,9 @@ use std::process::ExitCode;
 
 const BIN: &str = "mur";
 
-const HELP: &str = "\
-mur - run murmur capsules inside enforced containment
-
-usage: mur <command> [options]
-
-commands:
-  build [DIR] [-o FILE]            validate a capsule directory and pack it into a .mur.zip
-  publish FILE [--registry-path DIR] [--scope SCOPE]
-                                   file an archive into the local registry
-  inspect NAME@VERSION [--registry-path DIR]
-                                   show what the registry resolves for NAME@VERSION
-  run [--manifest PATH | --capsule NAME --capsule-version V [--registry-path DIR]]
-      [--workdir DIR] [--task TEXT|FILE] [--containment CLASS] [--explain-scope] [-v]
-                                   run a WASM capsule and serve its door on 127.0.0.1
-  exec [--manifest PATH] [--containment CLASS] [--workdir DIR] -- CMD [ARGS]
-                                   run one shell.allow command contained as the capsule's
-                                   shell tool would be; exits with its status
-  help                             print this help
-  version                          print the version
-
-options:
-  --json          machine-readable output (build, publish, inspect, run)
-  -h, --help      print this help
-  -V, --version   print the version
-";
-
 enum Command {
-    Help,
+    /// `mur --help` (`None`) or one command's help.
+    Help(Option<&'static str>),
     Version,
     Build {
         dir: PathBuf,
@@ -57,6 +32,8 @@ enum Command {
     #[cfg(feature = "runtime")]
     Run(murmur::runtime::RunOptions),
     Exec(murmur::commands::exec::ExecOptions),
+    Doctor(murmur::commands::doctor::DoctorOptions),
+    Trace(murmur::commands::trace::TraceOptions),
     /// Hidden: the host probe's child (see `containment::probe`).
     /// The host probe child, up to a class (all of them when none is named).
     Probe(murmur::containment::class::Class),
@@ -78,6 +55,7 @@ fn parse_exec(args: &mut Args) -> Result<Command, ArgError> {
             "--containment" => {
                 o.containment = Some(class_value(&name, args.value(&name, inline)?)?);
             }
+            "-h" | "--help" => return help_for("exec", &name, inline),
             _ => return Err(ArgError::Unknown(name)),
         }
     }
@@ -116,6 +94,7 @@ fn parse_run(args: &mut Args) -> Result<Command, ArgError> {
                 no_value(&name, inline)?;
                 o.explain = true;
             }
+            "-h" | "--help" => return help_for("run", &name, inline),
             _ => return Err(ArgError::Unknown(name)),
         }
     }
@@ -124,6 +103,40 @@ fn parse_run(args: &mut Args) -> Result<Command, ArgError> {
         (Some(_), Some(_), Some(_)) => Err(ArgError::Conflict("--capsule", "--manifest")),
         (Some(_), None, _) => Err(ArgError::MissingValue("--capsule-version".into())),
         (None, Some(_), _) => Err(ArgError::MissingValue("--capsule".into())),
+    }
+}
+
+/// `-h`/`--help` after a command: that command's help.
+fn help_for(command: &'static str, name: &str, inline: Option<String>) -> Result<Command, ArgError> {
+    no_value(name, inline)?;
+    Ok(Command::Help(Some(command)))
+}
+
+fn parse_trace(args: &mut Args) -> Result<Command, ArgError> {
+    let mut o = murmur::commands::trace::TraceOptions::default();
+    while let Some(arg) = args.next_arg() {
+        match arg {
+            Arg::Word(w) if o.path.is_none() => o.path = Some(w.into()),
+            Arg::Flag { name, inline } => match name.as_str() {
+                "--session" => o.session = Some(args.value(&name, inline)?),
+                "--json" => {
+                    no_value(&name, inline)?;
+                    o.json = true;
+                }
+                "-f" | "--follow" => {
+                    no_value(&name, inline)?;
+                    o.follow = true;
+                }
+                "-h" | "--help" => return help_for("trace", &name, inline),
+                _ => return Err(ArgError::Unknown(name)),
+            },
+            other => return Err(unknown(other)),
+        }
+    }
+    match (&o.path, &o.session) {
+        (Some(_), Some(_)) => Err(ArgError::Conflict("PATH", "--session")),
+        (None, None) => Err(ArgError::MissingValue("trace PATH or --session ID".into())),
+        _ => Ok(Command::Trace(o)),
     }
 }
 
@@ -153,7 +166,9 @@ struct Opts {
     out: Option<PathBuf>,
     registry: Option<PathBuf>,
     scope: Option<String>,
+    manifest: Option<PathBuf>,
     json: bool,
+    help: bool,
 }
 
 fn opts(args: &mut Args, allowed: &[&str]) -> Result<Opts, ArgError> {
@@ -161,6 +176,10 @@ fn opts(args: &mut Args, allowed: &[&str]) -> Result<Opts, ArgError> {
     while let Some(arg) = args.next_arg() {
         match arg {
             Arg::Word(w) if o.word.is_none() => o.word = Some(w),
+            Arg::Flag { name, inline } if name == "-h" || name == "--help" => {
+                no_value(&name, inline)?;
+                o.help = true;
+            }
             Arg::Flag { name, inline } if allowed.contains(&name.as_str()) => match name.as_str() {
                 "--json" => {
                     no_value(&name, inline)?;
@@ -169,6 +188,7 @@ fn opts(args: &mut Args, allowed: &[&str]) -> Result<Opts, ArgError> {
                 "-o" | "--output" => o.out = Some(args.value(&name, inline)?.into()),
                 "--registry-path" => o.registry = Some(args.value(&name, inline)?.into()),
                 "--scope" => o.scope = Some(args.value(&name, inline)?),
+                "--manifest" => o.manifest = Some(args.value(&name, inline)?.into()),
                 _ => return Err(ArgError::Unknown(name)),
             },
             other => return Err(unknown(other)),
@@ -179,11 +199,11 @@ fn opts(args: &mut Args, allowed: &[&str]) -> Result<Opts, ArgError> {
 
 fn parse(mut args: Args) -> Result<Command, ArgError> {
     let command = match args.next_arg() {
-        None => return Ok(Command::Help),
+        None => return Ok(Command::Help(None)),
         Some(Arg::Word(w)) => w,
         Some(Arg::Flag { name, inline }) if name == "--help" || name == "-h" => {
             no_value(&name, inline)?;
-            return Ok(Command::Help);
+            return Ok(Command::Help(None));
         }
         Some(Arg::Flag { name, inline }) if name == "--version" || name == "-V" => {
             no_value(&name, inline)?;
@@ -192,10 +212,29 @@ fn parse(mut args: Args) -> Result<Command, ArgError> {
         Some(other) => return Err(unknown(other)),
     };
     let cmd = match command.as_str() {
-        "help" => Command::Help,
-        "version" => Command::Version,
+        "help" => match args.next_arg() {
+            None => Command::Help(None),
+            Some(Arg::Word(w)) => match help::find(&w) {
+                Some(h) => Command::Help(Some(h.name)),
+                None => return Err(ArgError::Unknown(w)),
+            },
+            Some(Arg::Flag { name, inline }) if name == "-h" || name == "--help" => {
+                return help_for("help", &name, inline)
+            }
+            Some(other) => return Err(unknown(other)),
+        },
+        "version" => match args.next_arg() {
+            None => Command::Version,
+            Some(Arg::Flag { name, inline }) if name == "-h" || name == "--help" => {
+                return help_for("version", &name, inline)
+            }
+            Some(other) => return Err(unknown(other)),
+        },
         "build" => {
             let o = opts(&mut args, &["-o", "--output", "--json"])?;
+            if o.help {
+                return Ok(Command::Help(Some("build")));
+            }
             if let Some(out) = &o.out {
                 if !out.to_string_lossy().ends_with(".mur.zip") {
                     return Err(ArgError::BadValue {
@@ -213,6 +252,9 @@ fn parse(mut args: Args) -> Result<Command, ArgError> {
         }
         "publish" => {
             let o = opts(&mut args, &["--registry-path", "--scope", "--json"])?;
+            if o.help {
+                return Ok(Command::Help(Some("publish")));
+            }
             let file = o
                 .word
                 .ok_or_else(|| ArgError::MissingValue("publish FILE".into()))?;
@@ -225,6 +267,9 @@ fn parse(mut args: Args) -> Result<Command, ArgError> {
         }
         "inspect" => {
             let o = opts(&mut args, &["--registry-path", "--json"])?;
+            if o.help {
+                return Ok(Command::Help(Some("inspect")));
+            }
             let target = o
                 .word
                 .ok_or_else(|| ArgError::MissingValue("inspect NAME@VERSION".into()))?;
@@ -237,6 +282,21 @@ fn parse(mut args: Args) -> Result<Command, ArgError> {
         #[cfg(feature = "runtime")]
         "run" => parse_run(&mut args)?,
         "exec" => parse_exec(&mut args)?,
+        "trace" => parse_trace(&mut args)?,
+        "doctor" => {
+            let o = opts(&mut args, &["--manifest", "--registry-path", "--json"])?;
+            if o.help {
+                return Ok(Command::Help(Some("doctor")));
+            }
+            if let Some(w) = o.word {
+                return Err(ArgError::Unknown(w));
+            }
+            Command::Doctor(murmur::commands::doctor::DoctorOptions {
+                manifest: o.manifest,
+                registry: o.registry,
+                json: o.json,
+            })
+        }
         "__probe" => {
             let up_to = match args.next_arg() {
                 None => murmur::containment::class::Class::Sealed,
@@ -261,7 +321,8 @@ fn warn_all(warnings: &[Diagnostic]) {
 
 fn run(cmd: Command) -> Result<String, Diagnostic> {
     match cmd {
-        Command::Help => Ok(HELP.to_string()),
+        Command::Help(None) => Ok(help::mur_text()),
+        Command::Help(Some(name)) => Ok(help::find(name).map(help::text).unwrap_or_else(help::mur_text)),
         Command::Version => Ok(format!("{BIN} {}\n", murmur::VERSION)),
         Command::Build { dir, out, json } => {
             let built = commands::build(&dir, out.as_deref())?;
@@ -292,7 +353,19 @@ fn run(cmd: Command) -> Result<String, Diagnostic> {
         }
         #[cfg(feature = "runtime")]
         Command::Run(_) => unreachable!("dispatched in main"),
-        Command::Exec(_) | Command::Probe(_) => unreachable!("dispatched in main"),
+        Command::Exec(_) | Command::Probe(_) | Command::Trace(_) => unreachable!("dispatched in main"),
+        Command::Doctor(o) => {
+            let (out, code) = commands::doctor::doctor(&o, &exe())?;
+            if code != 0 {
+                print!("{out}");
+                return Err(Diagnostic::new(
+                    murmur::diag::code::CAP_FLOOR,
+                    "--manifest",
+                    "the capsule's containment floor is not met on this host (see above)",
+                ));
+            }
+            Ok(out)
+        }
         Command::Inspect {
             target,
             registry,
@@ -326,12 +399,17 @@ fn run_capsule(o: murmur::runtime::RunOptions) -> ExitCode {
     }
 }
 
+/// This binary, for the probe child.
+fn exe() -> PathBuf {
+    std::env::current_exe().unwrap_or_else(|_| PathBuf::from("/proc/self/exe"))
+}
+
 fn main() -> ExitCode {
     let cmd = match parse(Args::new(std::env::args().skip(1))) {
         Ok(c) => c,
         Err(e) => {
             eprintln!("{BIN}: {e}");
-            eprintln!("run 'mur --help' for usage");
+            eprintln!("{}", help::pointer(std::env::args().nth(1).as_deref()));
             return ExitCode::from(2);
         }
     };
@@ -342,9 +420,18 @@ fn main() -> ExitCode {
     };
     let cmd = match cmd {
         Command::Probe(up_to) => return ExitCode::from(murmur::containment::probe::child_main(up_to) as u8),
+        Command::Trace(o) => {
+            let (mut out, mut err) = (std::io::stdout().lock(), std::io::stderr());
+            return match murmur::commands::trace::trace(&o, &mut out, &mut err) {
+                Ok(code) => ExitCode::from(code),
+                Err(d) => {
+                    eprintln!("{d}");
+                    ExitCode::from(1)
+                }
+            };
+        }
         Command::Exec(o) => {
-            let exe = std::env::current_exe().unwrap_or_else(|_| PathBuf::from("/proc/self/exe"));
-            return match murmur::commands::exec::exec(o, &exe) {
+            return match murmur::commands::exec::exec(o, &exe()) {
                 Ok(code) => ExitCode::from(code),
                 Err(d) => {
                     eprintln!("{d}");

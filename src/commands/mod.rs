@@ -2,7 +2,12 @@
 //! dispatches. Each returns its result or one diagnostic; rendering is in [`render`].
 
 pub mod build;
+pub mod doctor;
+mod doctor_fix;
+mod doctor_text;
 pub mod exec;
+pub mod help;
 pub mod render;
+pub mod trace;
 
 pub use build::{build, Built};

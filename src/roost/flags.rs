@@ -1,5 +1,5 @@
 //! `mur-roost` flags: `--port`, `--registry-path`, `--spawn-allow` (repeatable), the three
-//! bounds and `--version`. Anything else is refused by name.
+//! bounds, `--version` and `-h`/`--help`. Anything else is refused by name.
 
 use crate::cli::{no_value, Arg, ArgError, Args};
 use crate::manifest::name_error;
@@ -15,6 +15,7 @@ pub struct Config {
     pub max_concurrent: u32,
     pub max_live_capsules: u32,
     pub version: bool,
+    pub help: bool,
 }
 
 /// The default machine ceiling: host cores × 8, clamped to 16..=256.
@@ -34,6 +35,7 @@ pub fn parse(mut args: Args) -> Result<Config, ArgError> {
         max_concurrent: 4,
         max_live_capsules: default_ceiling(cores),
         version: false,
+        help: false,
     };
     while let Some(arg) = args.next_arg() {
         let (name, inline) = match arg {
@@ -60,6 +62,10 @@ pub fn parse(mut args: Args) -> Result<Config, ArgError> {
             "--version" => {
                 no_value(&name, inline)?;
                 c.version = true;
+            }
+            "-h" | "--help" => {
+                no_value(&name, inline)?;
+                c.help = true;
             }
             _ => return Err(ArgError::Unknown(name)),
         }
@@ -106,6 +112,8 @@ mod tests {
         assert!(p(&["--max-depth", "-1"]).is_err());
         assert!(p(&["--max-depth", "1.5"]).is_err());
         assert!(p(&["--port"]).is_err());
+        assert!(p(&["--help"]).unwrap().help);
+        assert!(p(&["-h"]).unwrap().help);
     }
 
     #[test]

@@ -1,0 +1,108 @@
+//! `mur doctor`'s one-line fixes: for a mechanism the probe found missing, what on this host
+//! most likely took it away (read from the sysctls that decide it) and what to change.
+
+/// The sysctls that decide whether unprivileged user namespaces work.
+#[derive(Debug, Default, Clone)]
+pub struct Sysctls {
+    pub max_user_namespaces: Option<u64>,
+    pub unprivileged_userns_clone: Option<u64>,
+    pub apparmor_restrict_userns: Option<u64>,
+    pub root: bool,
+    /// This process is in a user namespace without an id map (`unshare --user`).
+    pub unmapped: bool,
+}
+
+fn sysctl(path: &str) -> Option<u64> {
+    let text = std::fs::read_to_string(path).ok()?;
+    text.trim().parse().ok()
+}
+
+impl Sysctls {
+    /// Read them from `/proc/sys` (absent ones stay `None`).
+    pub fn read() -> Sysctls {
+        Sysctls {
+            max_user_namespaces: sysctl("/proc/sys/user/max_user_namespaces"),
+            unprivileged_userns_clone: sysctl("/proc/sys/kernel/unprivileged_userns_clone"),
+            apparmor_restrict_userns: sysctl("/proc/sys/kernel/apparmor_restrict_unprivileged_userns"),
+            root: rustix::process::geteuid().is_root(),
+            unmapped: std::fs::read_to_string("/proc/self/uid_map").is_ok_and(|m| m.trim().is_empty()),
+        }
+    }
+}
+
+/// The errno a probe message carries (`...: errno N (...)`).
+pub fn errno_of(msg: &str) -> Option<i32> {
+    let rest = &msg[msg.find("errno ")? + "errno ".len()..];
+    let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
+    digits.parse().ok()
+}
+
+/// Why user namespaces are refused, from the sysctls, and the fix.
+fn userns(s: &Sysctls) -> String {
+    if s.unmapped {
+        return "mur runs in a user namespace with no uid map (unshare --user without -r), where no further namespace may be made: map ids (unshare -r) or run outside it".into();
+    }
+    if s.max_user_namespaces == Some(0) {
+        return "user namespaces are disabled by sysctl: sysctl -w user.max_user_namespaces=10000".into();
+    }
+    if s.unprivileged_userns_clone == Some(0) && !s.root {
+        return "unprivileged user namespaces are disabled by sysctl: sysctl -w kernel.unprivileged_userns_clone=1"
+            .into();
+    }
+    if s.apparmor_restrict_userns == Some(1) && !s.root {
+        return "AppArmor restricts unprivileged user namespaces: sysctl -w kernel.apparmor_restrict_unprivileged_userns=0, or give mur an AppArmor profile with `userns,`".into();
+    }
+    "a seccomp filter or LSM refuses unshare(2) here (a container runtime's default profile does): allow unshare with CLONE_NEWUSER/CLONE_NEWNET, or run outside that container".into()
+}
+
+/// The fix for `mechanism` (a [`super::doctor::MECHANISMS`] name) failing with `msg`.
+pub fn fix(mechanism: &str, msg: &str, abi: u32, s: &Sysctls) -> String {
+    if msg.contains("MURMUR_PROBE_DENY") {
+        return "unset MURMUR_PROBE_DENY (a test hook that simulates a missing mechanism)".into();
+    }
+    let errno = errno_of(msg);
+    match (mechanism, errno) {
+        ("landlock", Some(libc::ENOSYS)) => "the kernel offers no landlock (or a seccomp filter hides landlock_create_ruleset): boot Linux 6.2 or later built with CONFIG_SECURITY_LANDLOCK=y".into(),
+        ("landlock", Some(libc::EOPNOTSUPP)) => "landlock is built in but not enabled: add landlock to the lsm= kernel boot parameter".into(),
+        ("landlock", _) => "landlock could not be installed: check the kernel's lsm= list and any seccomp filter around mur".into(),
+        ("landlock_abi", _) => format!("the kernel is too old for landlock ABI 3 (it has ABI {abi}): upgrade to Linux 6.2 or later"),
+        ("seccomp", _) => "seccomp filters are unavailable: use a kernel with CONFIG_SECCOMP_FILTER=y, or a container that allows nested seccomp filters".into(),
+        ("netns", Some(libc::EPERM | libc::ENOSPC | libc::EINVAL | libc::EACCES)) | ("sealed", Some(libc::EPERM | libc::ENOSPC | libc::EACCES))
+            if msg.contains("unshare") || msg.contains("user namespace") =>
+        {
+            userns(s)
+        }
+        ("netns", _) => "the network namespace was refused: allow unshare(CLONE_NEWNET) (with CLONE_NEWUSER when not root)".into(),
+        ("pids_cgroup", _) => "no pids cgroup is delegated to this user: run on cgroup v2 and start mur in a delegated scope, e.g. systemd-run --user --scope -p Delegate=yes mur ...".into(),
+        ("sealed", _) => "the sealed root could not be composed (mount namespace, tmpfs or pivot_root refused): allow mounts inside a user namespace, or use 'scoped'".into(),
+        _ => "see audit/threat-model.md for what this mechanism needs".into(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn errnos_and_fixes() {
+        assert_eq!(
+            errno_of("unshare(CLONE_NEWNET): errno 1 (Operation not permitted)"),
+            Some(1)
+        );
+        assert_eq!(errno_of("no number"), None);
+        let s = Sysctls {
+            max_user_namespaces: Some(0),
+            ..Default::default()
+        };
+        assert!(
+            fix("netns", "unshare(CLONE_NEWNET): errno 28 (x)", 6, &s).contains("user.max_user_namespaces")
+        );
+        let s = Sysctls {
+            apparmor_restrict_userns: Some(1),
+            ..Default::default()
+        };
+        assert!(fix("sealed", "sealed: enter new user ... (unshare): errno 1", 6, &s).contains("AppArmor"));
+        assert!(fix("landlock", "landlock_create_ruleset(x): errno 38 (y)", 0, &s).contains("6.2"));
+        assert!(fix("landlock_abi", "", 2, &s).contains("ABI 2"));
+    }
+}

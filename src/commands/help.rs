@@ -1,0 +1,185 @@
+//! Every help text of both binaries, as data: each command's usage, what it does, its flags
+//! with their defaults, and one example. `-h`/`--help` print these; an argument error points
+//! at them.
+
+/// One command's help.
+pub struct Help {
+    pub name: &'static str,
+    pub usage: &'static str,
+    pub about: &'static str,
+    /// `(flag, what it does and its default)`.
+    pub flags: &'static [(&'static str, &'static str)],
+    pub example: &'static str,
+}
+
+const JSON: (&str, &str) = ("--json", "machine-readable output (default: text for a person)");
+const REGISTRY: (&str, &str) = (
+    "--registry-path DIR",
+    "the local registry (default ~/.murmur/artifacts)",
+);
+const HELP: (&str, &str) = ("-h, --help", "print this help");
+
+/// The `mur` subcommands, in the order `mur --help` lists them.
+pub const COMMANDS: &[Help] = &[
+    Help {
+        name: "build",
+        usage: "mur build [DIR] [-o FILE] [--json]",
+        about: "validate a capsule directory and pack it into a .mur.zip",
+        flags: &[("DIR", "the capsule directory (default .)"), ("-o, --output FILE", "the archive to write, ending in .mur.zip (default NAME-VERSION.mur.zip here)"), JSON, HELP],
+        example: "mur build examples/hello -o hello-0.1.0.mur.zip",
+    },
+    Help {
+        name: "publish",
+        usage: "mur publish FILE [--registry-path DIR] [--scope SCOPE] [--json]",
+        about: "file an archive into the local registry",
+        flags: &[("FILE", "the .mur.zip to publish (required)"), REGISTRY, ("--scope SCOPE", "file it as SCOPE/NAME (default: a bare name)"), JSON, HELP],
+        example: "mur publish hello-0.1.0.mur.zip --scope local",
+    },
+    Help {
+        name: "inspect",
+        usage: "mur inspect NAME@VERSION [--registry-path DIR] [--json]",
+        about: "show what the registry resolves for NAME@VERSION",
+        flags: &[("NAME@VERSION", "a bare or scoped name and an exact version (required)"), REGISTRY, JSON, HELP],
+        example: "mur inspect local/hello@0.1.0 --json",
+    },
+    Help {
+        name: "run",
+        usage: "mur run [--manifest PATH | --capsule NAME --capsule-version V] [options]",
+        about: "run a WASM capsule and serve its door on 127.0.0.1",
+        flags: &[
+            ("--manifest PATH", "the capsule's manifest (default ./murmur.yaml)"),
+            ("--capsule NAME", "run a published capsule instead (with --capsule-version)"),
+            ("--capsule-version V", "its exact version"),
+            REGISTRY,
+            ("--workdir DIR", "an existing workdir (default <manifest dir>/workdir/<session>)"),
+            ("--task TEXT|FILE", "the task: a file is copied, text written as task.md (default: none)"),
+            ("--containment CLASS", "raise the floor to advisory, scoped or sealed (default: the manifest's)"),
+            ("--explain-scope", "print the effective grants and run nothing"),
+            ("-v, --verbose", "print where the records go"),
+            ("--json", "print one announcement line instead of text"),
+            HELP,
+        ],
+        example: "mur run --manifest examples/hello/murmur.yaml --task \"say hi\"",
+    },
+    Help {
+        name: "exec",
+        usage: "mur exec [--manifest PATH] [--containment CLASS] [--workdir DIR] -- CMD [ARGS]",
+        about: "run one shell.allow command contained as the capsule's shell tool would be; exits with its status",
+        flags: &[
+            ("--manifest PATH", "the capsule's manifest (default ./murmur.yaml)"),
+            ("--containment CLASS", "raise the floor to advisory, scoped or sealed (default: the manifest's)"),
+            ("--workdir DIR", "the directory the command works in (default: a fresh one)"),
+            ("-- CMD [ARGS]", "the command, a bare name from capabilities.shell.allow (required)"),
+            HELP,
+        ],
+        example: "mur exec --manifest murmur.yaml --containment sealed -- ls -la",
+    },
+    Help {
+        name: "doctor",
+        usage: "mur doctor [--manifest PATH] [--registry-path DIR] [--json]",
+        about: "probe this host as a launch would and say which containment classes it backs, and why not",
+        flags: &[
+            ("--manifest PATH", "also say whether this capsule's floor is met here; exit 1 if not (default: none)"),
+            REGISTRY,
+            JSON,
+            HELP,
+        ],
+        example: "mur doctor --manifest examples/hello/murmur.yaml",
+    },
+    Help {
+        name: "trace",
+        usage: "mur trace [PATH | --session ID] [--json] [--follow]",
+        about: "render a session's trace.jsonl as a timeline and a summary",
+        flags: &[
+            ("PATH", "a trace.jsonl, or a session's records directory"),
+            ("--session ID", "the trace of session ID in $MURMUR_RECORDS_DIR (default ~/.murmur/records)"),
+            ("--json", "print only the summary, as one JSON object"),
+            ("-f, --follow", "keep reading while the session runs; stop shortly after it ends"),
+            HELP,
+        ],
+        example: "mur trace --session ses_0123456789abcdef0123456789abcdef",
+    },
+    Help {
+        name: "help",
+        usage: "mur help [COMMAND]",
+        about: "print this help, or a command's",
+        flags: &[],
+        example: "mur help doctor",
+    },
+    Help {
+        name: "version",
+        usage: "mur version",
+        about: "print the version",
+        flags: &[],
+        example: "mur --version",
+    },
+];
+
+/// `mur-roost --help`.
+pub const ROOST: Help = Help {
+    name: "mur-roost",
+    usage: "mur-roost [--port N] [--registry-path DIR] [--spawn-allow NAME]... [bounds]",
+    about: "the loopback daemon that referees which capsules may spawn which others",
+    flags: &[
+        (
+            "--port N",
+            "listen on 127.0.0.1:N, 0 for any free port (default 7700)",
+        ),
+        REGISTRY,
+        (
+            "--spawn-allow NAME",
+            "a capsule that may be spawned; repeat per name (default: none)",
+        ),
+        ("--max-depth N", "deepest delegation chain (default 3)"),
+        (
+            "--max-concurrent N",
+            "live children per parent session (default 4)",
+        ),
+        (
+            "--max-live-capsules N",
+            "live capsules on this machine (default cores x 8, 16 to 256)",
+        ),
+        ("--version", "print the version"),
+        HELP,
+    ],
+    example: "mur-roost --port 7700 --spawn-allow local/worker-a",
+};
+
+/// The help of `mur COMMAND`.
+pub fn find(command: &str) -> Option<&'static Help> {
+    COMMANDS.iter().find(|h| h.name == command)
+}
+
+/// One command's help text.
+pub fn text(h: &Help) -> String {
+    let mut out = format!("{} - {}\n\nusage: {}\n", h.name, h.about, h.usage);
+    if !h.flags.is_empty() {
+        out.push_str("\noptions:\n");
+        let width = h.flags.iter().map(|(f, _)| f.len()).max().unwrap_or(0).min(24);
+        for (flag, what) in h.flags {
+            out.push_str(&format!("  {flag:<width$}  {what}\n"));
+        }
+    }
+    out.push_str(&format!("\nexample:\n  {}\n", h.example));
+    out
+}
+
+/// `mur --help`: every command in one line each.
+pub fn mur_text() -> String {
+    let mut out = String::from("mur - run murmur capsules inside enforced containment\n\nusage: mur <command> [options]\n\ncommands:\n");
+    for h in COMMANDS {
+        out.push_str(&format!("  {:<10}{}\n", h.name, h.about));
+    }
+    out.push_str(
+        "\noptions:\n  -h, --help      print this help (after a command: that command's)\n  -V, --version   print the version\n\nexample:\n  mur run --help\n",
+    );
+    out
+}
+
+/// The line after an argument error.
+pub fn pointer(command: Option<&str>) -> String {
+    match command.and_then(find) {
+        Some(h) => format!("run 'mur {} --help' for usage", h.name),
+        None => "run 'mur --help' for usage".into(),
+    }
+}

@@ -1,0 +1,196 @@
+//! `mur trace [PATH | --session ID]`: read a session's `trace.jsonl` (bounded: at most
+//! [`MAX_FILE`] bytes, lines of at most [`crate::trace_view::MAX_LINE`]) and print its
+//! timeline and summary, or with `--json` the summary as one object; `--follow` keeps
+//! reading as a running session appends. Malformed lines go to stderr by number.
+
+use crate::diag::{code, Diagnostic};
+use crate::trace_view::{clean, Line, Splitter, Timeline, MAX_FILE, MAX_LINE};
+use std::fs::File;
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// The flags of `mur trace`.
+#[derive(Debug, Default)]
+pub struct TraceOptions {
+    pub path: Option<PathBuf>,
+    pub session: Option<String>,
+    pub json: bool,
+    pub follow: bool,
+}
+
+/// How often `--follow` looks for new lines, and how many quiet looks after `session_end`
+/// end it.
+const POLL: Duration = Duration::from_millis(200);
+const QUIET_AFTER_END: u32 = 5;
+
+/// Where records live: `$MURMUR_RECORDS_DIR`, else `~/.murmur/records`.
+fn records_root() -> Option<PathBuf> {
+    #[cfg(feature = "runtime")]
+    return crate::runtime::session::records_root();
+    #[cfg(not(feature = "runtime"))]
+    {
+        let var = |k: &str| std::env::var_os(k).filter(|v| !v.is_empty()).map(PathBuf::from);
+        var("MURMUR_RECORDS_DIR").or_else(|| var("HOME").map(|h| h.join(".murmur/records")))
+    }
+}
+
+/// A session id names one directory: letters, digits, `_` and `-` only.
+fn session_dir(id: &str) -> Result<PathBuf, Diagnostic> {
+    let ok = !id.is_empty()
+        && id.len() <= 100
+        && id
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
+    if !ok {
+        return Err(Diagnostic::new(
+            code::IO_READ,
+            "--session",
+            format!(
+                "'{}' is not a session id (ses_ and 32 hex digits)",
+                clean(id, 100)
+            ),
+        ));
+    }
+    let root = records_root().ok_or_else(|| {
+        Diagnostic::new(
+            code::IO_READ,
+            "--session",
+            "neither MURMUR_RECORDS_DIR nor HOME is set",
+        )
+    })?;
+    Ok(root.join(id).join("trace.jsonl"))
+}
+
+/// The trace file the options name: a file, a records directory, or a session's.
+pub fn locate(o: &TraceOptions) -> Result<PathBuf, Diagnostic> {
+    match (&o.path, &o.session) {
+        (_, Some(id)) => session_dir(id),
+        (Some(p), None) if p.is_dir() => Ok(p.join("trace.jsonl")),
+        (Some(p), None) => Ok(p.clone()),
+        (None, None) => Err(Diagnostic::new(
+            code::IO_READ,
+            "trace",
+            "name a trace file or --session ID",
+        )),
+    }
+}
+
+fn read_err(path: &Path, e: std::io::Error) -> Diagnostic {
+    Diagnostic::new(
+        code::IO_READ,
+        path.display().to_string(),
+        format!("cannot read {}: {e}", path.display()),
+    )
+}
+
+/// Reads the file in bounded chunks and renders as it goes.
+struct Reader<'a> {
+    file: File,
+    split: Splitter,
+    timeline: Timeline,
+    read: u64,
+    reported: usize,
+    json: bool,
+    out: &'a mut dyn Write,
+    err: &'a mut dyn Write,
+}
+
+impl Reader<'_> {
+    /// Read what is there now; false at end of file (or at the cap).
+    fn step(&mut self) -> Result<bool, std::io::Error> {
+        let mut chunk = vec![0u8; 64 * 1024];
+        let room = MAX_FILE.saturating_sub(self.read);
+        if room == 0 {
+            self.timeline_summary_cut();
+            return Ok(false);
+        }
+        let want = chunk.len().min(usize::try_from(room).unwrap_or(usize::MAX));
+        let got = self.file.read(&mut chunk[..want])?;
+        if got == 0 {
+            return Ok(false);
+        }
+        self.read += got as u64;
+        for line in self.split.feed(&chunk[..got]) {
+            self.show(line);
+        }
+        Ok(true)
+    }
+
+    fn timeline_summary_cut(&mut self) {
+        if !self.timeline.summary().cut_at_cap {
+            let _ = writeln!(self.err, "mur trace: stopped after {MAX_FILE} bytes");
+        }
+        self.timeline.mark_cut();
+    }
+
+    fn show(&mut self, line: Line) {
+        let lines = self.timeline.push(line);
+        if !self.json {
+            for l in lines {
+                let _ = writeln!(self.out, "{l}");
+            }
+        }
+        let problems = &self.timeline.summary().problems;
+        for (n, why) in problems.iter().skip(self.reported) {
+            let _ = writeln!(self.err, "mur trace: line {n}: {why}; skipped");
+        }
+        self.reported = problems.len();
+    }
+}
+
+/// Run `mur trace`; the exit status.
+pub fn trace(o: &TraceOptions, out: &mut dyn Write, err: &mut dyn Write) -> Result<u8, Diagnostic> {
+    let path = locate(o)?;
+    let file = File::open(&path).map_err(|e| read_err(&path, e))?;
+    let meta = file.metadata().map_err(|e| read_err(&path, e))?;
+    if !meta.is_file() {
+        return Err(read_err(&path, std::io::Error::other("not a regular file")));
+    }
+    let mut r = Reader {
+        file,
+        split: Splitter::new(MAX_LINE),
+        timeline: Timeline::new(),
+        read: 0,
+        reported: 0,
+        json: o.json,
+        out,
+        err,
+    };
+    while r.step().map_err(|e| read_err(&path, e))? {}
+    if o.follow {
+        let mut quiet = 0;
+        while quiet < QUIET_AFTER_END || r.timeline.summary().exit_status.is_none() {
+            std::thread::sleep(POLL);
+            let mut any = false;
+            while r.step().map_err(|e| read_err(&path, e))? {
+                any = true;
+            }
+            quiet = if any { 0 } else { quiet + 1 };
+            if r.timeline.summary().cut_at_cap {
+                break;
+            }
+        }
+    }
+    if let Some(last) = r.split.finish() {
+        r.show(last);
+    }
+    let summary = r.timeline.into_summary();
+    if summary.events == 0 {
+        return Err(Diagnostic::new(
+            code::IO_READ,
+            path.display().to_string(),
+            format!(
+                "no trace events in {} ({} malformed lines)",
+                path.display(),
+                summary.problem_count
+            ),
+        ));
+    }
+    if o.json {
+        let _ = writeln!(r.out, "{}", summary.to_json());
+    } else {
+        let _ = write!(r.out, "\n{}", summary.to_text());
+    }
+    Ok(0)
+}

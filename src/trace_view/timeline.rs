@@ -1,0 +1,368 @@
+//! One event at a time into readable lines: the session header, tasks, turns, tools, shell
+//! commands and the resource, peer and delegation events, with refusals and failures marked
+//! `!` and other notable events `*`. Every field shown is cleaned and cut.
+
+use super::clean::clean;
+use super::fields::{compact, generic, n, num, reason, refused, s, Obj, COMPOSITE, FIELD};
+use super::lines::Line;
+use super::summary::Summary;
+use serde_json::Value;
+
+/// The renderer's state: where the timeline started, whether a task is open, the summary.
+#[derive(Default)]
+pub struct Timeline {
+    base_ms: Option<i128>,
+    in_task: bool,
+    summary: Summary,
+}
+
+/// Mark: `!` a refusal or failure, `*` notable, ` ` ordinary.
+type Rendered = (char, usize, String);
+
+impl Timeline {
+    pub fn new() -> Timeline {
+        Timeline::default()
+    }
+
+    /// The summary so far.
+    pub fn summary(&self) -> &Summary {
+        &self.summary
+    }
+
+    pub fn into_summary(self) -> Summary {
+        self.summary
+    }
+
+    /// The reader stopped at the file-size cap.
+    pub fn mark_cut(&mut self) {
+        self.summary.cut_at_cap = true;
+    }
+
+    /// Render one line of the trace; a malformed line is recorded in the summary (with its
+    /// number) and yields nothing.
+    pub fn push(&mut self, line: Line) -> Vec<String> {
+        let (number, bytes, cut) = match line {
+            Line::TooLong { number } => {
+                self.summary
+                    .problem(number, format!("longer than {} bytes", super::MAX_LINE));
+                return Vec::new();
+            }
+            Line::Text { number, bytes } => (number, bytes, false),
+            Line::Unterminated { number, bytes } => (number, bytes, true),
+        };
+        if bytes.iter().all(u8::is_ascii_whitespace) {
+            return Vec::new();
+        }
+        let obj = match serde_json::from_slice::<Value>(&bytes) {
+            Ok(Value::Object(o)) => o,
+            Ok(_) => {
+                self.summary.problem(number, "not a JSON object".into());
+                return Vec::new();
+            }
+            Err(e) => {
+                let why = if cut { "truncated (no newline)" } else { "not JSON" };
+                self.summary
+                    .problem(number, format!("{why}: {}", clean(&e.to_string(), FIELD)));
+                return Vec::new();
+            }
+        };
+        let Some(kind) = obj
+            .get("event_type")
+            .and_then(Value::as_str)
+            .map(|k| clean(k, 40))
+        else {
+            self.summary.problem(number, "no event_type".into());
+            return Vec::new();
+        };
+        self.summary.record(number, &kind, &obj);
+        let ts = obj.get("timestamp").and_then(Value::as_i64).map(i128::from);
+        let base = *self.base_ms.get_or_insert_with(|| ts.unwrap_or(0));
+        let when = match ts {
+            Some(t) => format!("{:+9.3}s", (t - base) as f64 / 1000.0),
+            None => format!("{:>10}", "?"),
+        };
+        self.render(&kind, &obj)
+            .into_iter()
+            .map(|(mark, indent, text)| format!("{when} {mark} {:indent$}{text}", ""))
+            .collect()
+    }
+
+    fn inner(&self) -> usize {
+        if self.in_task {
+            4
+        } else {
+            2
+        }
+    }
+
+    fn render(&mut self, kind: &str, o: &Obj) -> Vec<Rendered> {
+        let i = self.inner();
+        let one = |mark: char, indent: usize, text: String| vec![(mark, indent, text)];
+        match kind {
+            "session_start" => self.session_start(o),
+            "session_end" => {
+                let ok = matches!(o.get("exit_status"), Some(Value::String(v)) if v == "ok");
+                let trap = o
+                    .get("trap_kind")
+                    .map(|_| format!(" ({})", s(o, "trap_kind")))
+                    .unwrap_or_default();
+                let err = o
+                    .get("error")
+                    .map(|_| format!(": {}", s(o, "error")))
+                    .unwrap_or_default();
+                let text = format!(
+                    "session ended {} after {} ms{trap}{err}",
+                    s(o, "exit_status"),
+                    num(o, "duration_ms")
+                );
+                one(if ok { ' ' } else { '!' }, 0, text)
+            }
+            "task_start" => {
+                self.in_task = true;
+                let text = format!(
+                    "task {} from {} (context {})",
+                    s(o, "task_id"),
+                    s(o, "source"),
+                    s(o, "context_id")
+                );
+                one(' ', 2, text)
+            }
+            "task_end" => {
+                self.in_task = false;
+                let ok = matches!(o.get("exit_status"), Some(Value::String(v)) if v == "ok");
+                let text = format!(
+                    "task {} ended {}: {} turns, {} tool calls, {} shell, tokens {} in / {} out, reopened {}, {} ms",
+                    s(o, "task_id"), s(o, "exit_status"), num(o, "turns"), num(o, "tool_calls"), num(o, "shell_calls"),
+                    num(o, "input_tokens"), num(o, "output_tokens"), n(o, "reopen_count").unwrap_or(0), num(o, "duration_ms")
+                );
+                one(if ok { ' ' } else { '!' }, 2, text)
+            }
+            "inference" => {
+                let tool = match o.get("tool_name") {
+                    Some(Value::String(t)) => format!(" -> {}", clean(t, FIELD)),
+                    _ => String::new(),
+                };
+                let origin = o
+                    .get("origin")
+                    .map(|_| format!(" [{}]", s(o, "origin")))
+                    .unwrap_or_default();
+                let text = format!(
+                    "turn {}: {}{tool}, tokens {} in / {} out{origin}",
+                    num(o, "turn"),
+                    s(o, "decision"),
+                    num(o, "input_tokens"),
+                    num(o, "output_tokens")
+                );
+                one(' ', i, text)
+            }
+            "tool_call" => {
+                let ok = !matches!(o.get("status"), Some(Value::String(v)) if v != "ok");
+                let input = o
+                    .get("input")
+                    .map(|v| format!(" input {}", compact(v, 80)))
+                    .unwrap_or_default();
+                let err = o
+                    .get("error")
+                    .map(|_| format!(": {}", s(o, "error")))
+                    .unwrap_or_default();
+                let text = format!(
+                    "tool {} {} in {} ms{input}{err}",
+                    s(o, "tool_name"),
+                    s(o, "status"),
+                    num(o, "duration_ms")
+                );
+                one(if ok { ' ' } else { '!' }, i + 2, text)
+            }
+            "shell" => {
+                let ok = n(o, "exit_code") == Some(0)
+                    && matches!(o.get("resource_limit"), None | Some(Value::Null));
+                let limit = match o.get("resource_limit") {
+                    None | Some(Value::Null) => String::new(),
+                    Some(_) => format!(", killed by limit {}", s(o, "resource_limit")),
+                };
+                let cmd = o
+                    .get("command")
+                    .map(|v| format!(": {}", compact(v, 80)))
+                    .unwrap_or_default();
+                let text = format!(
+                    "shell {} exit {} in {} ms{limit}{cmd}",
+                    s(o, "binary"),
+                    s(o, "exit_code"),
+                    num(o, "duration_ms")
+                );
+                one(if ok { ' ' } else { '!' }, i + 2, text)
+            }
+            "compaction" => one(
+                '*',
+                i,
+                format!(
+                    "compaction at turn {}: {} -> {} tokens",
+                    num(o, "turn"),
+                    num(o, "tokens_before"),
+                    num(o, "tokens_after")
+                ),
+            ),
+            "task_reopened" => one(
+                '*',
+                2,
+                format!(
+                    "task {} reopened (#{}) by hook {}: {}",
+                    s(o, "task_id"),
+                    num(o, "reopen_number"),
+                    s(o, "hook_name"),
+                    s(o, "reason")
+                ),
+            ),
+            "trap" => one('!', i, format!("trap {}: {}", s(o, "trap_kind"), s(o, "message"))),
+            "resource_list" => self.outcome(
+                o,
+                i,
+                format!(
+                    "resources listed under '{}': {} entries, {} bytes",
+                    s(o, "root"),
+                    num(o, "entry_count"),
+                    num(o, "total_bytes")
+                ),
+            ),
+            "resource_read" => self.outcome(
+                o,
+                i,
+                format!("resource read {}: {} bytes", s(o, "path"), num(o, "bytes")),
+            ),
+            "peer_handle_mint" => self.outcome(
+                o,
+                i,
+                format!(
+                    "peer handle minted <handle:{}> for {} to {}, expires {}",
+                    s(o, "handle_id"),
+                    s(o, "path"),
+                    s(o, "audience"),
+                    num(o, "expires_at_ms")
+                ),
+            ),
+            "peer_handle_redeem" => self.outcome(
+                o,
+                i,
+                format!(
+                    "peer handle redeemed <handle:{}> for {} by {}: {} bytes",
+                    s(o, "handle_id"),
+                    s(o, "path"),
+                    s(o, "audience_asserted"),
+                    num(o, "bytes")
+                ),
+            ),
+            "peer_file_fetch" => self.outcome(
+                o,
+                i,
+                format!(
+                    "peer file fetched from {} <handle:{}> into {}: {} bytes",
+                    s(o, "peer"),
+                    s(o, "handle_id"),
+                    s(o, "stored_path"),
+                    num(o, "bytes")
+                ),
+            ),
+            "delegation_start" => one(
+                '*',
+                i,
+                format!(
+                    "delegation {} started: {}@{} as {}",
+                    s(o, "delegation_id"),
+                    s(o, "capsule"),
+                    s(o, "version"),
+                    s(o, "child_session_id")
+                ),
+            ),
+            "delegation" => self.outcome(
+                o,
+                i,
+                format!(
+                    "delegation to {}@{} ({}) child {} in {} ms",
+                    s(o, "capsule"),
+                    s(o, "version"),
+                    s(o, "delegation_id"),
+                    s(o, "child_session_id"),
+                    num(o, "duration_ms")
+                ),
+            ),
+            "hook_dispatch_error" => one(
+                '!',
+                i,
+                format!(
+                    "hook {} failed on {} ({})",
+                    s(o, "hook_name"),
+                    s(o, "event"),
+                    s(o, "arm")
+                ),
+            ),
+            _ => {
+                let mark = if refused(o) { '!' } else { ' ' };
+                one(mark, i, generic(kind, o))
+            }
+        }
+    }
+
+    /// An event with an `outcome`: `*`, or `!` with the outcome and reason when refused.
+    fn outcome(&self, o: &Obj, indent: usize, text: String) -> Vec<Rendered> {
+        if refused(o) {
+            vec![('!', indent, format!("{text}: {}{}", s(o, "outcome"), reason(o)))]
+        } else {
+            vec![('*', indent, text)]
+        }
+    }
+
+    fn session_start(&mut self, o: &Obj) -> Vec<Rendered> {
+        let mut v = vec![(
+            ' ',
+            0,
+            format!(
+                "session {} {} {}",
+                s(o, "session_id"),
+                s(o, "capsule_name"),
+                s(o, "capsule_version")
+            ),
+        )];
+        let model = o
+            .get("model")
+            .map(|_| format!("model {}, max_turns {}, ", s(o, "model"), num(o, "max_turns")))
+            .unwrap_or_default();
+        let exec = if o.get("workdir_exec") == Some(&Value::Bool(true)) {
+            ", workdir_exec"
+        } else {
+            ""
+        };
+        v.push((
+            ' ',
+            2,
+            format!(
+                "{model}containment declared {} achieved {}{exec}",
+                s(o, "containment_declared"),
+                s(o, "containment_achieved")
+            ),
+        ));
+        if let Some(Value::Object(g)) = o.get("effective_grants") {
+            for (k, val) in g.iter().take(32) {
+                if matches!(val, Value::Null) || matches!(val, Value::Array(a) if a.is_empty()) {
+                    continue;
+                }
+                v.push((
+                    ' ',
+                    2,
+                    format!("grant {}: {}", clean(k, 40), compact(val, COMPOSITE)),
+                ));
+            }
+        }
+        if o.contains_key("spawned_by") {
+            v.push((
+                '*',
+                2,
+                format!(
+                    "spawned by {} (delegation {})",
+                    s(o, "spawned_by"),
+                    s(o, "delegation_id")
+                ),
+            ));
+        }
+        v
+    }
+}

@@ -127,7 +127,7 @@ fn escape_suite_prints_its_table_and_finds_no_escape() {
     let port = host_listener.local_addr().unwrap().port().to_string();
     let sock_path = s.t.path().join("host.sock");
     let _unix = std::os::unix::net::UnixListener::bind(&sock_path).unwrap();
-    let mut host_sleeper = Command::new("sleep").arg("30").spawn().unwrap();
+    let mut host_sleeper = attacks::capless_sleep("60");
     let sleeper_pid = host_sleeper.id().to_string();
     let copy = s.workdir.join("escape-copy");
     std::fs::copy("/usr/bin/id", &copy).unwrap();
@@ -146,6 +146,7 @@ fn escape_suite_prints_its_table_and_finds_no_escape() {
         ("proc-fd-reopen", String::new()),
         ("leaked-fd", "7".into()),
         ("mknod", String::new()),
+        ("mkfifo", String::new()),
         ("exec-copy", String::new()),
         ("tcp-public", String::new()),
         ("tcp-loopback", port.clone()),
@@ -162,6 +163,15 @@ fn escape_suite_prints_its_table_and_finds_no_escape() {
         ("unshare", String::new()),
         ("mount", String::new()),
         ("kill-host", sleeper_pid.clone()),
+        ("prlimit-host", sleeper_pid.clone()),
+        ("setpriority-host", sleeper_pid.clone()),
+        ("setpriority-user", String::new()),
+        ("sched_setaffinity-host", sleeper_pid.clone()),
+        ("sched_setscheduler-host", sleeper_pid.clone()),
+        ("sched_setparam-host", sleeper_pid.clone()),
+        ("sched_setattr-host", sleeper_pid.clone()),
+        ("get_robust_list-host", sleeper_pid.clone()),
+        ("prlimit-parent", "persist-marker".into()),
         ("stat-shadow", String::new()),
         ("fork-bomb", String::new()),
         ("fd-exhaust", String::new()),
@@ -187,8 +197,9 @@ fn escape_suite_prints_its_table_and_finds_no_escape() {
         .collect();
     let scoped = host_backs_scoped();
     let sealed = host_backs_sealed();
+    let mut sleeper_before = attacks::host_proc(&sleeper_pid);
     let mut table = vec![format!(
-        "{:<22} {:<8} {:<18} {:>5}  verdict",
+        "{:<24} {:<8} {:<18} {:>5}  verdict",
         "case", "class", "syscall", "errno"
     )];
     let mut escapes = Vec::new();
@@ -224,7 +235,7 @@ fn escape_suite_prints_its_table_and_finds_no_escape() {
                     "{case}/{class}: {stderr}"
                 );
                 table.push(format!(
-                    "{case:<22} {class:<8} {:<18} {:>5}  refused (E-CAP-003)",
+                    "{case:<24} {class:<8} {:<18} {:>5}  refused (E-CAP-003)",
                     "-", "-"
                 ));
                 continue;
@@ -258,6 +269,31 @@ fn escape_suite_prints_its_table_and_finds_no_escape() {
                 attacks::restore(&meta_file, &meta_before);
                 meta_before = attacks::Meta::of(&meta_file);
             }
+            // A host process's limits and scheduling, as the host sees them.
+            let sleeper_now = attacks::host_proc(&sleeper_pid);
+            if sleeper_now != sleeper_before {
+                escapes.push(format!(
+                    "{case}/{class}: the host process changed: {line}:\n{sleeper_before}\n->\n{sleeper_now}"
+                ));
+                sleeper_before = sleeper_now;
+            }
+            // No FIFO appears in the workdir.
+            if *case == "mkfifo" && std::fs::remove_file(s.workdir.join("fifo")).is_ok() {
+                escapes.push(format!("{case}/{class}: a FIFO was made in the workdir: {line}"));
+            }
+            // No process of the session outlives `mur exec`: the marker its background child
+            // keeps touching stays gone.
+            if *case == "prlimit-parent" {
+                let marker = s.workdir.join(arg);
+                std::thread::sleep(std::time::Duration::from_millis(100));
+                let _ = std::fs::remove_file(&marker);
+                std::thread::sleep(std::time::Duration::from_millis(300));
+                if marker.exists() {
+                    escapes.push(format!(
+                        "{case}/{class}: a process of the session outlived mur exec: {line}"
+                    ));
+                }
+            }
             if class == "sealed" && verdict == "escaped" {
                 // Worked, but only inside the sealed root: a file created in its private
                 // /tmp (the host path is checked below), or its synthetic passwd (root and
@@ -272,7 +308,7 @@ fn escape_suite_prints_its_table_and_finds_no_escape() {
                 }
             }
             table.push(format!(
-                "{case:<22} {class:<8} {:<18} {:>5}  {verdict}",
+                "{case:<24} {class:<8} {:<18} {:>5}  {verdict}",
                 f[1], f[2]
             ));
             let expected = match (*case, class) {

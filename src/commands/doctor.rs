@@ -164,7 +164,7 @@ pub fn report(o: &DoctorOptions, exe: &Path) -> Result<(Value, bool), Diagnostic
         let loaded = manifest::load_file(path, Resolve::Nothing)?;
         let caps = &loaded.manifest.capabilities;
         let d = class::decide(caps.containment, None, caps.workdir_exec, &r);
-        let refusal = d.refusal();
+        let refusal = d.refusal_for(caps.unix_sockets);
         met = refusal.is_none();
         v["manifest"] = json!({
             "path": clean(&path.display().to_string(), 400), "declared": d.declared.as_str(),

@@ -88,7 +88,7 @@ pub fn exec(o: ExecOptions, exe: &Path) -> Result<u8, Diagnostic> {
     })?;
     let report = probe::probe(exe, caps.containment.max(o.containment.unwrap_or_default()));
     let decision = class::decide(caps.containment, o.containment, caps.workdir_exec, &report);
-    if let Some(refusal) = decision.refusal() {
+    if let Some(refusal) = decision.refusal_for(caps.unix_sockets) {
         return Err(refusal);
     }
     let session_id = crate::ids::session_id()?;

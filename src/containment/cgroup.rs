@@ -2,9 +2,13 @@
 //! uid 0 (`RLIMIT_NPROC` does not bind root). cgroup v2 where the pids controller is
 //! delegated to us, else the v1 `pids` hierarchy. The child joins by writing to a
 //! `cgroup.procs` descriptor the parent opened; the parent kills what is left at the end.
+//! Every descriptor the cleanup needs (`cgroup.procs` to read, `cgroup.kill` where the
+//! kernel has it) is opened when the cgroup is made, before any child runs: the cleanup
+//! opens nothing, so a child that somehow lowered `mur`'s `RLIMIT_NOFILE` could not make it
+//! take an unreadable `cgroup.procs` for an empty one.
 
 use std::fs::{File, OpenOptions};
-use std::io::Write;
+use std::io::{Read, Seek, SeekFrom, Write};
 use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
 
@@ -12,6 +16,10 @@ use std::path::{Path, PathBuf};
 pub struct Cgroup {
     dir: PathBuf,
     procs: File,
+    /// `cgroup.procs` opened for reading, re-read from offset 0 by `kill_all`.
+    procs_read: File,
+    /// `cgroup.kill` (cgroup v2, Linux 5.14): writing `1` kills every task in the cgroup.
+    kill: Option<File>,
 }
 
 /// `(mount point, our path)` for the pids controller: v2 first, then v1.
@@ -75,11 +83,17 @@ impl Cgroup {
         }
         let dir = parent.join(format!("murmur-{label}"));
         std::fs::create_dir(&dir).map_err(|e| format!("mkdir {}: {e}", dir.display()))?;
+        let open = |name: &str, write: bool| {
+            OpenOptions::new()
+                .read(!write)
+                .write(write)
+                .open(dir.join(name))
+                .map_err(|e| format!("open {}/{name}: {e}", dir.display()))
+        };
         let cg = Cgroup {
-            procs: OpenOptions::new()
-                .write(true)
-                .open(dir.join("cgroup.procs"))
-                .map_err(|e| format!("open {}/cgroup.procs: {e}", dir.display()))?,
+            procs: open("cgroup.procs", true)?,
+            procs_read: open("cgroup.procs", false)?,
+            kill: if v2 { open("cgroup.kill", true).ok() } else { None },
             dir,
         };
         std::fs::write(cg.dir.join("pids.max"), pids_max.to_string())
@@ -97,18 +111,34 @@ impl Cgroup {
         (&self.procs).write_all(pid.to_string().as_bytes())
     }
 
-    /// SIGKILL every task still in the cgroup, a few rounds, until it is empty.
+    /// The pids in the cgroup, read through the descriptor opened at creation; `None` when
+    /// the read fails (which says nothing about whether the cgroup is empty).
+    fn pids(&self) -> Option<Vec<i32>> {
+        let mut f = &self.procs_read;
+        f.seek(SeekFrom::Start(0)).ok()?;
+        let mut text = String::new();
+        f.read_to_string(&mut text).ok()?;
+        Some(text.lines().filter_map(|l| l.trim().parse().ok()).collect())
+    }
+
+    /// SIGKILL every task still in the cgroup (through `cgroup.kill` where the kernel has
+    /// it, and by pid), a few rounds, until a read of `cgroup.procs` shows it empty. A read
+    /// that fails is never taken for empty: the round is retried.
     pub fn kill_all(&self) {
         for _ in 0..50 {
-            let pids = std::fs::read_to_string(self.dir.join("cgroup.procs")).unwrap_or_default();
-            let pids: Vec<i32> = pids.lines().filter_map(|l| l.trim().parse().ok()).collect();
-            if pids.is_empty() {
-                return;
+            if let Some(mut k) = self.kill.as_ref() {
+                let _ = k.write_all(b"1");
             }
-            for pid in pids {
-                if let Some(p) = rustix::process::Pid::from_raw(pid) {
-                    let _ = rustix::process::kill_process(p, rustix::process::Signal::KILL);
+            match self.pids() {
+                Some(pids) if pids.is_empty() => return,
+                Some(pids) => {
+                    for pid in pids {
+                        if let Some(p) = rustix::process::Pid::from_raw(pid) {
+                            let _ = rustix::process::kill_process(p, rustix::process::Signal::KILL);
+                        }
+                    }
                 }
+                None => {}
             }
             std::thread::sleep(std::time::Duration::from_millis(20));
         }

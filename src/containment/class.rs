@@ -19,9 +19,14 @@ pub struct Decision {
 pub fn host_class(r: &HostReport) -> (Class, Option<String>) {
     let old_abi = (r.landlock.is_ok() && r.landlock_abi < super::rules::MIN_ABI).then(|| {
         format!(
-            "landlock ABI {} is below {}: truncate(2) of files outside the workdir would not be mediated",
+            "landlock ABI {} is below {}: signal and abstract unix socket scoping need landlock ABI 6 (without it a scoped child could signal any process of its uid){}",
             r.landlock_abi,
-            super::rules::MIN_ABI
+            super::rules::MIN_ABI,
+            if r.landlock_abi < 3 {
+                ", and truncate(2) of files outside the workdir is mediated only from ABI 3"
+            } else {
+                ""
+            }
         )
     });
     let scoped_missing = [&r.landlock, &r.seccomp, &r.netns, &r.pids_cgroup]
@@ -59,7 +64,33 @@ pub fn decide(manifest: Class, flag: Option<Class>, workdir_exec: bool, report: 
     }
 }
 
+/// The reason `unix_sockets` rules out `scoped`.
+pub const UNIX_SOCKETS_NEED_SEALED: &str = "capabilities.network.unix_sockets: true needs containment 'sealed': under 'scoped' the child could connect() to any host unix socket by path (docker.sock, an SSH agent, the D-Bus bus), which neither the network namespace nor landlock stops";
+
+/// E-CAP-003 for a child about to run under `scoped` with `AF_UNIX` sockets allowed: a
+/// network namespace does not isolate filesystem-bound unix sockets and landlock does not
+/// mediate `connect` on them, so every host socket whose path the child can name would be
+/// reachable. Under `sealed` host paths are absent from the composed root; under
+/// `advisory` nothing is promised. The spawn function checks it for every child, whatever
+/// its caller decided.
+pub fn unix_sockets_refusal(achieved: Class, unix_sockets: bool) -> Option<Diagnostic> {
+    (unix_sockets && achieved == Class::Scoped).then(|| {
+        Diagnostic::new(
+            code::CAP_FLOOR,
+            "capabilities.network.unix_sockets",
+            format!("containment floor not met: {UNIX_SOCKETS_NEED_SEALED}"),
+        )
+        .with_hint("declare capabilities.containment: sealed, or drop capabilities.network.unix_sockets")
+    })
+}
+
 impl Decision {
+    /// [`Decision::refusal`], then [`unix_sockets_refusal`]: what every launch checks.
+    pub fn refusal_for(&self, unix_sockets: bool) -> Option<Diagnostic> {
+        self.refusal()
+            .or_else(|| unix_sockets_refusal(self.achieved, unix_sockets))
+    }
+
     /// E-CAP-003 when the floor is above what is achieved; never a silent fallback.
     pub fn refusal(&self) -> Option<Diagnostic> {
         if self.achieved >= self.declared {
@@ -138,8 +169,20 @@ mod tests {
         let d = decide(Class::Scoped, None, false, &r);
         assert_eq!(
             d.refusal().unwrap().message,
-            "containment floor not met: declared 'scoped', achieved 'advisory': landlock ABI 2 is below 3: truncate(2) of files outside the workdir would not be mediated"
+            "containment floor not met: declared 'scoped', achieved 'advisory': landlock ABI 2 is below 6: signal and abstract unix socket scoping need landlock ABI 6 (without it a scoped child could signal any process of its uid), and truncate(2) of files outside the workdir is mediated only from ABI 3"
         );
+        r.landlock_abi = 5;
+        let d = decide(Class::Sealed, None, false, &r);
+        assert_eq!(d.achieved, Class::Advisory);
+        assert_eq!(
+            d.refusal().unwrap().message,
+            "containment floor not met: declared 'sealed', achieved 'advisory': landlock ABI 5 is below 6: signal and abstract unix socket scoping need landlock ABI 6 (without it a scoped child could signal any process of its uid)"
+        );
+        let d = unix_sockets_refusal(Class::Scoped, true).unwrap();
+        assert!(d.message.contains("needs containment 'sealed'"), "{}", d.message);
+        assert!(unix_sockets_refusal(Class::Sealed, true).is_none());
+        assert!(unix_sockets_refusal(Class::Advisory, true).is_none());
+        assert!(unix_sockets_refusal(Class::Scoped, false).is_none());
         let d = decide(Class::Scoped, None, true, &all_ok());
         assert_eq!(d.achieved, Class::Advisory);
         assert!(d.refusal().unwrap().message.contains("workdir_exec"));

@@ -24,9 +24,12 @@ pub fn abi(n: u32) -> ABI {
     }
 }
 
-/// The lowest ABI `scoped` accepts: from ABI 3 landlock mediates `truncate(2)`, which the
-/// seccomp filter leaves allowed (see `audit/syscalls.md`).
-pub const MIN_ABI: u32 = 3;
+/// The lowest ABI `scoped` accepts: from ABI 6 landlock scopes signals (`kill`, `tgkill`,
+/// `rt_sigqueueinfo`, `pidfd_send_signal`, `F_SETOWN`) and abstract unix sockets to the
+/// child's domain; `scoped` has no PID namespace, so below it a child could signal every
+/// process of its uid. (From ABI 3 landlock also mediates `truncate(2)`, which the seccomp
+/// filter leaves allowed.)
+pub const MIN_ABI: u32 = 6;
 
 /// What one contained child may touch.
 pub struct Grants<'a> {
@@ -37,7 +40,9 @@ pub struct Grants<'a> {
 }
 
 /// The rights on the workdir (and a sealed child's private `/tmp`): everything the ABI
-/// handles except making devices and sockets, and execute unless `workdir_exec`.
+/// handles except making devices, sockets and FIFOs, and execute unless `workdir_exec`. A
+/// FIFO in the workdir would block whoever opens it later (the runtime reading a file the
+/// command left there) until a writer appears.
 pub fn workdir_rights(abi_n: u32, workdir_exec: bool) -> BitFlags<AccessFs> {
     let mut rights: BitFlags<AccessFs> = AccessFs::from_all(abi(abi_n));
     for never in [
@@ -45,6 +50,7 @@ pub fn workdir_rights(abi_n: u32, workdir_exec: bool) -> BitFlags<AccessFs> {
         AccessFs::MakeChar,
         AccessFs::MakeBlock,
         AccessFs::MakeSock,
+        AccessFs::MakeFifo,
     ] {
         rights.remove(never);
     }
@@ -72,7 +78,8 @@ pub fn ruleset(abi_n: u32, g: &Grants<'_>) -> Result<RulesetCreated, String> {
         .handle_access(all)
         .map_err(|e| err("handle_access", &e))?;
     if abi_n >= 6 {
-        // Signals and abstract unix sockets stay inside the domain.
+        // Signals and abstract unix sockets stay inside the domain (always, as `scoped`
+        // and `sealed` require ABI 6: `MIN_ABI`).
         attr = attr
             .scope(Scope::Signal | Scope::AbstractUnixSocket)
             .map_err(|e| err("scope", &e))?;

@@ -1,7 +1,10 @@
 //! The calls a contained child may make only with some arguments, as data: `socket` by
 //! family, `clone` without a namespace flag, `ioctl` without the terminal-injection
 //! requests, `execveat` without `AT_EMPTY_PATH`, `utimensat` only on a descriptor (a NULL
-//! path), and `memfd_create` only for a memfd that can never be executed. `clone3`, whose
+//! path), `memfd_create` only for a memfd that can never be executed, and the calls that
+//! take a pid (`prlimit64`, `setpriority`, `sched_set*`, `get_robust_list`) only for the
+//! caller itself (pid 0: `scoped` has no PID namespace, so another pid can be a host
+//! process, `mur` included). `clone3`, whose
 //! flags live in memory a filter cannot read, answers `ENOSYS` so the C library falls back
 //! to `clone`. `audit/syscalls.md` gives the reason for each.
 
@@ -16,6 +19,27 @@ pub const CONDITIONAL: &[(&str, libc::c_long)] = syscalls![
     SYS_execveat,
     SYS_utimensat,
     SYS_memfd_create,
+    SYS_prlimit64,
+    SYS_setpriority,
+    SYS_sched_setaffinity,
+    SYS_sched_setscheduler,
+    SYS_sched_setparam,
+    SYS_sched_setattr,
+    SYS_get_robust_list,
+];
+
+/// The calls whose first argument is a pid (`pid_t`, 32 bits) and which act on that
+/// process: allowed only with pid 0, the caller itself. Under `scoped` (no PID namespace)
+/// any other pid may be a host process of the same uid, `mur` itself among them:
+/// `prlimit64` has no capability check beyond the uid, so `RLIMIT_CPU` 1 killed a host
+/// process and `RLIMIT_NOFILE` 0 on `mur` kept it from cleaning up the session.
+pub const SELF_ONLY: [(&str, libc::c_long); 6] = [
+    ("prlimit64", libc::SYS_prlimit64),
+    ("sched_setaffinity", libc::SYS_sched_setaffinity),
+    ("sched_setscheduler", libc::SYS_sched_setscheduler),
+    ("sched_setparam", libc::SYS_sched_setparam),
+    ("sched_setattr", libc::SYS_sched_setattr),
+    ("get_robust_list", libc::SYS_get_robust_list),
 ];
 
 /// Every `CLONE_NEW*` bit: a new user namespace gives its creator a full capability set in
@@ -69,7 +93,26 @@ pub fn rules(unix_sockets: bool) -> Result<Vec<(libc::c_long, Vec<SeccompRule>)>
         .iter()
         .map(|(_, req)| cond(1, Dword, SeccompCmpOp::Ne, *req))
         .collect::<Result<Vec<_>, String>>()?;
-    Ok(vec![
+    let self_only = || -> Result<Vec<SeccompRule>, String> {
+        Ok(vec![rule(vec![cond(0, Dword, SeccompCmpOp::Eq, 0)?])?])
+    };
+    // setpriority(which, who, prio): `who` 0 is the caller, its process group (its own
+    // session's, after setsid) or, for PRIO_USER, every process of its uid: only the first
+    // two.
+    let setpriority = [libc::PRIO_PROCESS, libc::PRIO_PGRP]
+        .into_iter()
+        .map(|which| {
+            rule(vec![
+                cond(0, Dword, SeccompCmpOp::Eq, which as u64)?,
+                cond(1, Dword, SeccompCmpOp::Eq, 0)?,
+            ])
+        })
+        .collect::<Result<Vec<_>, String>>()?;
+    let mut out = vec![(libc::SYS_setpriority, setpriority)];
+    for (_, nr) in SELF_ONLY {
+        out.push((nr, self_only()?));
+    }
+    out.extend([
         (libc::SYS_socket, families),
         // flags are argument 0 on x86-64 and aarch64 alike, read as 32 bits by the kernel.
         (
@@ -106,7 +149,8 @@ pub fn rules(unix_sockets: bool) -> Result<Vec<(libc::c_long, Vec<SeccompRule>)>
                 MFD_NOEXEC_SEAL,
             )?])?],
         ),
-    ])
+    ]);
+    Ok(out)
 }
 
 const BPF_LD_W_ABS: u16 = 0x20;

@@ -137,6 +137,9 @@ fn io_of(e: seccompiler::Error) -> std::io::Error {
 
 /// Start the child, contained for `s.class`.
 pub fn spawn(s: Spawn<'_>) -> Result<Child, Diagnostic> {
+    if let Some(refusal) = super::class::unix_sockets_refusal(s.class, s.unix_sockets) {
+        return Err(refusal);
+    }
     let contained = s.class >= Class::Scoped;
     // The loader and libraries of the allowed binaries: only landlock and the sealed root
     // need them, so an advisory spawn does not read a single ELF header.

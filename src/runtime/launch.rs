@@ -168,7 +168,7 @@ pub fn run(opts: RunOptions) -> Result<u8, Diagnostic> {
         print!("{}", if opts.json { s.to_json() } else { s.to_text() });
         return Ok(0);
     }
-    if let Some(refusal) = decision.refusal() {
+    if let Some(refusal) = decision.refusal_for(caps.unix_sockets) {
         return Err(refusal);
     }
     if m.inference.is_some() {

@@ -1,7 +1,9 @@
 //! The attacks of the hostile review, one test each, graded on what the host sees: a
 //! namespace-creating `clone`/`clone3`, `TIOCSTI` into the operator's terminal, metadata
 //! writes on a file outside the workdir, code from the workdir run through `ld.so` or a
-//! memfd, and `scoped` below landlock ABI 3. (The same cases are rows of the escape suite.)
+//! memfd, `scoped` below landlock ABI 6, limits and scheduling of host processes, a session
+//! process outliving `mur exec`, and host unix sockets under `unix_sockets: true`. (The
+//! same cases, but the last, are rows of the escape suite.)
 #![allow(unsafe_code)]
 
 use super::{assert_refused_everywhere, host_backs_scoped, host_backs_sealed, sandbox, text, MUR};
@@ -292,22 +294,195 @@ fn code_written_in_the_sandbox_does_not_run() {
 }
 
 #[test]
-fn scoped_is_refused_below_landlock_abi_3() {
+fn scoped_is_refused_below_landlock_abi_6() {
     let s = sandbox("abi", "");
-    let out = s.exec(
-        "scoped",
-        &["touch", "x"],
-        &[("MURMUR_PROBE_DENY", "landlock_abi=2")],
+    // ABI 5: nothing scopes signals (a scoped child could kill any process of its uid);
+    // ABI 2: truncate(2) is not mediated either.
+    for (abi, why) in [
+        ("5", "landlock ABI 5 is below 6: signal and abstract unix socket scoping need landlock ABI 6 (without it a scoped child could signal any process of its uid)"),
+        ("2", "landlock ABI 2 is below 6: signal and abstract unix socket scoping need landlock ABI 6 (without it a scoped child could signal any process of its uid), and truncate(2) of files outside the workdir is mediated only from ABI 3"),
+    ] {
+        let out = s.exec(
+            "scoped",
+            &["touch", "x"],
+            &[("MURMUR_PROBE_DENY", &format!("landlock_abi={abi}"))],
+        );
+        assert_eq!(out.status.code(), Some(1), "ABI {abi}");
+        let first = text(&out.stderr).lines().next().unwrap_or_default().to_string();
+        let expected = if host_backs_scoped() {
+            format!("error[E-CAP-003]: containment floor not met: declared 'scoped', achieved 'advisory': {why}")
+        } else {
+            "error[E-CAP-003]: containment floor not met: declared 'scoped', achieved 'advisory'".to_string()
+        };
+        assert!(first.starts_with(&expected), "ABI {abi}: {first}");
+        assert!(!s.workdir.join("x").exists());
+    }
+}
+
+/// The cases that act on a host process (its pid the argument) other than by a signal.
+pub const HOST_PROCESS_CASES: [&str; 8] = [
+    "prlimit-host",
+    "setpriority-host",
+    "setpriority-user",
+    "sched_setaffinity-host",
+    "sched_setscheduler-host",
+    "sched_setparam-host",
+    "sched_setattr-host",
+    "get_robust_list-host",
+];
+
+/// A host `sleep SECONDS` of the test's uid with no capabilities (an empty bounding set,
+/// so even as root its exec keeps none), as any unprivileged user's process is: with none
+/// to lose, the kernel's own check that a nice or scheduler change does not touch a
+/// process holding capabilities the caller lacks does not protect it.
+pub fn capless_sleep(seconds: &str) -> std::process::Child {
+    let mut cmd = Command::new("sleep");
+    cmd.arg(seconds);
+    // SAFETY: prctl(PR_CAPBSET_DROP) takes integers; it runs in the forked child before exec.
+    unsafe {
+        cmd.pre_exec(|| {
+            for cap in 0..64 {
+                if libc::prctl(libc::PR_CAPBSET_DROP, cap as libc::c_ulong, 0, 0, 0) < 0 {
+                    break;
+                }
+            }
+            Ok(())
+        });
+    }
+    cmd.spawn().unwrap()
+}
+
+/// What the host sees of a process's limits and scheduling: `/proc/<pid>/limits`, its nice
+/// value, policy and real-time priority, and the CPUs it may run on.
+pub fn host_proc(pid: &str) -> String {
+    let limits = std::fs::read_to_string(format!("/proc/{pid}/limits")).unwrap_or_default();
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    let rest: Vec<&str> = stat.rsplit(')').next().unwrap_or("").split_whitespace().collect();
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    let cpus = status
+        .lines()
+        .find(|l| l.starts_with("Cpus_allowed_list:"))
+        .unwrap_or_default();
+    let field = |i: usize| rest.get(i).copied().unwrap_or("?");
+    format!(
+        "{limits}nice {} rt_priority {} policy {} {cpus}",
+        field(16),
+        field(37),
+        field(38)
+    )
+}
+
+#[test]
+fn host_processes_keep_their_limits_and_scheduling() {
+    let classes = classes();
+    if classes.is_empty() {
+        return assert_refused_everywhere();
+    }
+    let s = sandbox("host-process", "");
+    let mut host = capless_sleep("60");
+    let pid = host.id().to_string();
+    let mut before = host_proc(&pid);
+    let mut changed = Vec::new();
+    for class in classes {
+        for case in HOST_PROCESS_CASES {
+            let out = s.exec(class, &["escape-probe", case, &pid], &[]);
+            let f = report(&out);
+            let now = host_proc(&pid);
+            if now != before || f[3] != "contained" {
+                changed.push(format!("{case}/{class}: {f:?}:\n{before}\n->\n{now}"));
+                before = now;
+            }
+        }
+    }
+    let alive = host.try_wait().unwrap().is_none();
+    let _ = host.kill();
+    let _ = host.wait();
+    assert!(alive, "the host process was killed");
+    assert!(
+        changed.is_empty(),
+        "a host process was changed:\n{}",
+        changed.join("\n")
     );
-    assert_eq!(out.status.code(), Some(1));
-    let first = text(&out.stderr).lines().next().unwrap_or_default().to_string();
-    let expected = if host_backs_scoped() {
-        "error[E-CAP-003]: containment floor not met: declared 'scoped', achieved 'advisory': landlock ABI 2 is below 3: truncate(2) of files outside the workdir would not be mediated"
-    } else {
-        "error[E-CAP-003]: containment floor not met: declared 'scoped', achieved 'advisory'"
-    };
-    assert!(first.starts_with(expected), "{first}");
-    assert!(!s.workdir.join("x").exists());
+}
+
+#[test]
+fn no_process_of_a_session_outlives_mur_exec() {
+    let classes = classes();
+    if classes.is_empty() {
+        return assert_refused_everywhere();
+    }
+    let s = sandbox("persist", "");
+    for class in classes {
+        // The probe forks a child that keeps touching the marker, then tries to set
+        // RLIMIT_NOFILE 0 on its parent (`mur` under scoped), whose cgroup cleanup opened
+        // `cgroup.procs` only then.
+        let marker = s.workdir.join(format!("persist-{class}"));
+        let out = s.exec(
+            class,
+            &["escape-probe", "prlimit-parent", &marker.display().to_string()],
+            &[],
+        );
+        let f = report(&out);
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        let _ = std::fs::remove_file(&marker);
+        std::thread::sleep(std::time::Duration::from_millis(400));
+        assert!(
+            !marker.exists(),
+            "{class}: a process of the session outlived mur exec: {f:?}"
+        );
+        assert_eq!(
+            (f[1].as_str(), f[3].as_str()),
+            ("prlimit64", "contained"),
+            "{class}: {f:?}"
+        );
+    }
+}
+
+#[test]
+fn unix_sockets_reach_no_host_socket() {
+    let s = sandbox("unix-sockets", "  network:\n    unix_sockets: true\n");
+    let path = s.t.path().join("agent.sock");
+    let listener = std::os::unix::net::UnixListener::bind(&path).unwrap();
+    listener.set_nonblocking(true).unwrap();
+    let arg = path.display().to_string();
+    for class in ["scoped", "sealed"] {
+        let backed = match class {
+            "scoped" => host_backs_scoped(),
+            _ => host_backs_sealed(),
+        };
+        let out = s.exec(class, &["escape-probe", "unix-path", &arg], &[]);
+        let stderr = text(&out.stderr);
+        if class == "scoped" || !backed {
+            // scoped cannot hide a host socket's path (a network namespace does not isolate
+            // filesystem-bound unix sockets, landlock does not mediate connect): refused.
+            assert_eq!(
+                out.status.code(),
+                Some(1),
+                "{class}: {}{stderr}",
+                text(&out.stdout)
+            );
+            assert!(
+                out.stdout.is_empty(),
+                "{class}: the command ran: {}",
+                text(&out.stdout)
+            );
+            assert!(stderr.starts_with("error[E-CAP-003]: "), "{class}: {stderr}");
+            if backed {
+                assert!(
+                    stderr.contains("capabilities.network.unix_sockets: true needs containment 'sealed'"),
+                    "{stderr}"
+                );
+            }
+            continue;
+        }
+        let f = report(&out);
+        assert_eq!(
+            (f[1].as_str(), f[2].as_str(), f[3].as_str()),
+            ("connect", "2", "contained"),
+            "{class}: {f:?}"
+        );
+    }
+    assert!(listener.accept().is_err(), "the host's unix socket was reached");
 }
 
 #[test]

@@ -14,6 +14,7 @@
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/mount.h>
+#include <sys/resource.h>
 #include <sys/ptrace.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -157,6 +158,7 @@ int main(int argc, char **argv) {
     }
     if (!strcmp(name, "leaked-fd")) return report("read", read(atoi(arg), buf, 1), 0);
     if (!strcmp(name, "mknod")) return report("mknod", mknod("blockdev", S_IFBLK | 0600, makedev(8, 0)), 0);
+    if (!strcmp(name, "mkfifo")) return report("mkfifo", mkfifo("fifo", 0600), 0);
     if (!strcmp(name, "exec-copy")) {
         char *args[] = {"escape-copy", NULL};
         execv("./escape-copy", args);
@@ -204,6 +206,65 @@ int main(int argc, char **argv) {
         return report("mount", mount("none", "mnt", "tmpfs", 0, NULL), 0);
     }
     if (!strcmp(name, "kill-host")) return report("kill", kill(atoi(arg), SIGTERM), 0);
+    /* Acting on a host process (its pid in arg) other than by a signal: its limits, its
+     * priority and scheduling, its robust futex list. */
+    if (!strcmp(name, "prlimit-host")) {
+        struct rlimit r = {1, 1};
+        return report("prlimit64", syscall(SYS_prlimit64, atoi(arg), RLIMIT_NOFILE, &r, NULL), 0);
+    }
+    if (!strcmp(name, "setpriority-host")) return report("setpriority", setpriority(PRIO_PROCESS, atoi(arg), 7), 0);
+    if (!strcmp(name, "setpriority-user")) {
+        /* Every process of the caller's uid, set to the caller's own nice value (so a
+         * success changes nothing on the host but is still reported). */
+        errno = 0;
+        int own = getpriority(PRIO_PROCESS, 0);
+        return report("setpriority", setpriority(PRIO_USER, 0, own), 0);
+    }
+    if (!strcmp(name, "sched_setaffinity-host")) {
+        cpu_set_t set;
+        CPU_ZERO(&set);
+        CPU_SET(0, &set);
+        return report("sched_setaffinity", syscall(SYS_sched_setaffinity, atoi(arg), sizeof set, &set), 0);
+    }
+    if (!strcmp(name, "sched_setscheduler-host")) {
+        struct sched_param p = {0};
+        return report("sched_setscheduler", syscall(SYS_sched_setscheduler, atoi(arg), SCHED_BATCH, &p), 0);
+    }
+    if (!strcmp(name, "sched_setparam-host")) {
+        struct sched_param p = {0};
+        return report("sched_setparam", syscall(SYS_sched_setparam, atoi(arg), &p), 0);
+    }
+    if (!strcmp(name, "sched_setattr-host")) {
+        /* struct sched_attr, version 0 (48 bytes): SCHED_OTHER at nice 9. */
+        unsigned int a[12] = {0};
+        a[0] = 48;
+        a[4] = 9;
+        return report("sched_setattr", syscall(SYS_sched_setattr, atoi(arg), a, 0), 0);
+    }
+    if (!strcmp(name, "get_robust_list-host")) {
+        void *head = NULL;
+        size_t len = 0;
+        return report("get_robust_list", syscall(SYS_get_robust_list, atoi(arg), &head, &len), 0);
+    }
+    if (!strcmp(name, "prlimit-parent")) {
+        /* A background child that keeps touching the marker arg (for 15 s at most, its
+         * stdio closed so it holds no pipe of the caller), then RLIMIT_NOFILE 0 on the
+         * parent (`mur` under scoped), which must not keep the session from being killed. */
+        pid_t bg = fork();
+        if (bg == 0) {
+            close(0);
+            close(1);
+            close(2);
+            for (int i = 0; i < 300; i++) {
+                int fd = open(arg, O_CREAT | O_WRONLY | O_TRUNC, 0600);
+                if (fd >= 0) close(fd);
+                usleep(50000);
+            }
+            _exit(0);
+        }
+        struct rlimit r = {0, 0};
+        return report("prlimit64", syscall(SYS_prlimit64, getppid(), RLIMIT_NOFILE, &r, NULL), 0);
+    }
     if (!strcmp(name, "stat-shadow")) {
         struct stat st;
         return report("stat", stat("/etc/shadow", &st), 1);

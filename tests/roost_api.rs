@@ -58,7 +58,11 @@ fn flags_and_startup_lines() {
     );
     let (code, _, err) = run(&["--max-total", "10"]);
     assert_ne!(code, 0);
-    assert_eq!(err, "mur-roost: unknown argument: --max-total\n");
+    // The spec's sentence, then the pointer to --help that every command gives.
+    assert_eq!(
+        err,
+        "mur-roost: unknown argument: --max-total\nrun 'mur-roost --help' for usage\n"
+    );
     for (args, mention) in [
         (&["--port", "70000"][..], "--port"),
         (&["--max-depth", "-1"], "--max-depth"),

@@ -1,6 +1,9 @@
-//! Roost load figures, printed and never asserted: `/health` requests/s, full delegation
+//! Roost load figures, printed and never asserted: `/health` requests/s and full delegation
 //! cycles/s (register parent, spawn, register child with the approval, deregister child,
-//! deregister parent) at 1 and 32 clients with p50/p99, and RSS and threads while 2,000
+//! deregister parent) at 1 and 16 clients from one event-driven generator (one request per
+//! connection), each with p50/p99 and the daemon's own CPU per request or cycle (from
+//! `/proc/<pid>/stat`), medians of two rounds; `/health` latency while another client
+//! resolves a 100 MiB artifact (and one of 15 MiB, inside the roost's bound) in a loop; RSS and threads while 2,000
 //! idle connections are held. Set MURMUR_REF_ROOST to the reference `mur-roost` 0.8.0
 //! binary to measure it in the same run. Run: `cargo bench --bench roost`.
 
@@ -12,7 +15,7 @@ use std::io::BufRead;
 use std::net::{SocketAddr, TcpStream};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
-use support::{load, ms, rss_kib, threads};
+use support::{ms, rss_kib, threads};
 
 const RUN_FOR: Duration = Duration::from_secs(3);
 
@@ -46,6 +49,10 @@ fn start(bin: &str, reg: &std::path::Path, port: u16) -> Child {
         .args([
             "--spawn-allow",
             "local/orch",
+            "--spawn-allow",
+            "local/big",
+            "--spawn-allow",
+            "local/bound",
             "--max-live-capsules",
             "256",
             "--max-concurrent",
@@ -77,66 +84,7 @@ fn free_port() -> u16 {
         .port()
 }
 
-fn post(base: &str, path: &str, headers: &[(&str, &str)], body: &str) -> Option<serde_json::Value> {
-    let mut all = vec![("content-type", "application/json")];
-    all.extend_from_slice(headers);
-    let r = request(
-        "POST",
-        &format!("{base}{path}"),
-        &all,
-        body.as_bytes(),
-        &Options::default(),
-    )
-    .ok()?;
-    if r.status != 200 {
-        return None;
-    }
-    serde_json::from_slice(&r.body).ok()
-}
-
-fn cycle(base: &str, client: usize, n: u64) -> bool {
-    let sid = |role: u64| format!("ses_{:08x}{:08x}{:016x}", client, role, n);
-    let body =
-        |sid: &str, name: &str| format!(r#"{{"session_id":"{sid}","name":"{name}","version":"0.1.0"}}"#);
-    let Some(p) = post(base, "/register", &[], &body(&sid(1), "local/orch")) else {
-        return false;
-    };
-    let pc = p["credential"].as_str().unwrap_or_default().to_string();
-    let Some(s) = post(
-        base,
-        "/spawn",
-        &[("x-murmur-spawn-credential", &pc)],
-        r#"{"name":"local/worker","version":"0.1.0"}"#,
-    ) else {
-        return false;
-    };
-    let a = s["approval"].as_str().unwrap_or_default().to_string();
-    let Some(c) = post(
-        base,
-        "/register",
-        &[("x-murmur-spawn-approval", &a)],
-        &body(&sid(2), "local/worker"),
-    ) else {
-        return false;
-    };
-    let cc = c["credential"].as_str().unwrap_or_default().to_string();
-    post(
-        base,
-        "/deregister",
-        &[("x-murmur-spawn-credential", &cc)],
-        r#"{"outcome":"complete"}"#,
-    )
-    .is_some()
-        && post(
-            base,
-            "/deregister",
-            &[("x-murmur-spawn-credential", &pc)],
-            r#"{"outcome":"complete"}"#,
-        )
-        .is_some()
-}
-
-/// The same cycle for the event-driven generator: raw requests, one per connection.
+/// One delegation cycle for the event-driven generator: raw requests, one per connection.
 struct Cycle {
     /// `host` for every request: the daemon's own `127.0.0.1:<port>`.
     host: String,
@@ -218,50 +166,168 @@ impl support::driver::Script for Cycle {
     }
 }
 
-fn measure(label: &str, bin: &str, reg: &std::path::Path) {
+/// One `GET /health`, one request per connection, for the event-driven generator.
+struct Health(String, bool);
+
+impl support::driver::Script for Health {
+    fn next(&mut self, last: Option<(u16, &[u8])>) -> Result<Option<Vec<u8>>, ()> {
+        match last {
+            None if !self.1 => {
+                self.1 = true;
+                Ok(Some(
+                    format!(
+                        "GET /health HTTP/1.1\r\nhost: {}\r\nconnection: close\r\n\r\n",
+                        self.0
+                    )
+                    .into_bytes(),
+                ))
+            }
+            Some((200, _)) => Ok(None),
+            _ => Err(()),
+        }
+    }
+}
+
+/// Rounds per level; the figures printed are their medians.
+const ROUNDS: usize = 2;
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    }
+}
+
+/// `rounds` runs of `run`, each with the daemon CPU (µs) it cost: medians of the rate, the
+/// p50 and p99 (ms), the failures, and the CPU per completed unit (µs).
+fn rounds(pid: u32, run: &mut dyn FnMut() -> support::Load) -> (f64, f64, f64, u64, f64) {
+    let (mut rate, mut p50, mut p99, mut failed, mut cpu) = (vec![], vec![], vec![], 0, vec![]);
+    for _ in 0..ROUNDS {
+        let before = cpu_us(pid);
+        let t = std::time::Instant::now();
+        let l = run();
+        let spent = cpu_us(pid).saturating_sub(before) as f64;
+        let done = (l.per_sec * t.elapsed().as_secs_f64()).max(1.0);
+        rate.push(l.per_sec);
+        p50.push(ms(l.p50));
+        p99.push(ms(l.p99));
+        failed += l.failed;
+        cpu.push(spent / done);
+    }
+    (median(rate), median(p50), median(p99), failed, median(cpu))
+}
+
+/// `/health` latency from one client while another resolves `artifact` in a loop with
+/// `POST /register`: (health p50 ms, p99 ms, max ms, resolves done, their statuses).
+fn health_under_resolve(base: &str, artifact: &str) -> (f64, f64, f64, usize, Vec<u16>) {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Arc;
+    let stop = Arc::new(AtomicBool::new(false));
+    let (b, a, s) = (base.to_string(), artifact.to_string(), Arc::clone(&stop));
+    let resolver = std::thread::spawn(move || {
+        let mut statuses = Vec::new();
+        let opts = Options {
+            read_timeout: Duration::from_secs(60),
+            ..Options::default()
+        };
+        // Session ids unique across every call against the same daemon.
+        static N: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        while !s.load(Ordering::Relaxed) {
+            let n = N.fetch_add(1, Ordering::Relaxed) + 1;
+            let body = format!(r#"{{"session_id":"ses_b{n:031x}","name":"{a}","version":"0.1.0"}}"#);
+            let headers = [("content-type", "application/json")];
+            let st = request("POST", &format!("{b}/register"), &headers, body.as_bytes(), &opts)
+                .map(|r| r.status)
+                .unwrap_or(0);
+            statuses.push(st);
+        }
+        statuses
+    });
+    std::thread::sleep(Duration::from_millis(200));
+    let mut times = Vec::new();
+    let end = std::time::Instant::now() + RUN_FOR;
+    while std::time::Instant::now() < end {
+        let t = std::time::Instant::now();
+        let ok = get(&format!("{base}/health"), &[], &Options::default()).is_ok_and(|r| r.status == 200);
+        if ok {
+            times.push(ms(t.elapsed()));
+        }
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    stop.store(true, Ordering::Relaxed);
+    let mut statuses = resolver.join().unwrap();
+    let done = statuses.len();
+    statuses.sort_unstable();
+    statuses.dedup();
+    times.sort_by(f64::total_cmp);
+    let pick = |q: f64| {
+        times
+            .get(((times.len() as f64 * q) as usize).min(times.len().saturating_sub(1)))
+            .copied()
+            .unwrap_or_default()
+    };
+    (
+        pick(0.5),
+        pick(0.99),
+        times.last().copied().unwrap_or_default(),
+        done,
+        statuses,
+    )
+}
+
+/// User plus system CPU of `pid` so far, in microseconds.
+fn cpu_us(pid: u32) -> u64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    // Fields after the parenthesised command name: utime and stime are the 12th and 13th.
+    let rest = stat.rsplit_once(')').map_or("", |(_, r)| r);
+    let f: Vec<u64> = rest.split_whitespace().map(|x| x.parse().unwrap_or(0)).collect();
+    let ticks = f.get(11).copied().unwrap_or(0) + f.get(12).copied().unwrap_or(0);
+    // SAFETY: sysconf has no preconditions.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as u64;
+    ticks * 1_000_000 / hz
+}
+
+fn measure(label: &str, bin: &str, reg: &std::path::Path, big: &[(&str, u64)]) {
     let port = free_port();
     let mut child = start(bin, reg, port);
     let base = format!("http://127.0.0.1:{port}");
-    println!("{label} ({bin})");
-    for clients in [1, 32] {
-        let b = base.clone();
-        let h = load(clients, RUN_FOR, move |_, _| {
-            get(&format!("{b}/health"), &[], &Options::default()).is_ok_and(|r| r.status == 200)
-        });
-        println!(
-            "  /health   {clients:>2} clients: {:>8.0} req/s   p50 {:.2} ms  p99 {:.2} ms  ({} failed)",
-            h.per_sec,
-            ms(h.p50),
-            ms(h.p99),
-            h.failed
-        );
-    }
-    for clients in [1, 32] {
-        let b = base.clone();
-        // Session ids are unique across runs against the same daemon.
-        let c = load(clients, RUN_FOR, move |client, n| {
-            cycle(&b, clients * 1000 + client, n)
-        });
-        println!(
-            "  cycles    {clients:>2} clients: {:>8.0} cyc/s   p50 {:.2} ms  p99 {:.2} ms  ({} failed)",
-            c.per_sec,
-            ms(c.p50),
-            ms(c.p99),
-            c.failed
-        );
-    }
-    let addr: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
-    let c = support::driver::drive(addr, 32, RUN_FOR, move |client, n| {
-        Cycle::new(addr, 5000 + client, n)
-    });
-    println!(
-        "  cycles    32 in flight, one event-driven generator thread: {:>8.0} cyc/s   p50 {:.2} ms  p99 {:.2} ms  ({} failed)",
-        c.per_sec,
-        ms(c.p50),
-        ms(c.p99),
-        c.failed
-    );
     let pid = child.id();
+    println!("{label} ({bin})");
+    let addr: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
+    for clients in [1, 16] {
+        let (rate, p50, p99, failed, cpu) = rounds(pid, &mut || {
+            support::driver::drive(addr, clients, RUN_FOR, move |_, _| {
+                Health(addr.to_string(), false)
+            })
+        });
+        println!(
+            "  /health   {clients:>2} clients: {rate:>8.0} req/s   p50 {p50:.2} ms  p99 {p99:.2} ms  daemon CPU {cpu:.0} µs/req  ({failed} failed)"
+        );
+    }
+    let mut round = 0usize;
+    for clients in [1, 16] {
+        let (rate, p50, p99, failed, cpu) = rounds(pid, &mut || {
+            round += 1;
+            // Session ids are unique across runs against the same daemon.
+            let base_id = round * 10_000;
+            support::driver::drive(addr, clients, RUN_FOR, move |client, n| {
+                Cycle::new(addr, base_id + client, n)
+            })
+        });
+        println!(
+            "  cycles    {clients:>2} clients: {rate:>8.0} cyc/s   p50 {p50:.2} ms  p99 {p99:.2} ms  daemon CPU {cpu:.0} µs/cycle  ({failed} failed)"
+        );
+    }
+    for (name, size) in big {
+        let (p50, p99, max, done, statuses) = health_under_resolve(&base, name);
+        println!(
+            "  /health while one client resolves a {} MiB artifact in a loop: p50 {p50:.2} ms  p99 {p99:.2} ms  max {max:.2} ms  ({done} resolves, status {statuses:?})",
+            size >> 20
+        );
+    }
     let (rss0, thr0) = (rss_kib(pid), threads(pid));
     let idle: Vec<TcpStream> = (0..2000).filter_map(|_| TcpStream::connect(addr).ok()).collect();
     std::thread::sleep(Duration::from_millis(500));
@@ -286,12 +352,42 @@ fn measure(label: &str, bin: &str, reg: &std::path::Path) {
     let _ = child.wait();
 }
 
+/// Publish `local/<name>@0.1.0` carrying `size` bytes of incompressible payload.
+fn publish_big(reg: &std::path::Path, name: &str, size: u64) {
+    let mut payload = vec![0u8; size as usize];
+    let mut x = 0x9e37_79b9_7f4a_7c15u64;
+    for chunk in payload.chunks_mut(8) {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        let b = x.to_le_bytes();
+        chunk.copy_from_slice(&b[..chunk.len()]);
+    }
+    let yaml = format!("name: {name}\nversion: 0.1.0\n");
+    let bytes = archive::write(&[
+        ("murmur.yaml".into(), yaml.into_bytes()),
+        ("capsule.wasm".into(), b"\0asm\x01\0\0\0".to_vec()),
+        ("payload.bin".into(), payload),
+    ])
+    .unwrap();
+    registry::publish(reg, &bytes, Some("local")).unwrap();
+}
+
 fn main() {
     murmur::http::raise_fd_limit(16_384);
     let reg = registry();
-    measure("ours: mur-roost", env!("CARGO_BIN_EXE_mur-roost"), &reg);
+    // One beyond the roost's per-request bound, one just inside it.
+    let mut big = vec![("local/big", 100u64 << 20), ("local/bound", (15u64 << 20))];
+    // MURMUR_BENCH_NO_BIG=1 leaves the large-artifact runs out (for profiling the cycles).
+    if std::env::var_os("MURMUR_BENCH_NO_BIG").is_some() {
+        big.clear();
+    }
+    for &(name, size) in &big {
+        publish_big(&reg, name.trim_start_matches("local/"), size);
+    }
+    measure("ours: mur-roost", env!("CARGO_BIN_EXE_mur-roost"), &reg, &big);
     match std::env::var("MURMUR_REF_ROOST") {
-        Ok(bin) if !bin.is_empty() => measure("reference: mur-roost 0.8.0", &bin, &reg),
+        Ok(bin) if !bin.is_empty() => measure("reference: mur-roost 0.8.0", &bin, &reg, &big),
         _ => println!("reference: set MURMUR_REF_ROOST to a mur-roost 0.8.0 binary to compare"),
     }
     let _ = std::fs::remove_dir_all(&reg);

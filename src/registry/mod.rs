@@ -1,7 +1,12 @@
 //! The local artifact registry and the `.mur.zip` archive.
 
 pub mod archive;
+pub mod cache;
 mod crc32;
 pub mod store;
 
-pub use store::{default_root, publish, resolve, sha256_bytes, sha256_hex, ArtifactName, Location, Resolved};
+pub use cache::{Artifact, ParsedCache};
+pub use store::{
+    default_root, publish, resolve, resolve_cached, sha256_bytes, sha256_hex, ArtifactName, CachedResolve,
+    Location, Resolved, ARCHIVE_TOO_LARGE,
+};

@@ -3,11 +3,13 @@
 //! beside `<stem>.sha256` and `<stem>.meta.json`.
 
 use super::archive::{Archive, ArchiveLimits};
+use super::cache::{Artifact, ParsedCache};
 use crate::diag::{code, Diagnostic};
 use crate::manifest::{self, name_error, Loaded, Resolve};
 use sha2::{Digest, Sha256};
-use std::io::Write;
+use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 /// Largest archive read from the registry or published into it.
 pub const MAX_ARCHIVE_BYTES: u64 = 512 << 20;
@@ -110,7 +112,18 @@ pub fn locate(root: &Path, name: &ArtifactName, version: &str) -> Location {
 
 /// Lowercase hex SHA-256 of `bytes`.
 pub fn sha256_hex(bytes: &[u8]) -> String {
-    sha256_bytes(bytes).iter().map(|b| format!("{b:02x}")).collect()
+    hex(&sha256_bytes(bytes))
+}
+
+/// Lowercase hex of `bytes`, in one allocation.
+fn hex(bytes: &[u8]) -> String {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let mut out = String::with_capacity(bytes.len() * 2);
+    for b in bytes {
+        out.push(DIGITS[usize::from(b >> 4)] as char);
+        out.push(DIGITS[usize::from(b & 0xf)] as char);
+    }
+    out
 }
 
 /// The raw SHA-256 of `bytes`.
@@ -143,7 +156,6 @@ fn integrity(full: &str, version: &str, why: impl std::fmt::Display) -> Diagnost
 }
 
 fn read_capped(path: &Path) -> std::io::Result<Vec<u8>> {
-    use std::io::Read;
     let mut bytes = Vec::new();
     std::fs::File::open(path)?
         .take(MAX_ARCHIVE_BYTES + 1)
@@ -156,6 +168,12 @@ fn read_capped(path: &Path) -> std::io::Result<Vec<u8>> {
 
 /// Parse the manifest packed in `bytes`.
 pub fn packed_manifest(bytes: &[u8], resolve: Resolve<'_>) -> Result<Loaded, Diagnostic> {
+    manifest::parse(&packed_manifest_text(bytes)?, resolve)
+}
+
+/// The text of the manifest packed in `bytes`, refused on its declared size before a byte
+/// of it is inflated.
+fn packed_manifest_text(bytes: &[u8]) -> Result<String, Diagnostic> {
     let archive = Archive::open(bytes, &ArchiveLimits::default())
         .map_err(|e| Diagnostic::new(code::REG_INTEGRITY, "murmur.yaml", e.to_string()))?;
     match archive.entries().first() {
@@ -184,14 +202,12 @@ pub fn packed_manifest(bytes: &[u8], resolve: Resolve<'_>) -> Result<Loaded, Dia
     let text = archive
         .read("murmur.yaml")
         .map_err(|e| Diagnostic::new(code::REG_INTEGRITY, "murmur.yaml", e.to_string()))?;
-    let text = String::from_utf8(text)
-        .map_err(|_| Diagnostic::new(code::MAN_SYNTAX, "murmur.yaml", "murmur.yaml is not UTF-8"))?;
-    manifest::parse(&text, resolve)
+    String::from_utf8(text)
+        .map_err(|_| Diagnostic::new(code::MAN_SYNTAX, "murmur.yaml", "murmur.yaml is not UTF-8"))
 }
 
-/// Resolve `full@version`: read the archive, hash the bytes read, require the sidecar to
-/// agree, and parse the packed manifest (whose name must be the bare name asked for).
-pub fn resolve(root: &Path, full: &str, version: &str, resolve: Resolve<'_>) -> Result<Resolved, Diagnostic> {
+/// The checks on the coordinates asked, before the filesystem is touched.
+fn coordinates(full: &str, version: &str) -> Result<ArtifactName, Diagnostic> {
     let name = ArtifactName::parse(full)?;
     if RESERVED_VERSIONS.iter().any(|r| r.eq_ignore_ascii_case(version)) {
         return Err(not_installed(
@@ -201,26 +217,39 @@ pub fn resolve(root: &Path, full: &str, version: &str, resolve: Resolve<'_>) -> 
         ));
     }
     check_version(version)?;
-    let location = locate(root, &name, version);
-    let bytes = match read_capped(&location.archive) {
-        Ok(b) => b,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            return Err(not_installed(
-                full,
-                version,
-                &format!("no {}", location.archive.display()),
-            ))
-        }
-        Err(e) => {
-            return Err(Diagnostic::new(
-                code::IO_READ,
-                full,
-                format!("cannot read {}: {e}", location.archive.display()),
-            ))
-        }
-    };
-    let sha256 = sha256_hex(&bytes);
-    let sidecar = std::fs::read_to_string(&location.sha256).map_err(|e| {
+    Ok(name)
+}
+
+/// The archive could not be opened or read.
+fn read_error(full: &str, version: &str, location: &Location, e: std::io::Error) -> Diagnostic {
+    if e.kind() == std::io::ErrorKind::NotFound {
+        return not_installed(full, version, &format!("no {}", location.archive.display()));
+    }
+    Diagnostic::new(
+        code::IO_READ,
+        full,
+        format!("cannot read {}: {e}", location.archive.display()),
+    )
+}
+
+/// A regular file's text, opened non-blocking so a FIFO cannot hang the reader.
+fn read_sidecar(path: &Path) -> std::io::Result<String> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)?;
+    if !file.metadata()?.is_file() {
+        return Err(std::io::Error::other("not a regular file"));
+    }
+    let mut text = String::new();
+    file.read_to_string(&mut text)?;
+    Ok(text)
+}
+
+/// The `.sha256` sidecar must name the hash of the bytes read.
+fn check_sidecar(full: &str, version: &str, location: &Location, sha256: &str) -> Result<(), Diagnostic> {
+    let sidecar = read_sidecar(&location.sha256).map_err(|e| {
         integrity(
             full,
             version,
@@ -237,21 +266,145 @@ pub fn resolve(root: &Path, full: &str, version: &str, resolve: Resolve<'_>) -> 
             ),
         ));
     }
+    Ok(())
+}
+
+/// The packed manifest must carry the coordinates asked for.
+fn check_packed(
+    full: &str,
+    version: &str,
+    name: &ArtifactName,
+    packed_name: &str,
+    packed_version: &str,
+) -> Result<(), Diagnostic> {
+    if packed_name != name.name {
+        return Err(integrity(
+            full,
+            version,
+            format!("the packed manifest is named '{packed_name}'"),
+        ));
+    }
+    if packed_version != version {
+        return Err(integrity(
+            full,
+            version,
+            format!("the packed manifest has version '{packed_version}'"),
+        ));
+    }
+    Ok(())
+}
+
+/// The [`Diagnostic::key`] of a cached resolve refused because the archive is larger than
+/// the caller's per-resolve bound (never an artifact name, which has no space).
+pub const ARCHIVE_TOO_LARGE: &str = "archive size";
+
+/// What [`resolve_cached`] answers: the hash of the bytes read and what they parsed to.
+pub struct CachedResolve<V> {
+    pub sha256: String,
+    pub artifact: Arc<Artifact<V>>,
+}
+
+/// Largest read buffer a cache keeps between resolves.
+const KEEP_SCRATCH: usize = 1 << 20;
+
+/// [`resolve`] for a daemon that resolves per request: the same reads and checks in the
+/// same order (read the archive, hash the bytes read, require the sidecar to agree, require
+/// the packed manifest to carry the coordinates asked), but the inflate, the parse and
+/// `lower` run only when `cache` holds nothing for that hash. An archive larger than
+/// `max_bytes` is refused on its size, before it is read (key [`ARCHIVE_TOO_LARGE`]).
+/// `cache` must only ever see one `resolve` mode.
+pub fn resolve_cached<V>(
+    root: &Path,
+    full: &str,
+    version: &str,
+    resolve: Resolve<'_>,
+    cache: &mut ParsedCache<V>,
+    max_bytes: u64,
+    lower: impl FnOnce(Loaded) -> V,
+) -> Result<CachedResolve<V>, Diagnostic> {
+    let name = coordinates(full, version)?;
+    let location = locate(root, &name, version);
+    let mut buf = std::mem::take(&mut cache.scratch);
+    let read = read_bounded(&location.archive, &mut buf, max_bytes.min(MAX_ARCHIVE_BYTES));
+    let answer = (|| {
+        match read {
+            Ok(None) => {}
+            Ok(Some(size)) => {
+                return Err(Diagnostic::new(
+                    code::IO_READ,
+                    ARCHIVE_TOO_LARGE,
+                    format!("the archive is {size} bytes, more than the {max_bytes} a resolve here may read"),
+                ))
+            }
+            Err(e) => return Err(read_error(full, version, &location, e)),
+        }
+        let digest = sha256_bytes(&buf);
+        let sha256 = hex(&digest);
+        check_sidecar(full, version, &location, &sha256)?;
+        let artifact = match cache.get(&digest) {
+            Some(hit) => hit,
+            None => {
+                let text = packed_manifest_text(&buf)?;
+                let loaded = manifest::parse(&text, resolve)?;
+                let artifact = Artifact {
+                    name: loaded.manifest.name.clone(),
+                    version: loaded.manifest.version.clone(),
+                    value: lower(loaded),
+                };
+                cache.insert(digest, artifact, text.len())
+            }
+        };
+        check_packed(full, version, &name, &artifact.name, &artifact.version)?;
+        Ok(CachedResolve { sha256, artifact })
+    })();
+    if buf.capacity() <= KEEP_SCRATCH {
+        buf.clear();
+        cache.scratch = buf;
+    }
+    answer
+}
+
+/// Read `path` into `buf` (cleared first) unless it is larger than `max`: `Ok(Some(size))`
+/// then, decided on the opened file's size before a byte is read (and again on the bytes
+/// read, should the file grow meanwhile). Opened non-blocking and refused unless it is a
+/// regular file, so a FIFO planted in the registry cannot hang the caller's thread.
+fn read_bounded(path: &Path, buf: &mut Vec<u8>, max: u64) -> std::io::Result<Option<u64>> {
+    use std::os::unix::fs::OpenOptionsExt;
+    buf.clear();
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)?;
+    let meta = file.metadata()?;
+    if !meta.is_file() {
+        return Err(std::io::Error::other("not a regular file"));
+    }
+    let size = meta.len();
+    if size > max {
+        return Ok(Some(size));
+    }
+    buf.reserve(size as usize + 1);
+    file.take(max + 1).read_to_end(buf)?;
+    if buf.len() as u64 > max {
+        return Ok(Some(buf.len() as u64));
+    }
+    Ok(None)
+}
+
+/// Resolve `full@version`: read the archive, hash the bytes read, require the sidecar to
+/// agree, and parse the packed manifest (whose name must be the bare name asked for).
+pub fn resolve(root: &Path, full: &str, version: &str, resolve: Resolve<'_>) -> Result<Resolved, Diagnostic> {
+    let name = coordinates(full, version)?;
+    let location = locate(root, &name, version);
+    let bytes = match read_capped(&location.archive) {
+        Ok(b) => b,
+        Err(e) => return Err(read_error(full, version, &location, e)),
+    };
+    let sha256 = sha256_hex(&bytes);
+    check_sidecar(full, version, &location, &sha256)?;
     let loaded = packed_manifest(&bytes, resolve)?;
-    if loaded.manifest.name != name.name {
-        return Err(integrity(
-            full,
-            version,
-            format!("the packed manifest is named '{}'", loaded.manifest.name),
-        ));
-    }
-    if loaded.manifest.version != version {
-        return Err(integrity(
-            full,
-            version,
-            format!("the packed manifest has version '{}'", loaded.manifest.version),
-        ));
-    }
+    let m = &loaded.manifest;
+    check_packed(full, version, &name, &m.name, &m.version)?;
     Ok(Resolved {
         location,
         bytes,

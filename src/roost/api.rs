@@ -7,16 +7,68 @@ use super::Roost;
 use crate::diag::code;
 use crate::http::{Request, Response};
 use crate::manifest::{contains, Envelope, Resolve};
-use crate::registry::{self, Resolved};
+use crate::registry::{self, CachedResolve};
 use crate::token::{self, Domain, TokenError};
 use serde::{Deserialize, Serialize};
-use serde_json::{json, Value};
+use serde_json::Value;
+use std::sync::Arc;
 
 const CREDENTIAL_HEADER: &str = "x-murmur-spawn-credential";
 const APPROVAL_HEADER: &str = "x-murmur-spawn-approval";
 /// An approval is valid for 60 seconds from the spawn that granted it.
 pub const APPROVAL_TTL_MS: u64 = 60_000;
 const MAX_SESSION_ID: usize = 128;
+/// Largest archive the roost reads, hashes and parses in one request. Every resolve runs on
+/// the one loop thread, where the records live without locks, so this bounds how long one
+/// request can hold up every other client: reading and hashing cost about 1 ms per MiB on a
+/// loaded 2-core machine, so about 65 ms at the bound, and room for the largest components
+/// in use (an interpreter compiled to WebAssembly is tens of MiB). Larger artifacts are
+/// refused with a 500 that says so, decided on the file's size before a byte is read.
+pub const MAX_RESOLVE_BYTES: u64 = 64 << 20;
+
+/// What the roost keeps of a parsed artifact: the grants lowered from its manifest.
+pub type Cache = registry::ParsedCache<Arc<Grants>>;
+
+/// The grants a session holds, lowered once per distinct artifact.
+fn lower(loaded: crate::manifest::Loaded) -> Arc<Grants> {
+    let m = &loaded.manifest;
+    Arc::new(Grants {
+        envelope: Envelope::of(m),
+        spawn_allow: m.capabilities.spawn_allow.clone(),
+    })
+}
+
+/// The `POST /spawn` answer, fields in the order the JSON map always wrote them.
+#[derive(Serialize)]
+struct Granted<'a> {
+    approval: &'a str,
+    expires_at_ms: u64,
+    name: &'a str,
+    sha256: &'a str,
+    version: &'a str,
+}
+
+/// The `GET /status` answer, fields in the order the JSON map always wrote them.
+#[derive(Serialize)]
+struct StatusReply {
+    depth_remaining: u32,
+    live_capsules: usize,
+    live_children: usize,
+    status: &'static str,
+}
+
+#[derive(Serialize)]
+struct Registered<'a> {
+    credential: &'a str,
+}
+
+/// A 200 answer serialised straight from `value`.
+fn ok_json<T: Serialize>(value: &T) -> Response {
+    match serde_json::to_vec(value) {
+        Ok(body) => Response::json(200, body),
+        Err(_) => Response::error(500, "internal error"),
+    }
+}
 
 #[derive(Serialize, Deserialize)]
 struct CredentialPayload {
@@ -72,18 +124,26 @@ fn field<'a>(map: &'a serde_json::Map<String, Value>, key: &str) -> Result<&'a s
 impl Roost {
     /// Resolve `name@version` as the daemon sees it: bytes hashed as read, `${NAME}`
     /// references from the daemon's environment except `inference.api_key`.
-    fn resolve(&self, name: &str, version: &str) -> Result<Resolved, Response> {
-        let lookup = |var: &str| (self.env)(var);
-        registry::resolve(
+    fn resolve(&mut self, name: &str, version: &str) -> Result<CachedResolve<Arc<Grants>>, Response> {
+        let env = &self.env;
+        let lookup = |var: &str| env(var);
+        registry::resolve_cached(
             &self.config.registry,
             name,
             version,
             Resolve::AllButApiKey(&lookup),
+            &mut self.cache,
+            MAX_RESOLVE_BYTES,
+            lower,
         )
         .map_err(|d| {
             // Messages name the manifest key or variable at fault, never a host path.
             let why = match d.code {
                 code::REG_NOT_INSTALLED => "not installed".to_string(),
+                code::IO_READ if d.key == registry::ARCHIVE_TOO_LARGE => format!(
+                    "the archive is larger than the {} MiB this daemon reads per request",
+                    MAX_RESOLVE_BYTES >> 20
+                ),
                 code::REG_INTEGRITY => "the archive failed its integrity check".to_string(),
                 c if c.starts_with("E-MAN") || c.starts_with("E-CAP") => d.message.clone(),
                 _ => "the registry could not be read".to_string(),
@@ -157,7 +217,7 @@ impl Roost {
             Ok(r) => r,
             Err(resp) => return resp,
         };
-        if let Err(refusal) = contains(&grants.envelope, &Envelope::of(&resolved.loaded.manifest)) {
+        if let Err(refusal) = contains(&grants.envelope, &resolved.artifact.value.envelope) {
             return Response::error(403, &refusal);
         }
         let exp = now_ms + APPROVAL_TTL_MS;
@@ -167,20 +227,23 @@ impl Roost {
         };
         let payload = ApprovalPayload {
             v: 1,
-            sid: sid.clone(),
-            name: name.clone(),
-            version: version.clone(),
-            digest: resolved.sha256.clone(),
+            sid,
+            name,
+            version,
+            digest: resolved.sha256,
             depth: depth - 1,
             exp,
-            jti: jti.clone(),
+            jti,
         };
         let approval = token::mint(&self.approval_key, Domain::Approval, &payload);
-        self.state.reserve(jti, &sid, exp);
-        Response::json_value(
-            200,
-            &json!({"approval": approval, "name": name, "version": version, "sha256": resolved.sha256, "expires_at_ms": exp}),
-        )
+        self.state.reserve(payload.jti, &payload.sid, exp);
+        ok_json(&Granted {
+            approval: &approval,
+            expires_at_ms: exp,
+            name: &payload.name,
+            sha256: &payload.digest,
+            version: &payload.version,
+        })
     }
 
     pub(super) fn register(&mut self, req: &Request, now_ms: u64) -> Response {
@@ -245,20 +308,17 @@ impl Roost {
             Ok(c) => c,
             Err(resp) => return resp,
         };
-        let m = &resolved.loaded.manifest;
-        let grants = Grants {
-            envelope: Envelope::of(m),
-            spawn_allow: m.capabilities.spawn_allow.clone(),
-        };
         let session = Session {
             status: Status::Running,
             depth_remaining: depth,
             parent,
-            grants: Some(grants),
+            grants: Some(Arc::clone(&resolved.artifact.value)),
             running_children: 0,
         };
         self.state.register(&sid, session, redeemed.as_deref());
-        Response::json_value(200, &json!({"credential": credential}))
+        ok_json(&Registered {
+            credential: &credential,
+        })
     }
 
     pub(super) fn deregister(&mut self, req: &Request) -> Response {
@@ -289,9 +349,11 @@ impl Roost {
             0
         };
         let live_capsules = self.state.live_capsules(now_ms);
-        Response::json_value(
-            200,
-            &json!({"status": status.as_str(), "depth_remaining": depth, "live_children": live_children, "live_capsules": live_capsules}),
-        )
+        ok_json(&StatusReply {
+            depth_remaining: depth,
+            live_capsules,
+            live_children,
+            status: status.as_str(),
+        })
     }
 }

@@ -10,7 +10,7 @@ pub mod flags;
 mod messages;
 pub mod state;
 
-pub use api::APPROVAL_TTL_MS;
+pub use api::{APPROVAL_TTL_MS, MAX_RESOLVE_BYTES};
 pub use flags::Config;
 pub use messages::IDENTITY;
 
@@ -48,7 +48,14 @@ pub struct Roost {
     credential_key: Key,
     approval_key: Key,
     env: EnvLookup,
+    /// Parsed artifacts by the hash of the bytes they were parsed from.
+    cache: api::Cache,
 }
+
+/// The parsed-artifact cache holds at most this many artifacts...
+pub const CACHE_ENTRIES: usize = 256;
+/// ...weighing at most this much (manifest text plus a fixed charge per entry).
+pub const CACHE_BYTES: usize = 32 << 20;
 
 impl Roost {
     /// A daemon with fresh keys that resolves `${NAME}` from the process environment.
@@ -65,6 +72,7 @@ impl Roost {
             credential_key: key()?,
             approval_key: key()?,
             env,
+            cache: api::Cache::new(CACHE_ENTRIES, CACHE_BYTES),
         })
     }
 

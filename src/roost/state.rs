@@ -1,9 +1,13 @@
 //! The daemon's records, owned by the event loop thread: sessions, reservations (granted,
 //! unredeemed approvals) and spent approval ids. Expiry is evaluated when a figure is read,
-//! never swept on a timer: a read first drops what has expired by `now_ms`.
+//! never swept on a timer: a read first drops what has expired by `now_ms`. Expiries sit in
+//! min-heaps, so a read costs what has expired since the last one rather than a walk over
+//! every record (the spent ids alone are a minute of approvals).
 
 use crate::manifest::Envelope;
-use std::collections::HashMap;
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashMap};
+use std::sync::Arc;
 
 /// A session's state as `GET /status` reports it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -36,7 +40,7 @@ pub struct Session {
     pub status: Status,
     pub depth_remaining: u32,
     pub parent: Option<String>,
-    pub grants: Option<Grants>,
+    pub grants: Option<Arc<Grants>>,
     /// Running children registered under this session.
     pub running_children: usize,
 }
@@ -47,20 +51,44 @@ pub struct Reservation {
     pub exp: u64,
 }
 
+/// Ids by expiry, earliest first. An id may outlive its record (redeemed, released or
+/// re-recorded); a popped id is acted on only if its record still carries that expiry.
+type Expiries = BinaryHeap<Reverse<(u64, String)>>;
+
 /// All the daemon holds.
 #[derive(Debug, Default)]
 pub struct State {
     pub sessions: HashMap<String, Session>,
     reservations: HashMap<String, Reservation>,
+    reservation_expiries: Expiries,
+    /// The reservation ids each parent holds.
+    held: HashMap<String, Vec<String>>,
     /// Spent approval ids and their expiry; an id is kept until its approval has expired.
     spent: HashMap<String, u64>,
+    spent_expiries: Expiries,
     running: usize,
+}
+
+/// Pop every id that has expired by `now_ms`, handing each to `drop(id, exp)`.
+fn pop_expired(heap: &mut Expiries, now_ms: u64, mut drop: impl FnMut(String, u64)) {
+    while heap.peek().is_some_and(|Reverse((exp, _))| *exp <= now_ms) {
+        if let Some(Reverse((exp, id))) = heap.pop() {
+            drop(id, exp);
+        }
+    }
 }
 
 impl State {
     /// Drop reservations that have expired by `now_ms`.
     fn expire(&mut self, now_ms: u64) {
-        self.reservations.retain(|_, r| now_ms < r.exp);
+        let (reservations, held) = (&mut self.reservations, &mut self.held);
+        pop_expired(&mut self.reservation_expiries, now_ms, |jti, exp| {
+            if reservations.get(&jti).is_some_and(|r| r.exp == exp) {
+                if let Some(r) = reservations.remove(&jti) {
+                    unhold(held, &r.parent, &jti);
+                }
+            }
+        });
     }
 
     /// Capsules live on this host: running sessions plus unexpired, unredeemed approvals.
@@ -73,7 +101,7 @@ impl State {
     pub fn live_children(&mut self, sid: &str, now_ms: u64) -> usize {
         self.expire(now_ms);
         let running = self.sessions.get(sid).map_or(0, |s| s.running_children);
-        running + self.reservations.values().filter(|r| r.parent == sid).count()
+        running + self.held.get(sid).map_or(0, Vec::len)
     }
 
     /// The running session `sid`, if it is running.
@@ -83,6 +111,11 @@ impl State {
 
     /// Reserve a slot under `parent` for approval `jti`.
     pub fn reserve(&mut self, jti: String, parent: &str, exp: u64) {
+        if let Some(old) = self.reservations.remove(&jti) {
+            unhold(&mut self.held, &old.parent, &jti);
+        }
+        self.held.entry(parent.to_string()).or_default().push(jti.clone());
+        self.reservation_expiries.push(Reverse((exp, jti.clone())));
         self.reservations.insert(
             jti,
             Reservation {
@@ -94,18 +127,26 @@ impl State {
 
     /// Mark approval `jti` spent. False if it already was.
     pub fn spend(&mut self, jti: &str, exp: u64, now_ms: u64) -> bool {
-        self.spent.retain(|_, e| now_ms < *e);
+        let spent = &mut self.spent;
+        pop_expired(&mut self.spent_expiries, now_ms, |id, e| {
+            if spent.get(&id) == Some(&e) {
+                spent.remove(&id);
+            }
+        });
         if self.spent.contains_key(jti) {
             return false;
         }
         self.spent.insert(jti.to_string(), exp);
+        self.spent_expiries.push(Reverse((exp, jti.to_string())));
         true
     }
 
     /// Register a running session; a redeemed reservation becomes a running child.
     pub fn register(&mut self, sid: &str, session: Session, redeemed: Option<&str>) {
         if let Some(jti) = redeemed {
-            self.reservations.remove(jti);
+            if let Some(r) = self.reservations.remove(jti) {
+                unhold(&mut self.held, &r.parent, jti);
+            }
         }
         if let Some(parent) = session.parent.as_deref().and_then(|p| self.sessions.get_mut(p)) {
             parent.running_children += 1;
@@ -127,7 +168,19 @@ impl State {
         if let Some(p) = parent.and_then(|p| self.sessions.get_mut(&p)) {
             p.running_children = p.running_children.saturating_sub(1);
         }
-        self.reservations.retain(|_, r| r.parent != sid);
+        for jti in self.held.remove(sid).unwrap_or_default() {
+            self.reservations.remove(&jti);
+        }
+    }
+}
+
+/// Forget that `parent` holds reservation `jti`.
+fn unhold(held: &mut HashMap<String, Vec<String>>, parent: &str, jti: &str) {
+    if let Some(ids) = held.get_mut(parent) {
+        ids.retain(|id| id != jti);
+        if ids.is_empty() {
+            held.remove(parent);
+        }
     }
 }
 
@@ -166,6 +219,26 @@ mod tests {
         s.end("p", Status::Failed);
         assert_eq!(s.live_capsules(100_000), 0);
         assert_eq!(s.sessions["p"].status, Status::Failed);
+    }
+
+    #[test]
+    fn expired_records_leave_the_maps() {
+        let mut s = State::default();
+        s.register("p", session(None), None);
+        for i in 0..100u64 {
+            s.reserve(format!("j{i}"), "p", 1000 + i);
+            assert!(s.spend(&format!("x{i}"), 1000 + i, 0));
+        }
+        // Expiries 1000..=1050 have passed at 1050: 51 of each gone, 49 left.
+        assert_eq!(s.live_children("p", 1050), 49);
+        assert!(s.spend("y", 5000, 1050));
+        assert_eq!(s.spent.len(), 50);
+        assert_eq!(s.live_capsules(2000), 1);
+        assert!(s.held.is_empty() && s.reservations.is_empty());
+        // A parent that ends takes its reservations with it.
+        s.reserve("k".into(), "p", 9000);
+        s.end("p", Status::Complete);
+        assert_eq!((s.live_capsules(2001), s.held.len()), (0, 0));
     }
 
     #[test]

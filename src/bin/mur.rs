@@ -381,7 +381,7 @@ fn run(cmd: Command) -> Result<String, Diagnostic> {
             ArtifactName::parse(full)?;
             let root = registry.unwrap_or_else(registry::default_root);
             let resolved = registry::resolve(&root, full, version, murmur::manifest::Resolve::Nothing)?;
-            let wasm = registry::store::has_root_wasm(&resolved.bytes);
+            let wasm = registry::payload::has_root_wasm(&resolved.bytes);
             Ok(render::inspected(full, &resolved, wasm, json))
         }
     }

@@ -21,37 +21,6 @@ fn bad_file(key: &str, why: impl std::fmt::Display) -> Diagnostic {
     Diagnostic::new(code::BLD_REQUIRES_FILES, key, format!("requires_files: {why}"))
 }
 
-/// The root WASM payload of `dir`: `capsule.wasm`, else the only root `*.wasm`.
-pub fn find_root_wasm(dir: &Path) -> Result<Option<String>, Diagnostic> {
-    if dir.join("capsule.wasm").is_file() {
-        return Ok(Some("capsule.wasm".into()));
-    }
-    let read = std::fs::read_dir(dir).map_err(|e| {
-        Diagnostic::new(
-            code::IO_READ,
-            dir.display().to_string(),
-            format!("cannot list {}: {e}", dir.display()),
-        )
-    })?;
-    let mut found: Vec<String> = read
-        .filter_map(Result::ok)
-        .filter(|e| e.file_type().is_ok_and(|t| t.is_file()))
-        .filter_map(|e| e.file_name().into_string().ok())
-        .filter(|n| n.ends_with(".wasm"))
-        .collect();
-    found.sort();
-    match found.len() {
-        0 => Ok(None),
-        1 => Ok(found.pop()),
-        _ => Err(Diagnostic::new(
-            code::BLD_WASM_PAYLOAD,
-            dir.display().to_string(),
-            format!("multiple root .wasm files found: {}", found.join(", ")),
-        )
-        .with_hint("name the payload capsule.wasm, or keep one root .wasm file")),
-    }
-}
-
 /// Build `dir` into `out` (default: `<name>-<version>.mur.zip` in the current directory).
 pub fn build(dir: &Path, out: Option<&Path>) -> Result<Built, Diagnostic> {
     let manifest_path = dir.join("murmur.yaml");
@@ -123,7 +92,7 @@ pub fn build(dir: &Path, out: Option<&Path>) -> Result<Built, Diagnostic> {
 
     let needs_wasm = m.inference.is_none() && !skill;
     if needs_wasm {
-        let wasm = find_root_wasm(dir)?.ok_or_else(|| {
+        let wasm = crate::registry::payload::find_root_wasm(dir)?.ok_or_else(|| {
             Diagnostic::new(
                 code::BLD_WASM_PAYLOAD,
                 dir.display().to_string(),

@@ -475,7 +475,7 @@ pub fn publish(
     let meta = serde_json::json!({"meta": {
         "name": full,
         "version": m.version,
-        "runtime": if has_root_wasm(bytes) { "wasm" } else { "static" },
+        "runtime": if super::payload::has_root_wasm(bytes) { "wasm" } else { "static" },
         "artifact_runtime": m.packaged_as.as_deref().unwrap_or("capsule"),
         "platforms": [],
         "description": m.description,
@@ -515,15 +515,4 @@ pub fn publish(
         let _ = d.sync_all();
     }
     Ok((location, sha256, loaded))
-}
-
-/// Whether the archive carries a root `*.wasm` payload.
-pub fn has_root_wasm(bytes: &[u8]) -> bool {
-    Archive::open(bytes, &ArchiveLimits::default())
-        .map(|a| {
-            a.entries()
-                .iter()
-                .any(|e| !e.name.contains('/') && e.name.ends_with(".wasm"))
-        })
-        .unwrap_or(false)
 }

@@ -7,11 +7,10 @@ use super::explain::Scope;
 use super::session::{self, Plan};
 use super::trace::Trace;
 use super::wasm::{self, cache, host};
-use crate::commands::build::find_root_wasm;
 use crate::diag::{code, Diagnostic};
 use crate::manifest::model::{AfterTask, Containment, Manifest, TaskAcceptance};
 use crate::manifest::{self, Resolve};
-use crate::registry::{self, archive};
+use crate::registry::{self, payload};
 use serde_json::json;
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -57,7 +56,7 @@ fn from_path(path: &Path) -> Result<Source, Diagnostic> {
         Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
         _ => PathBuf::from("."),
     };
-    let component = match find_root_wasm(&base) {
+    let component = match payload::find_root_wasm(&base) {
         Ok(Some(name)) => std::fs::read(base.join(&name)).map_err(|e| io_err(&base.join(&name), e)),
         Ok(None) => Err(Diagnostic::new(
             code::BLD_WASM_PAYLOAD,
@@ -79,40 +78,12 @@ fn from_registry(root: &Path, name: &str, version: &str) -> Result<Source, Diagn
     for w in &resolved.loaded.warnings {
         eprintln!("{w}");
     }
-    let component = archive_component(&resolved.bytes, name);
+    let component = payload::archive_component(&resolved.bytes, name);
     Ok(Source {
         manifest: resolved.loaded.manifest,
         base: PathBuf::from("."),
         component,
     })
-}
-
-/// The archive's root `capsule.wasm`, else its only root `*.wasm`.
-fn archive_component(bytes: &[u8], name: &str) -> Result<Vec<u8>, Diagnostic> {
-    let bad = |m: String| Diagnostic::new(code::BLD_WASM_PAYLOAD, name, m);
-    let a = archive::Archive::open(bytes, &archive::ArchiveLimits::default())
-        .map_err(|e| bad(format!("unreadable archive: {e}")))?;
-    let roots: Vec<&str> = a
-        .entries()
-        .iter()
-        .map(|e| e.name.as_str())
-        .filter(|n| !n.contains('/') && n.ends_with(".wasm"))
-        .collect();
-    let pick = if roots.contains(&"capsule.wasm") {
-        "capsule.wasm"
-    } else {
-        match roots.as_slice() {
-            [only] => only,
-            [] => return Err(bad(format!("{name} has no root .wasm payload"))),
-            _ => {
-                return Err(bad(format!(
-                    "{name} has several root .wasm files: {}",
-                    roots.join(", ")
-                )))
-            }
-        }
-    };
-    a.read(pick).map_err(|e| bad(format!("cannot read {pick}: {e}")))
 }
 
 /// Run a capsule session; the exit code on success (0), a diagnostic otherwise.

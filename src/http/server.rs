@@ -220,6 +220,7 @@ impl Server {
                 }
             }
             self.expire(&mut state);
+            state.compact_timers();
             if state.accept_paused_until.is_some_and(|t| Instant::now() >= t) {
                 state.accept_paused_until = None;
                 self.accept_all(&mut state);
@@ -381,11 +382,59 @@ struct Loop {
 }
 
 impl Loop {
+    /// Timers are deleted lazily: a closed connection's or a moved deadline's entry stays in
+    /// the heap until it comes due, so under many short connections the heap would hold every
+    /// connection of the last timeout period. Once it holds more than twice the live
+    /// connections (plus slack), rebuild it from them: each live connection has exactly one
+    /// entry, for its current deadline, before and after. Amortised O(1) per push.
+    fn compact_timers(&mut self) {
+        if self.timers.len() <= 2 * self.open + 64 {
+            return;
+        }
+        let live: Vec<_> = self
+            .conns
+            .iter()
+            .enumerate()
+            .filter_map(|(slot, c)| c.as_ref().map(|c| Reverse((c.deadline, slot, c.generation))))
+            .collect();
+        self.timers = BinaryHeap::from(live);
+    }
+
     fn next_wakeup(&self) -> Option<Instant> {
         let timer = self.timers.peek().map(|Reverse((at, _, _))| *at);
         match (timer, self.accept_paused_until) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stale_timers_are_dropped_once_they_outnumber_live_connections() {
+        let mut state = Loop {
+            conns: Vec::new(),
+            free: Vec::new(),
+            open: 0,
+            next_generation: 0,
+            timers: BinaryHeap::new(),
+            accept_paused_until: None,
+            budget: Budget::new(0),
+        };
+        let now = Instant::now();
+        for i in 0..64u64 {
+            state.timers.push(Reverse((now, i as usize, i)));
+        }
+        state.compact_timers();
+        assert_eq!(state.timers.len(), 64, "within the slack nothing is rebuilt");
+        for i in 64..10_000u64 {
+            state.timers.push(Reverse((now, i as usize, i)));
+        }
+        state.compact_timers();
+        assert_eq!(state.timers.len(), 0, "no live connection, so no timer is kept");
+        assert_eq!(state.next_wakeup(), None);
     }
 }

@@ -179,15 +179,7 @@ impl Server {
 
     /// Serve until stopped.
     pub fn run<H: Handler>(mut self, mut handler: H) -> io::Result<()> {
-        let mut state = Loop {
-            conns: Vec::new(),
-            free: Vec::new(),
-            open: 0,
-            next_generation: 0,
-            timers: BinaryHeap::new(),
-            accept_paused_until: None,
-            budget: Budget::new(self.limits.max_buffered),
-        };
+        let mut state = Loop::new(self.limits.max_buffered);
         let mut events = Events::with_capacity(1024);
         while !self.stop.load(Ordering::SeqCst) {
             let timeout = state
@@ -382,6 +374,18 @@ struct Loop {
 }
 
 impl Loop {
+    fn new(max_buffered: usize) -> Loop {
+        Loop {
+            conns: Vec::new(),
+            free: Vec::new(),
+            open: 0,
+            next_generation: 0,
+            timers: BinaryHeap::new(),
+            accept_paused_until: None,
+            budget: Budget::new(max_buffered),
+        }
+    }
+
     /// Timers are deleted lazily: a closed connection's or a moved deadline's entry stays in
     /// the heap until it comes due, so under many short connections the heap would hold every
     /// connection of the last timeout period. Once it holds more than twice the live
@@ -415,15 +419,7 @@ mod tests {
 
     #[test]
     fn stale_timers_are_dropped_once_they_outnumber_live_connections() {
-        let mut state = Loop {
-            conns: Vec::new(),
-            free: Vec::new(),
-            open: 0,
-            next_generation: 0,
-            timers: BinaryHeap::new(),
-            accept_paused_until: None,
-            budget: Budget::new(0),
-        };
+        let mut state = Loop::new(0);
         let now = Instant::now();
         for i in 0..64u64 {
             state.timers.push(Reverse((now, i as usize, i)));

@@ -157,13 +157,25 @@ fn integrity(full: &str, version: &str, why: impl std::fmt::Display) -> Diagnost
 
 fn read_capped(path: &Path) -> std::io::Result<Vec<u8>> {
     let mut bytes = Vec::new();
-    std::fs::File::open(path)?
-        .take(MAX_ARCHIVE_BYTES + 1)
-        .read_to_end(&mut bytes)?;
-    if bytes.len() as u64 > MAX_ARCHIVE_BYTES {
-        return Err(std::io::Error::other("archive larger than the registry allows"));
+    match read_bounded(path, &mut bytes, MAX_ARCHIVE_BYTES)? {
+        None => Ok(bytes),
+        Some(_) => Err(std::io::Error::other("archive larger than the registry allows")),
     }
-    Ok(bytes)
+}
+
+/// `path` opened for reading, non-blocking, and kept only when it is a regular file: a FIFO
+/// planted in the registry can neither hang the reader nor be read as an artifact.
+fn open_regular(path: &Path) -> std::io::Result<(std::fs::File, u64)> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)?;
+    let meta = file.metadata()?;
+    if !meta.is_file() {
+        return Err(std::io::Error::other("not a regular file"));
+    }
+    Ok((file, meta.len()))
 }
 
 /// Parse the manifest packed in `bytes`.
@@ -232,18 +244,10 @@ fn read_error(full: &str, version: &str, location: &Location, e: std::io::Error)
     )
 }
 
-/// A regular file's text, opened non-blocking so a FIFO cannot hang the reader.
+/// A regular file's text (the sidecar is a hash and a name: 4 KiB is plenty).
 fn read_sidecar(path: &Path) -> std::io::Result<String> {
-    use std::os::unix::fs::OpenOptionsExt;
-    let mut file = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NONBLOCK)
-        .open(path)?;
-    if !file.metadata()?.is_file() {
-        return Err(std::io::Error::other("not a regular file"));
-    }
     let mut text = String::new();
-    file.read_to_string(&mut text)?;
+    open_regular(path)?.0.take(4096).read_to_string(&mut text)?;
     Ok(text)
 }
 
@@ -369,17 +373,8 @@ pub fn resolve_cached<V>(
 /// read, should the file grow meanwhile). Opened non-blocking and refused unless it is a
 /// regular file, so a FIFO planted in the registry cannot hang the caller's thread.
 fn read_bounded(path: &Path, buf: &mut Vec<u8>, max: u64) -> std::io::Result<Option<u64>> {
-    use std::os::unix::fs::OpenOptionsExt;
     buf.clear();
-    let file = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NONBLOCK)
-        .open(path)?;
-    let meta = file.metadata()?;
-    if !meta.is_file() {
-        return Err(std::io::Error::other("not a regular file"));
-    }
-    let size = meta.len();
+    let (file, size) = open_regular(path)?;
     if size > max {
         return Ok(Some(size));
     }

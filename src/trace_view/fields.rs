@@ -21,6 +21,14 @@ pub(super) fn s(o: &Obj, key: &str) -> String {
     }
 }
 
+/// `before`, the field as text, `after` when the field is present; nothing when absent.
+pub(super) fn opt(o: &Obj, key: &str, before: &str, after: &str) -> String {
+    match o.get(key) {
+        Some(_) => format!("{before}{}{after}", s(o, key)),
+        None => String::new(),
+    }
+}
+
 /// A field as a whole number, if it is one.
 pub(super) fn n(o: &Obj, key: &str) -> Option<u64> {
     o.get(key).and_then(Value::as_u64)

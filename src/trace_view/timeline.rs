@@ -3,7 +3,7 @@
 //! `!` and other notable events `*`. Every field shown is cleaned and cut.
 
 use super::clean::clean;
-use super::fields::{compact, generic, n, num, reason, refused, s, Obj, COMPOSITE, FIELD};
+use super::fields::{compact, generic, n, num, opt, reason, refused, s, Obj, COMPOSITE, FIELD};
 use super::lines::Line;
 use super::summary::Summary;
 use serde_json::Value;
@@ -102,14 +102,8 @@ impl Timeline {
             "session_start" => self.session_start(o),
             "session_end" => {
                 let ok = matches!(o.get("exit_status"), Some(Value::String(v)) if v == "ok");
-                let trap = o
-                    .get("trap_kind")
-                    .map(|_| format!(" ({})", s(o, "trap_kind")))
-                    .unwrap_or_default();
-                let err = o
-                    .get("error")
-                    .map(|_| format!(": {}", s(o, "error")))
-                    .unwrap_or_default();
+                let trap = opt(o, "trap_kind", " (", ")");
+                let err = opt(o, "error", ": ", "");
                 let text = format!(
                     "session ended {} after {} ms{trap}{err}",
                     s(o, "exit_status"),
@@ -142,10 +136,7 @@ impl Timeline {
                     Some(Value::String(t)) => format!(" -> {}", clean(t, FIELD)),
                     _ => String::new(),
                 };
-                let origin = o
-                    .get("origin")
-                    .map(|_| format!(" [{}]", s(o, "origin")))
-                    .unwrap_or_default();
+                let origin = opt(o, "origin", " [", "]");
                 let text = format!(
                     "turn {}: {}{tool}, tokens {} in / {} out{origin}",
                     num(o, "turn"),
@@ -161,10 +152,7 @@ impl Timeline {
                     .get("input")
                     .map(|v| format!(" input {}", compact(v, 80)))
                     .unwrap_or_default();
-                let err = o
-                    .get("error")
-                    .map(|_| format!(": {}", s(o, "error")))
-                    .unwrap_or_default();
+                let err = opt(o, "error", ": ", "");
                 let text = format!(
                     "tool {} {} in {} ms{input}{err}",
                     s(o, "tool_name"),

@@ -62,6 +62,8 @@ fn main() {
                     program: &program,
                     args: &[],
                     allowed_binaries: &allowed,
+                    read_dirs: &[],
+                    read_unlisted: &[],
                     workdir: &work,
                     workdir_exec: false,
                     unix_sockets: false,

@@ -27,11 +27,19 @@ pub mod code {
     pub const RUN_TRAP: &str = "E-RUN-001";
     /// Decision: a component that does not load, or does not fit the capsule world.
     pub const RUN_COMPONENT: &str = "E-RUN-002";
+    /// An agent capsule with no driver (or `inference.driver.artifact` naming no declared
+    /// `runtime: driver` artifact).
+    pub const RUN_NO_DRIVER: &str = "E-RUN-005";
     pub const RUN_AGENT_LOOP: &str = "E-RUN-007";
+    pub const RUN_PROMPT_FILE: &str = "E-RUN-009";
     pub const RUN_PORT_IN_USE: &str = "E-RUN-010";
     /// A containment mechanism failed to install after the probe passed; nothing ran.
     pub const RUN_CONTAINMENT: &str = "E-RUN-014";
     pub const SEC_LITERAL_SECRET: &str = "W-SEC-004";
+    /// A per-artifact grant outside the capsule's ceiling, dropped.
+    pub const SEC_OUTSIDE_CEILING: &str = "W-SEC-007";
+    /// An interpreter's runtime directories opened to contained children.
+    pub const SEC_INTERPRETER_RUNTIME: &str = "W-SEC-009";
     pub const SEC_WORKDIR_EXEC: &str = "W-SEC-011";
     pub const SEC_UNKNOWN_KEY: &str = "W-SEC-019";
 }

@@ -1,10 +1,13 @@
 //! Containment through the real `mur exec`: an escape suite (a C probe built here with cc,
 //! one attempt per run, printed as a case × class × verdict table, failing on any escape),
-//! fail-closed installs, E-CAP-003 refusals, and the status of a contained child.
+//! fail-closed installs, E-CAP-003 refusals, the status of a contained child, and
+//! interpreters working contained (`escape/interpreters.rs`).
 
 #[path = "escape/attacks.rs"]
 mod attacks;
 mod common;
+#[path = "escape/interpreters.rs"]
+mod interpreters;
 
 use common::TempDir;
 use std::io::Read;

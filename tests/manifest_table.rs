@@ -67,6 +67,14 @@ fn cases() -> Vec<(&'static str, String, Expect)> {
         ("shell allow", with_head("capabilities:\n  shell:\n    allow: [git, python3]\n"), Ok(|l| {
             assert_eq!(l.manifest.capabilities.shell_allow.as_deref().unwrap(), ["git", "python3"]);
         })),
+        ("shell interpreter runtime", with_head("capabilities:\n  shell:\n    allow: [python3]\n    interpreter_runtime:\n      - binary: python3\n        dirs:\n          - {path: /opt/py/lib, list_dir: true}\n          - {path: /opt/py/share/, list_dir: false}\n"), Ok(|l| {
+            let r = &l.manifest.capabilities.interpreter_runtime;
+            assert_eq!(r.len(), 1);
+            assert_eq!(r[0].binary, "python3");
+            let dirs: Vec<(String, bool)> = r[0].dirs.iter().map(|d| (d.path.display().to_string(), d.list_dir)).collect();
+            assert_eq!(dirs, [("/opt/py/lib".to_string(), true), ("/opt/py/share/".to_string(), false)]);
+            assert!(l.warnings.is_empty(), "{:?}", l.warnings);
+        })),
         ("spawn allow bare and scoped", with_head("capabilities:\n  spawn:\n    allow: [worker-a, local/worker-b]\n"), Ok(|l| {
             assert_eq!(l.manifest.capabilities.spawn_allow, ["worker-a", "local/worker-b"]);
         })),
@@ -145,6 +153,15 @@ fn cases() -> Vec<(&'static str, String, Expect)> {
         ("escaping scope", with_head("capabilities:\n  filesystem: {scope: data/../../x}\n"), Err("E-CAP-002", "capabilities.filesystem.scope")),
         ("empty shell allow", with_head("capabilities:\n  shell: {allow: []}\n"), Err("E-MAN-003", "capabilities.shell.allow")),
         ("shell allow with a path", with_head("capabilities:\n  shell: {allow: [git, /bin/sh]}\n"), Err("E-MAN-003", "capabilities.shell.allow[1]")),
+        ("interpreter runtime not a list", with_head("capabilities:\n  shell: {allow: [python3], interpreter_runtime: {binary: python3}}\n"), Err("E-MAN-003", "capabilities.shell.interpreter_runtime")),
+        ("interpreter runtime binary not allowed", with_head("capabilities:\n  shell:\n    allow: [python3]\n    interpreter_runtime: [{binary: node, dirs: [{path: /opt/n, list_dir: true}]}]\n"), Err("E-MAN-003", "capabilities.shell.interpreter_runtime[0].binary")),
+        ("interpreter runtime without binary", with_head("capabilities:\n  shell:\n    allow: [python3]\n    interpreter_runtime: [{dirs: [{path: /opt/n, list_dir: true}]}]\n"), Err("E-MAN-003", "capabilities.shell.interpreter_runtime[0].binary")),
+        ("interpreter runtime without dirs", with_head("capabilities:\n  shell:\n    allow: [python3]\n    interpreter_runtime: [{binary: python3}]\n"), Err("E-MAN-003", "capabilities.shell.interpreter_runtime[0].dirs")),
+        ("interpreter runtime relative path", with_head("capabilities:\n  shell:\n    allow: [python3]\n    interpreter_runtime: [{binary: python3, dirs: [{path: opt/py, list_dir: false}]}]\n"), Err("E-MAN-003", "capabilities.shell.interpreter_runtime[0].dirs[0].path")),
+        ("interpreter runtime dotdot path", with_head("capabilities:\n  shell:\n    allow: [python3]\n    interpreter_runtime: [{binary: python3, dirs: [{path: /opt/../etc, list_dir: false}]}]\n"), Err("E-MAN-003", "capabilities.shell.interpreter_runtime[0].dirs[0].path")),
+        ("interpreter runtime the root", with_head("capabilities:\n  shell:\n    allow: [python3]\n    interpreter_runtime: [{binary: python3, dirs: [{path: /, list_dir: false}]}]\n"), Err("E-MAN-003", "capabilities.shell.interpreter_runtime[0].dirs[0].path")),
+        ("interpreter runtime without list_dir", with_head("capabilities:\n  shell:\n    allow: [python3]\n    interpreter_runtime: [{binary: python3, dirs: [{path: /opt/py}]}]\n"), Err("E-MAN-003", "capabilities.shell.interpreter_runtime[0].dirs[0].list_dir")),
+        ("interpreter runtime list_dir not a boolean", with_head("capabilities:\n  shell:\n    allow: [python3]\n    interpreter_runtime: [{binary: python3, dirs: [{path: /opt/py, list_dir: yes please}]}]\n"), Err("E-MAN-003", "capabilities.shell.interpreter_runtime[0].dirs[0].list_dir")),
         ("peer fetch without entries", with_head("capabilities:\n  peer_fetch: {}\n"), Err("E-MAN-003", "capabilities.peer_fetch.allow")),
         ("unknown containment class", with_head("capabilities: {containment: strict}\n"), Err("E-MAN-003", "capabilities.containment")),
         ("zero memory limit", with_head("capabilities:\n  limits: {memory_bytes: 0}\n"), Err("E-MAN-003", "capabilities.limits.memory_bytes")),
@@ -158,7 +175,6 @@ fn cases() -> Vec<(&'static str, String, Expect)> {
         ("skill with capabilities", with_head("artifacts:\n  - {name: s, version: 1.0.0, runtime: skill, capabilities: {}}\n"), Err("E-MAN-003", "artifacts[0].capabilities")),
         ("plain http to a remote endpoint", with_head("artifacts: [{name: drv, version: 1.0.0, runtime: driver}]\ninference: {endpoint: 'http://example.com', model: m, driver: {artifact: drv}}\n"), Err("E-MAN-003", "inference.endpoint")),
         ("inference without a model", with_head("artifacts: [{name: drv, version: 1.0.0, runtime: driver}]\ninference: {endpoint: 'https://a.b', driver: {artifact: drv}}\n"), Err("E-MAN-003", "inference.model")),
-        ("driver artifact not declared", with_head("inference: {endpoint: 'https://a.b', model: m, driver: {artifact: nope}}\n"), Err("E-MAN-003", "inference.driver.artifact")),
         ("compaction threshold above 1", with_head("inference: {transport: process, compaction: {threshold: 1.5}}\n"), Err("E-MAN-003", "inference.compaction.threshold")),
         ("zero max turns", with_head("inference: {transport: process, max_turns: 0}\n"), Err("E-MAN-003", "inference.max_turns")),
         ("two system prompts", with_head("inference: {transport: process, system_prompt: a, system_prompt_file: b.md}\n"), Err("E-MAN-003", "inference.system_prompt")),

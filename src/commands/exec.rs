@@ -3,7 +3,8 @@
 //! when the floor is not met), and the child started by the one spawn function.
 
 use crate::containment::class::{self, Class};
-use crate::containment::{cgroup::Cgroup, probe, spawn};
+use crate::containment::host_env::{credential_shaped, resolve_binary, PIDS_MAX};
+use crate::containment::{cgroup::Cgroup, probe, runtime_dirs, spawn};
 use crate::diag::{code, Diagnostic};
 use crate::manifest::{self, Resolve};
 use std::path::{Path, PathBuf};
@@ -16,35 +17,6 @@ pub struct ExecOptions {
     pub containment: Option<Class>,
     pub workdir: Option<PathBuf>,
     pub command: Vec<String>,
-}
-
-/// Names a child never sees, whatever `env.allow` says.
-pub fn credential_shaped(name: &str) -> bool {
-    let n = name.to_ascii_uppercase();
-    [
-        "API_KEY",
-        "TOKEN",
-        "SECRET",
-        "PASSWORD",
-        "PASSWD",
-        "CREDENTIAL",
-        "PRIVATE_KEY",
-    ]
-    .iter()
-    .any(|w| n.contains(w))
-        || n.starts_with("AWS_")
-        || n.starts_with("DOCKER_")
-        || n == "KUBECONFIG"
-}
-
-/// Find a bare `name` on `path` (the launch-time PATH).
-pub fn resolve_binary(name: &str, path: &str) -> Option<PathBuf> {
-    use std::os::unix::fs::PermissionsExt;
-    path.split(':')
-        .filter(|d| d.starts_with('/'))
-        .map(|d| Path::new(d).join(name))
-        .find(|p| std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0))
-        .and_then(|p| std::fs::canonicalize(p).ok())
 }
 
 /// Run the command; its exit status (128 + signal when killed by one).
@@ -90,6 +62,17 @@ pub fn exec(o: ExecOptions, exe: &Path) -> Result<u8, Diagnostic> {
     let decision = class::decide(caps.containment, o.containment, caps.workdir_exec, &report);
     if let Some(refusal) = decision.refusal_for(caps.unix_sockets) {
         return Err(refusal);
+    }
+    // What the child may read besides its workdir and binaries (interpreter runtimes, the
+    // trust store with a network grant, time zone data); W-SEC-009 names what a declared
+    // interpreter_runtime opens.
+    let allowed_paths: Vec<PathBuf> = allowed
+        .iter()
+        .filter_map(|a| resolve_binary(a, &host_path))
+        .collect();
+    let grants = runtime_dirs::read_grants(decision.achieved, &allowed_paths, caps);
+    for w in &grants.warnings {
+        eprintln!("{w}");
     }
     let session_id = crate::ids::session_id()?;
     let workdir = match &o.workdir {
@@ -154,10 +137,9 @@ pub fn exec(o: ExecOptions, exe: &Path) -> Result<u8, Diagnostic> {
         landlock_abi: report.landlock_abi,
         program: &program,
         args,
-        allowed_binaries: &allowed
-            .iter()
-            .filter_map(|a| resolve_binary(a, &host_path))
-            .collect::<Vec<_>>(),
+        allowed_binaries: &allowed_paths,
+        read_dirs: &grants.paths,
+        read_unlisted: &grants.unlisted,
         workdir: &workdir,
         workdir_exec: caps.workdir_exec,
         unix_sockets: caps.unix_sockets,
@@ -191,6 +173,3 @@ pub fn exec(o: ExecOptions, exe: &Path) -> Result<u8, Diagnostic> {
         _ => 1,
     })
 }
-
-/// The session's process ceiling.
-pub const PIDS_MAX: u64 = 256;

@@ -3,7 +3,8 @@
 //! `seccomp_args`), the landlock rules (`rules`), the ELF closure of allowed binaries
 //! (`elf`), the composed root of `sealed` (`sealed`), the pids cgroup (`cgroup`), the steps
 //! a child installs on itself (`child`), and the one spawn function (`spawn`). `confine` is
-//! the daemon's confinement of itself.
+//! the daemon's confinement of itself. `runtime_dirs` decides what a contained child may
+//! read beyond its workdir (interpreter runtimes, the trust store, time zone data).
 
 /// `[(name, number)]` of the named `libc::SYS_*` calls: the policy lists as data.
 macro_rules! syscalls {
@@ -17,8 +18,10 @@ pub mod child;
 pub mod class;
 pub mod confine;
 pub mod elf;
+pub mod host_env;
 pub mod probe;
 pub mod rules;
+pub mod runtime_dirs;
 pub mod sealed;
 pub mod seccomp;
 pub mod seccomp_args;

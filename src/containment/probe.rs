@@ -121,7 +121,7 @@ pub fn child_main(up_to: Class) -> i32 {
 
 /// Run the sealed plan (no workdir, no files) in a forked child and report how far it got.
 fn sealed_works() -> Result<(), String> {
-    let mut plan = super::sealed::plan(None, &Default::default(), false)?;
+    let mut plan = super::sealed::plan(None, &Default::default(), &[], false)?;
     let ops = plan.descriptions();
     let (r, w) =
         rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC).map_err(|e| format!("pipe: {e}"))?;

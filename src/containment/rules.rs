@@ -37,6 +37,11 @@ pub struct Grants<'a> {
     pub workdir_exec: bool,
     /// Each allowed binary with its loader and library closure: read + execute, one file each.
     pub exec_files: &'a BTreeSet<PathBuf>,
+    /// Read-only grants: read files beneath each, list it when it is a directory. Never
+    /// execute.
+    pub read: &'a [PathBuf],
+    /// Read files beneath each directory, without listing it. Never execute.
+    pub read_unlisted: &'a [PathBuf],
 }
 
 /// The rights on the workdir (and a sealed child's private `/tmp`): everything the ABI
@@ -95,6 +100,14 @@ pub fn ruleset(abi_n: u32, g: &Grants<'_>) -> Result<RulesetCreated, String> {
             true,
         ));
     }
+    // Read grants: ReadDir is added below only where the opened path is a directory (a
+    // directory right on a file is refused by add_rule). Missing paths shrink the grant.
+    for r in g.read {
+        rules.push((r.clone(), file_rights(read_rights()), false));
+    }
+    for r in g.read_unlisted {
+        rules.push((r.clone(), file_rights(AccessFs::ReadFile.into()), false));
+    }
     let dev_null = AccessFs::ReadFile | AccessFs::WriteFile | AccessFs::Truncate;
     rules.push(("/dev/null".into(), file_rights(dev_null), false));
     rules.push(("/dev/zero".into(), file_rights(AccessFs::ReadFile.into()), false));
@@ -111,6 +124,14 @@ pub fn ruleset(abi_n: u32, g: &Grants<'_>) -> Result<RulesetCreated, String> {
     for (path, rights, required) in rules {
         match PathFd::new(&path) {
             Ok(fd) => {
+                let is_dir = rustix::fs::fstat(&fd).is_ok_and(|st| {
+                    rustix::fs::FileType::from_raw_mode(st.st_mode) == rustix::fs::FileType::Directory
+                });
+                let rights = if is_dir {
+                    rights
+                } else {
+                    rights & !BitFlags::from(AccessFs::ReadDir)
+                };
                 set = set
                     .add_rule(PathBeneath::new(fd, rights))
                     .map_err(|e| err(&format!("rule for {}", path.display()), &e))?;

@@ -50,6 +50,15 @@ pub struct Spawn<'a> {
     /// Every `shell.allow` binary, resolved: each with its loader and libraries gets read +
     /// execute (the program itself must be one of them to run under `scoped`).
     pub allowed_binaries: &'a [PathBuf],
+    /// Directories and files granted read-only, never execute
+    /// (`runtime_dirs::read_grants(..).paths`): read beneath each, list directories. Under
+    /// `scoped` landlock rules; under `sealed` landlock rules and read-only binds into the
+    /// composed root (not `noexec`, so C extensions below them can be mapped).
+    pub read_dirs: &'a [PathBuf],
+    /// Directories whose files are granted read-only but which may not be listed
+    /// (`runtime_dirs::read_grants(..).unlisted`: `interpreter_runtime` with
+    /// `list_dir: false`). Never execute.
+    pub read_unlisted: &'a [PathBuf],
     pub workdir: &'a Path,
     pub workdir_exec: bool,
     pub unix_sockets: bool,
@@ -152,10 +161,18 @@ pub fn spawn(s: Spawn<'_>) -> Result<Child, Diagnostic> {
         BTreeSet::new()
     };
     let ruleset: Option<OwnedFd> = if contained {
+        // Under `sealed` the system directories are readable too (their binds are
+        // `noexec`, and landlock grants no execute there).
+        let mut read: Vec<PathBuf> = s.read_dirs.to_vec();
+        if s.class == Class::Sealed {
+            read.extend(sealed::system_dirs());
+        }
         let grants = rules::Grants {
             workdir: s.workdir,
             workdir_exec: s.workdir_exec,
             exec_files: &closure,
+            read: &read,
+            read_unlisted: s.read_unlisted,
         };
         let set = rules::ruleset(s.landlock_abi, &grants).map_err(|e| install_error(8, e))?;
         Some(Option::<OwnedFd>::from(set).ok_or_else(|| install_error(8, "landlock is not supported"))?)
@@ -172,7 +189,11 @@ pub fn spawn(s: Spawn<'_>) -> Result<Child, Diagnostic> {
         let mut files: BTreeSet<PathBuf> = closure.clone();
         files.extend(s.allowed_binaries.iter().cloned());
         files.insert(s.program.to_path_buf());
-        Some(sealed::plan(Some(s.workdir), &files, s.workdir_exec).map_err(|e| install_error(11, e))?)
+        let read_binds: Vec<PathBuf> = s.read_dirs.iter().chain(s.read_unlisted).cloned().collect();
+        Some(
+            sealed::plan(Some(s.workdir), &files, &read_binds, s.workdir_exec)
+                .map_err(|e| install_error(11, e))?,
+        )
     } else {
         None
     };

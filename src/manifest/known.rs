@@ -38,7 +38,19 @@ const RESOURCES: &[(&str, Shape)] = &[
 const CAPABILITIES: &[(&str, Shape)] = &[
     ("network", Map(&[("allow", Leaf), ("unix_sockets", Leaf)])),
     ("peer_fetch", Map(&[("allow", Leaf)])),
-    ("shell", Map(&[("allow", Leaf)])),
+    (
+        "shell",
+        Map(&[
+            ("allow", Leaf),
+            (
+                "interpreter_runtime",
+                ListOf(&[
+                    ("binary", Leaf),
+                    ("dirs", ListOf(&[("path", Leaf), ("list_dir", Leaf)])),
+                ]),
+            ),
+        ]),
+    ),
     ("spawn", Map(&[("allow", Leaf)])),
     ("env", Map(&[("allow", Leaf)])),
     ("filesystem", Map(&[("scope", Leaf), ("workdir_exec", Leaf)])),
@@ -119,6 +131,10 @@ const TOP: &[(&str, Shape)] = &[
     ("runtime", Leaf),
     ("implementation", Leaf),
     ("execution", Leaf),
+    // A tool's parameters (JSON Schema) and a driver's credential header: keys of an
+    // artifact's own manifest, read by the agent runtime.
+    ("input_schema", Opaque),
+    ("upstream_auth", Map(&[("header", Leaf), ("value", Leaf)])),
     ("observability", Opaque),
     ("trace", Opaque),
 ];

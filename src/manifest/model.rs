@@ -114,6 +114,9 @@ pub struct Capabilities {
     pub peer_fetch_allow: Option<Vec<NetRule>>,
     /// None: no shell block; Some is never empty.
     pub shell_allow: Option<Vec<String>>,
+    /// `shell.interpreter_runtime`: host directories opened read-only to contained children
+    /// (W-SEC-009 at launch). Each names a binary of `shell_allow`.
+    pub interpreter_runtime: Vec<InterpreterRuntime>,
     pub spawn_allow: Vec<String>,
     pub env_allow: Vec<String>,
     /// Normalised relative scope ("a/b"); None is the whole workdir.
@@ -123,6 +126,24 @@ pub struct Capabilities {
     pub state: Option<Option<String>>,
     pub containment: Containment,
     pub limits: Limits,
+}
+
+/// One `capabilities.shell.interpreter_runtime[]` entry: what an allowed interpreter needs
+/// to read that the runtime does not derive itself.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InterpreterRuntime {
+    /// A name of `shell.allow`.
+    pub binary: String,
+    pub dirs: Vec<RuntimeDir>,
+}
+
+/// A directory of an [`InterpreterRuntime`]: read beneath it, and list it only with
+/// `list_dir`. Never execute.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RuntimeDir {
+    /// Absolute, without `.` or `..` components, not `/`.
+    pub path: std::path::PathBuf,
+    pub list_dir: bool,
 }
 
 /// `capabilities.limits.*` with defaults applied.

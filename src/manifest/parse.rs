@@ -10,6 +10,8 @@ use serde_yaml::Value;
 
 type R<T> = Result<T, Diagnostic>;
 
+mod interpreter_runtime;
+
 /// Build the manifest from an already-interpolated tree. `api_key` is how the key was
 /// written before interpolation (a variable name, or None for a literal).
 pub fn manifest(root: &Value, api_key_var: Option<&str>, api_key_resolved: bool) -> R<Manifest> {
@@ -33,7 +35,6 @@ pub fn manifest(root: &Value, api_key_var: Option<&str>, api_key_resolved: bool)
                 value: v,
                 path: "inference",
             },
-            &artifacts,
             api_key_var,
             api_key_resolved,
         )?),
@@ -311,6 +312,7 @@ fn capabilities(node: Node<'_>) -> R<Capabilities> {
                 ));
             }
         }
+        caps.interpreter_runtime = interpreter_runtime::parse(&n, &allow)?;
         caps.shell_allow = Some(allow);
     }
     if let Some(n) = sub("spawn")? {
@@ -419,12 +421,7 @@ fn is_loopback_host(authority: &str) -> bool {
             .is_ok_and(|ip| ip.is_loopback())
 }
 
-fn inference(
-    node: Node<'_>,
-    artifacts: &[Artifact],
-    api_key_var: Option<&str>,
-    resolved: bool,
-) -> R<Inference> {
+fn inference(node: Node<'_>, api_key_var: Option<&str>, resolved: bool) -> R<Inference> {
     let p = node.path;
     let transport = match node.string("transport")?.as_deref() {
         None | Some("http") => Transport::Http,
@@ -466,23 +463,8 @@ fn inference(
         if model.is_none() {
             return Err(invalid(&join(p, "model"), "missing required field 'model'"));
         }
-        if driver_artifact.is_none() {
-            return Err(invalid(
-                "inference.driver.artifact",
-                "missing required field 'artifact'",
-            ));
-        }
-    }
-    if let Some(name) = &driver_artifact {
-        if !artifacts
-            .iter()
-            .any(|a| &a.name == name && a.runtime == ArtifactRuntime::Driver)
-        {
-            return Err(invalid(
-                "inference.driver.artifact",
-                format!("'{name}' is not a declared 'runtime: driver' artifact"),
-            ));
-        }
+        // A missing or undeclared driver is refused at launch (E-RUN-005), not here: `mur
+        // build` packages such a manifest, and only `mur run` needs the driver.
     }
     let driver_config = match &driver {
         Some(d) => match d.raw("config") {

@@ -1,20 +1,23 @@
 //! `sealed`: the child's own root. The parent plans every step as data (paths as C strings,
 //! flags, file contents); the child, single-threaded between fork and exec, only runs the
 //! plan: new user (identity-mapped, `setgroups` denied), mount, PID, network, IPC and UTS
-//! namespaces; pid 1 of the new PID namespace composes a tmpfs root (read-only system
-//! directories, an `/etc` allow-list with a synthetic `passwd`/`group`, a private `/dev`
-//! (device nodes bound read-only), a fresh `/proc`, a private noexec `/tmp`, the workdir
-//! read-write and noexec at its own path, each allowed
-//! binary outside the system directories), `pivot_root`s into it, detaches the old root and
-//! remounts `/` read-only. Paths outside the plan do not exist in the child.
+//! namespaces; pid 1 of the new PID namespace composes a tmpfs root (the system
+//! directories read-only, `nosuid`, `nodev` and `noexec`, with the shared-library
+//! directories, the read grants and each allowed binary and its closure bound over them
+//! without `noexec`; an `/etc` allow-list with a synthetic `passwd`/`group`; a private
+//! `/dev` (device nodes bound read-only); a fresh `/proc`; a private noexec `/tmp`; the
+//! workdir read-write and noexec at its own path), `pivot_root`s into it, detaches the old
+//! root and remounts `/` read-only. Paths outside the plan do not exist in the child.
 //!
 //! Processes: the forked child (outside) unshares and forks pid 1, then only waits for it
 //! and exits with its status. Pid 1 (which dies with that waiter) finishes containment,
 //! forks the command, then reaps every process of the namespace and exits with the
 //! command's status (128 + signal when killed); the kernel then kills what is left.
 
+mod builder;
 mod enter;
 
+use builder::{Builder, Shows, RO};
 pub use enter::fork_command;
 use std::collections::BTreeSet;
 use std::ffi::CString;
@@ -102,12 +105,17 @@ pub const STEP_UNSHARE: u8 = 12;
 pub const STEP_FORK_COMMAND: u8 = 13;
 pub const STEP_PRIVATE_RULES: u8 = 14;
 
-const SYSTEM_DIRS: [&str; 7] = ["usr", "bin", "sbin", "lib", "lib32", "lib64", "libx32"];
-const ETC_ALLOWED: [&str; 10] = [
+/// The host's system directories, shown read-only, `nosuid`, `nodev` and `noexec` (usrmerge
+/// symlinks recreated as symlinks).
+pub const SYSTEM_DIRS: [&str; 7] = ["usr", "bin", "sbin", "lib", "lib32", "lib64", "libx32"];
+/// The `/etc` entries shown read-only (the rest of `/etc` is absent). Only the trust store
+/// of `/etc/ssl` (`certs`, `openssl.cnf`): `/etc/ssl/private` holds private keys.
+pub const ETC_ALLOWED: [&str; 11] = [
     "ld.so.cache",
     "ld.so.conf",
     "ld.so.conf.d",
-    "ssl",
+    "ssl/certs",
+    "ssl/openssl.cnf",
     "ca-certificates",
     "resolv.conf",
     "hosts",
@@ -117,164 +125,42 @@ const ETC_ALLOWED: [&str; 10] = [
 ];
 const DEVICES: [&str; 6] = ["null", "zero", "full", "random", "urandom", "tty"];
 
+/// The system directories that are real directories here (not usrmerge symlinks).
+pub fn system_dirs() -> Vec<PathBuf> {
+    SYSTEM_DIRS
+        .iter()
+        .map(|d| Path::new("/").join(d))
+        .filter(|p| std::fs::symlink_metadata(p).is_ok_and(|m| m.is_dir()))
+        .collect()
+}
+
 fn cstr(s: impl AsRef<[u8]>) -> Result<CString, String> {
     CString::new(s.as_ref()).map_err(|_| "a path with a NUL byte".to_string())
 }
 
-/// Mount flags of the mount holding `path`, as `MS_*` bits worth keeping on a remount.
-fn mount_flags(path: &Path) -> libc::c_ulong {
-    let Ok(v) = rustix::fs::statvfs(path) else {
-        return 0;
-    };
-    let f = v.f_flag.bits();
-    let mut keep = 0;
-    for (st, ms) in [
-        (libc::ST_RDONLY, libc::MS_RDONLY),
-        (libc::ST_NOSUID, libc::MS_NOSUID),
-        (libc::ST_NODEV, libc::MS_NODEV),
-        (libc::ST_NOEXEC, libc::MS_NOEXEC),
-        (libc::ST_NOATIME, libc::MS_NOATIME),
-        (libc::ST_NODIRATIME, libc::MS_NODIRATIME),
-        (libc::ST_RELATIME, libc::MS_RELATIME),
-    ] {
-        if f & st != 0 {
-            keep |= ms;
-        }
-    }
-    keep
-}
-
-struct Builder {
-    plan: Plan,
-    covered: Vec<PathBuf>,
-}
-
-impl Builder {
-    fn op(&mut self, op: Op, what: String) {
-        self.plan.ops.push(op);
-        self.plan.descriptions.push(what);
-    }
-
-    fn staged(&self, abs: &Path) -> Result<CString, String> {
-        let mut v = self.plan.stage.as_bytes().to_vec();
-        v.extend_from_slice(abs.as_os_str().as_bytes());
-        cstr(v)
-    }
-
-    fn bind(&mut self, host: &Path, at: &Path, read_only: bool) -> Result<(), String> {
-        let dst = self.staged(at)?;
-        self.plan.sources.push(cstr(host.as_os_str().as_bytes())?);
-        self.plan.fds.push(-1);
-        let src = self.plan.sources.len() - 1;
-        self.op(
-            Op::Bind {
-                src,
-                dst: dst.clone(),
-            },
-            format!("bind {} (mount)", at.display()),
-        );
-        if read_only {
-            let flags = mount_flags(host) | libc::MS_RDONLY;
-            self.op(
-                Op::Remount { dst, flags },
-                format!("remount {} read-only (mount)", at.display()),
-            );
-        }
-        Ok(())
-    }
-
-    /// Remount the bind at `at` (of `host`) without exec, setuid or device files.
-    fn noexec(&mut self, host: &Path, at: &Path) -> Result<(), String> {
-        let dst = self.staged(at)?;
-        let flags = mount_flags(host) | libc::MS_NOEXEC | libc::MS_NOSUID | libc::MS_NODEV;
-        self.op(
-            Op::Remount { dst, flags },
-            format!("remount {} noexec (mount)", at.display()),
-        );
-        Ok(())
-    }
-
-    fn mkdir(&mut self, at: &Path) -> Result<(), String> {
-        let p = self.staged(at)?;
-        self.op(Op::Mkdir(p), format!("mkdir {}", at.display()));
-        Ok(())
-    }
-
-    fn mkdir_all(&mut self, dir: &Path) -> Result<(), String> {
-        let mut acc = PathBuf::from("/");
-        for c in dir.components().skip(1) {
-            acc.push(c);
-            self.mkdir(&acc)?;
-        }
-        Ok(())
-    }
-
-    fn mount(&mut self, fstype: &str, at: &Path, flags: libc::c_ulong, data: &str) -> Result<(), String> {
-        self.mkdir(at)?;
-        let dst = self.staged(at)?;
-        self.op(
-            Op::Mount {
-                fstype: cstr(fstype)?,
-                dst,
-                flags,
-                data: cstr(data)?,
-            },
-            format!("mount {fstype} on {} (mount)", at.display()),
-        );
-        Ok(())
-    }
-
-    fn symlink(&mut self, target: &Path, at: &Path) -> Result<(), String> {
-        let link = self.staged(at)?;
-        self.op(
-            Op::Symlink {
-                target: cstr(target.as_os_str().as_bytes())?,
-                link,
-            },
-            format!("symlink {}", at.display()),
-        );
-        Ok(())
-    }
-
-    fn touch(&mut self, at: &Path) -> Result<(), String> {
-        let p = self.staged(at)?;
-        self.op(Op::Touch(p), format!("create {}", at.display()));
-        Ok(())
-    }
-
-    fn write(&mut self, at: &Path, bytes: Vec<u8>) -> Result<(), String> {
-        let path = self.staged(at)?;
-        self.op(Op::Write { path, bytes }, format!("write {}", at.display()));
-        Ok(())
-    }
-
-    fn is_covered(&self, p: &Path) -> bool {
-        let real = std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
-        self.covered.iter().any(|c| real.starts_with(c))
-    }
-
-    /// A host file or directory at its own path (parents created), read-only or not.
-    fn bind_own_path(&mut self, p: &Path, read_only: bool) -> Result<(), String> {
-        if self.is_covered(p) {
-            return Ok(());
-        }
-        let is_dir = p.is_dir();
-        if let Some(parent) = p.parent() {
-            self.mkdir_all(parent)?;
-        }
-        if is_dir {
-            self.mkdir(p)?;
-        } else {
-            self.touch(p)?;
-        }
-        self.bind(p, p, read_only)
-    }
+/// Whether the composed root shows host path `p` (canonical) without any grant: below a
+/// system directory or an `/etc` allow-list entry. What it shows below a system directory
+/// is `noexec`, except the library directories ([`super::runtime_dirs::LIBRARY_DIRS`]).
+pub fn shows(p: &Path) -> bool {
+    let etc = Path::new("/etc");
+    SYSTEM_DIRS.iter().any(|d| {
+        let host = Path::new("/").join(d);
+        host.is_dir() && p.starts_with(std::fs::canonicalize(&host).unwrap_or(host))
+    }) || ETC_ALLOWED.iter().any(|e| p.starts_with(etc.join(e)))
 }
 
 /// Plan the sealed root for `workdir` (read-write, and `noexec` like `/tmp` unless
-/// `workdir_exec`) and `files` (the allowed binaries and their closure, read-only).
-/// `workdir` is `None` for the host probe.
-pub fn plan(workdir: Option<&Path>, files: &BTreeSet<PathBuf>, workdir_exec: bool) -> Result<Plan, String> {
+/// `workdir_exec`), `files` (the allowed binaries and their closure: mappable and
+/// executable, each bound over the `noexec` system directories unless a library directory
+/// already shows it) and `read` (granted read-only directories and files: shown mappable,
+/// never executable, since landlock grants no execute there). `workdir` is `None` for the
+/// host probe.
+pub fn plan(
+    workdir: Option<&Path>,
+    files: &BTreeSet<PathBuf>,
+    read: &[PathBuf],
+    workdir_exec: bool,
+) -> Result<Plan, String> {
     let stage = ["/tmp", "/mnt", "/var/tmp"]
         .into_iter()
         .find(|d| Path::new(d).is_dir())
@@ -285,19 +171,16 @@ pub fn plan(workdir: Option<&Path>, files: &BTreeSet<PathBuf>, workdir_exec: boo
         Some(w) => cstr(w.as_os_str().as_bytes())?,
         None => cstr("/")?,
     };
-    let mut b = Builder {
-        plan: Plan {
-            ops: Vec::new(),
-            descriptions: Vec::new(),
-            sources: Vec::new(),
-            fds: Vec::new(),
-            stage: cstr(stage)?,
-            uid_map: format!("{uid} {uid} 1\n").into_bytes(),
-            gid_map: format!("{gid} {gid} 1\n").into_bytes(),
-            cwd,
-        },
-        covered: Vec::new(),
-    };
+    let mut b = Builder::new(Plan {
+        ops: Vec::new(),
+        descriptions: Vec::new(),
+        sources: Vec::new(),
+        fds: Vec::new(),
+        stage: cstr(stage)?,
+        uid_map: format!("{uid} {uid} 1\n").into_bytes(),
+        gid_map: format!("{gid} {gid} 1\n").into_bytes(),
+        cwd,
+    });
     let nosuid_nodev = libc::MS_NOSUID | libc::MS_NODEV;
     b.op(
         Op::Mount {
@@ -308,6 +191,8 @@ pub fn plan(workdir: Option<&Path>, files: &BTreeSet<PathBuf>, workdir_exec: boo
         },
         format!("mount the root tmpfs on {stage} (mount)"),
     );
+    // The system directories: readable (landlock grants read there), nothing executable
+    // or mappable executable except what is bound over them below.
     for d in SYSTEM_DIRS {
         let host = Path::new("/").join(d);
         let Ok(meta) = std::fs::symlink_metadata(&host) else {
@@ -318,20 +203,33 @@ pub fn plan(workdir: Option<&Path>, files: &BTreeSet<PathBuf>, workdir_exec: boo
             b.symlink(&target, &host)?;
         } else if meta.is_dir() {
             b.mkdir(&host)?;
-            b.bind(&host, &host, true)?;
-            b.covered.push(std::fs::canonicalize(&host).unwrap_or(host));
+            b.bind(&host, &host, RO | libc::MS_NOEXEC)?;
+            b.cover(std::fs::canonicalize(&host).unwrap_or(host), Shows::NoExec);
         }
+    }
+    // The shared-library directories stay mappable: every dynamically linked program, and
+    // every C extension an interpreter loads (`import ssl`), maps libraries from them with
+    // PROT_EXEC, which a `noexec` mount refuses.
+    for lib in super::runtime_dirs::library_dirs() {
+        b.bind_own_path(&lib, RO)?;
     }
     let etc = Path::new("/etc");
     b.mkdir(etc)?;
     for name in ETC_ALLOWED {
         let host = etc.join(name);
-        match std::fs::metadata(&host) {
-            Ok(m) if m.is_dir() => b.mkdir(&host)?,
-            Ok(_) => b.touch(&host)?,
+        let meta = match std::fs::metadata(&host) {
+            Ok(m) => m,
             Err(_) => continue,
+        };
+        if let Some(parent) = host.parent() {
+            b.mkdir_all(parent)?;
         }
-        b.bind(&host, &host, true)?;
+        if meta.is_dir() {
+            b.mkdir(&host)?;
+        } else {
+            b.touch(&host)?;
+        }
+        b.bind(&host, &host, RO | libc::MS_NOEXEC)?;
     }
     let user = if uid == 0 {
         String::new()
@@ -361,7 +259,7 @@ pub fn plan(workdir: Option<&Path>, files: &BTreeSet<PathBuf>, workdir_exec: boo
             // Read-only binds: writing to a device node still works, but its mode, owner,
             // times and attributes (the host's inode) cannot change (EROFS).
             b.touch(&host)?;
-            b.bind(&host, &host, true)?;
+            b.bind(&host, &host, libc::MS_RDONLY | libc::MS_NOSUID | libc::MS_NOEXEC)?;
         }
     }
     b.mount(
@@ -385,14 +283,21 @@ pub fn plan(workdir: Option<&Path>, files: &BTreeSet<PathBuf>, workdir_exec: boo
         nosuid_nodev | noexec,
         "mode=1777,size=256m",
     )?;
+    // After the private /tmp (a grant or a binary below /tmp lands in it), before the
+    // workdir (which stays writable and noexec whatever a grant shows around it).
+    let mut read: Vec<PathBuf> = read.to_vec();
+    read.sort();
+    for r in &read {
+        b.bind_own_path(r, RO)?;
+    }
+    for f in files {
+        b.bind_own_path(f, RO)?;
+    }
     if let Some(w) = workdir {
-        b.bind_own_path(w, false)?;
+        b.bind_writable_dir(w)?;
         if !workdir_exec {
             b.noexec(w, w)?;
         }
-    }
-    for f in files {
-        b.bind_own_path(f, true)?;
     }
     Ok(b.plan)
 }
@@ -432,21 +337,55 @@ mod tests {
     }
 
     #[test]
-    fn the_plan_binds_the_workdir_and_outside_files_but_not_covered_ones() {
-        let files: BTreeSet<PathBuf> = [PathBuf::from("/usr/bin/env")].into_iter().collect();
-        let p = plan(Some(Path::new("/srv/murmur-work")), &files, false).unwrap();
+    fn the_plan_binds_the_workdir_last_and_system_code_only_where_granted() {
+        let env = std::fs::canonicalize("/usr/bin/env").unwrap();
+        let files = crate::containment::elf::closure(&env);
+        let libs = crate::containment::runtime_dirs::library_dirs();
+        let read = [PathBuf::from("/srv/murmur-grant")];
+        let p = plan(Some(Path::new("/srv/murmur-work")), &files, &read, false).unwrap();
         let d = p.descriptions();
-        assert!(d.iter().any(|s| s == "bind /srv/murmur-work (mount)"), "{d:?}");
-        assert!(
-            d.iter().any(|s| s == "remount /srv/murmur-work noexec (mount)"),
-            "{d:?}"
-        );
-        assert!(
-            d.iter().any(|s| s == "remount /dev/null read-only (mount)"),
-            "{d:?}"
-        );
-        assert!(!d.iter().any(|s| s.contains("/usr/bin/env")), "{d:?}");
-        assert!(d.iter().any(|s| s == "write /etc/passwd"), "{d:?}");
-        assert!(d.iter().any(|s| s == "mount proc on /proc (mount)"), "{d:?}");
+        let at = |s: &str| {
+            d.iter()
+                .position(|x| x == s)
+                .unwrap_or_else(|| panic!("{s}: {d:?}"))
+        };
+        // The system directories are noexec; the library directories are bound over them
+        // without it; the binary itself is bound over its noexec directory, its libraries
+        // are not (their directory already shows them).
+        at("remount /usr read-only noexec (mount)");
+        for l in &libs {
+            at(&format!("remount {} read-only (mount)", l.display()));
+        }
+        at(&format!("bind {} (mount)", env.display()));
+        for f in files.iter().filter(|f| libs.iter().any(|l| f.starts_with(l))) {
+            assert!(
+                !d.iter().any(|s| s == &format!("bind {} (mount)", f.display())),
+                "{d:?}"
+            );
+        }
+        // A grant outside the root is created and bound read-only, mappable.
+        at("remount /srv/murmur-grant read-only (mount)");
+        // The workdir comes after every read-only bind, writable and noexec.
+        let w = at("bind /srv/murmur-work (mount)");
+        assert!(w > at("remount /srv/murmur-grant read-only (mount)"));
+        assert!(w > at(&format!("bind {} (mount)", env.display())));
+        at("remount /srv/murmur-work noexec (mount)");
+        at("remount /dev/null read-only noexec (mount)");
+        at("write /etc/passwd");
+        at("mount proc on /proc (mount)");
+        // Only the trust store of /etc/ssl, never its private keys.
+        assert!(!d.iter().any(|s| s == "bind /etc/ssl (mount)"), "{d:?}");
+        if Path::new("/etc/ssl/certs").is_dir() {
+            at("bind /etc/ssl/certs (mount)");
+        }
+    }
+
+    #[test]
+    fn the_root_shows_system_directories_and_the_etc_allow_list_only() {
+        assert!(shows(Path::new("/usr/share/zoneinfo")));
+        assert!(shows(Path::new("/etc/ssl/certs/ca-certificates.crt")));
+        assert!(!shows(Path::new("/etc/ssl/private")));
+        assert!(!shows(Path::new("/etc/shadow")));
+        assert!(!shows(Path::new("/home")));
     }
 }

@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
-# Rebuild the committed guest components (the hello example and the test fixtures) from their
-# Rust sources (and two from component text, with wasm-tools). Needs the wasm32-wasip2 target (`rustup target add wasm32-wasip2`); tests and
-# CI use the committed .wasm files and never run this.
+# Rebuild the committed guest components (the hello example, the test fixtures and the
+# inference drivers under drivers/) from their Rust sources (and two from component text, with
+# wasm-tools), then repackage the committed .mur.zip artifacts. Needs the wasm32-wasip2 target
+# (`rustup target add wasm32-wasip2`); tests and CI use the committed .wasm and .mur.zip files
+# and never run this.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 target_dir="$PWD/target/guests"
-for dir in examples/hello tests/fixtures/*/; do
+for dir in examples/hello tests/fixtures/*/ drivers/murmur-driver-*/; do
     dir="${dir%/}"
     [ -f "$dir/Cargo.toml" ] || continue
     name=$(sed -n 's/^name = "\(.*\)"/\1/p' "$dir/Cargo.toml" | head -1)
@@ -25,3 +27,27 @@ echo "building benches/hello-command (a plain WASI command for wasmtime run)"
 cargo build --quiet --release --target wasm32-wasip2 \
     --manifest-path benches/hello-command/Cargo.toml --target-dir "$target_dir"
 cp "$target_dir/wasm32-wasip2/release/hello-command.wasm" benches/hello-command/hello-command.wasm
+# Package the artifacts with `mur build` (target/debug/mur, built first when absent): the two
+# drivers into artifacts/, and the fixtures tests publish into a temporary registry beside
+# their sources. mur build writes fixed entry timestamps (1980-01-01) and a fixed
+# murmur-build.json, so the same murmur.yaml and capsule.wasm give a byte-identical zip.
+mur=target/debug/mur
+if [ ! -x "$mur" ]; then
+    echo "building $mur"
+    cargo build --quiet --bin mur
+fi
+yaml_field() { sed -n "s/^$1: *\"\{0,1\}\([^\"]*\)\"\{0,1\} *\$/\1/p" "$2" | head -1; }
+package() { # package DIR OUT_DIR
+    local name version
+    name=$(yaml_field name "$1/murmur.yaml")
+    version=$(yaml_field version "$1/murmur.yaml")
+    echo "packaging $1 -> $2/$name-$version.mur.zip"
+    "$mur" build "$1" -o "$2/$name-$version.mur.zip"
+}
+mkdir -p artifacts
+for dir in drivers/murmur-driver-*/; do
+    package "${dir%/}" artifacts
+done
+for dir in tests/fixtures/echo-tool tests/fixtures/exfil-driver; do
+    package "$dir" "$dir"
+done

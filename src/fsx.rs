@@ -136,6 +136,15 @@ impl Dir {
         &self.shown
     }
 
+    /// A second handle on the same directory (a `dup` of the descriptor).
+    pub fn try_clone(&self) -> Result<Dir, FsError> {
+        let fd = self.fd.try_clone().map_err(|e| io_at(&self.shown, e))?;
+        Ok(Dir {
+            fd,
+            shown: self.shown.clone(),
+        })
+    }
+
     /// `/proc/self/fd/N`: a path naming exactly the held directory, whatever happened to
     /// the names above it since it was opened.
     pub fn proc_path(&self) -> PathBuf {

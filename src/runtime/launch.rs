@@ -31,6 +31,26 @@ pub struct RunOptions {
     pub explain: bool,
 }
 
+/// What an agent session starts from: the settled decisions of the common launch.
+pub struct Prelude<'a> {
+    pub opts: &'a RunOptions,
+    pub manifest: &'a Manifest,
+    /// The manifest's directory (a system prompt file is read relative to it).
+    pub base: &'a Path,
+    pub registry: &'a Path,
+    pub plan: Plan,
+    pub task: Option<&'a str>,
+    pub session_id: &'a str,
+    pub declared: Containment,
+    pub achieved: Containment,
+    pub landlock_abi: u32,
+    pub sleeps: bool,
+    /// `env.allow` names present in the host environment, with their values.
+    pub env_present: &'a [(String, String)],
+    /// `effective_grants` for `session_start`.
+    pub grants_json: serde_json::Value,
+}
+
 /// A manifest and where its component comes from.
 struct Source {
     manifest: Manifest,
@@ -143,11 +163,23 @@ pub fn run(opts: RunOptions) -> Result<u8, Diagnostic> {
         return Err(refusal);
     }
     if m.inference.is_some() {
-        return Err(Diagnostic::new(
-            code::RUN_AGENT_LOOP,
-            "inference",
-            "agent capsules (an inference: block) are not supported by this build yet; only WASM script capsules run",
-        ));
+        let registry = opts.registry.clone().unwrap_or_else(registry::default_root);
+        let grants_json = scope(plan.preopen().display().to_string()).grants();
+        return super::agent::run(Prelude {
+            opts: &opts,
+            manifest: m,
+            base: &source.base,
+            registry: &registry,
+            plan,
+            task: opts.task.as_deref(),
+            session_id: &session_id,
+            declared,
+            achieved,
+            landlock_abi: report.landlock_abi,
+            sleeps,
+            env_present: &env_present,
+            grants_json,
+        });
     }
     let component_bytes = source.component?;
     if sleeps {
@@ -237,7 +269,7 @@ pub fn run(opts: RunOptions) -> Result<u8, Diagnostic> {
     };
     let (out_sink, err_sink) = (sink("guest-stdout.log")?, sink("guest-stderr.log")?);
     let host = host::Host::new(host::Grants {
-        preopen: &preopen,
+        preopen: Some(&preopen),
         env: &env,
         network_allow: &caps.network_allow,
         limits: &caps.limits,
@@ -249,6 +281,8 @@ pub fn run(opts: RunOptions) -> Result<u8, Diagnostic> {
             .write_end
             .try_clone()
             .map_err(|e| io_err(&layout.records, e))?,
+        credential: None,
+        observer: None,
     })
     .map_err(|e| {
         Diagnostic::new(
@@ -328,7 +362,13 @@ fn bound_port(url: &str) -> &str {
     url.trim_start_matches("http://")
 }
 
-fn announce(opts: &RunOptions, hostport: &str, session_id: &str, m: &Manifest, layout: &session::Layout) {
+pub(crate) fn announce(
+    opts: &RunOptions,
+    hostport: &str,
+    session_id: &str,
+    m: &Manifest,
+    layout: &session::Layout,
+) {
     let mut out = std::io::stdout().lock();
     if opts.json {
         // Written by hand so the keys keep the documented order.
@@ -360,10 +400,10 @@ fn announce(opts: &RunOptions, hostport: &str, session_id: &str, m: &Manifest, l
 }
 
 /// `logs/bootstrap.log`: what the runtime decided, line by line; best effort.
-struct Bootstrap(Option<std::fs::File>);
+pub(crate) struct Bootstrap(pub(crate) Option<std::fs::File>);
 
 impl Bootstrap {
-    fn line(&mut self, text: &str) {
+    pub(crate) fn line(&mut self, text: &str) {
         if let Some(f) = self.0.as_mut() {
             let _ = f.write_all(format!("{text}\n").as_bytes());
         }

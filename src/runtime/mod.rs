@@ -1,6 +1,7 @@
 //! `mur run`: one capsule session, from manifest to exit. The session thread runs the guest;
 //! the door (the capsule's own HTTP listener) runs on its own thread.
 
+pub mod agent;
 pub mod door;
 pub mod explain;
 pub mod gate;

@@ -104,7 +104,9 @@ impl Drop for TempDir {
         let _ = std::fs::remove_dir_all(&self.0);
     }
 }
+pub mod agent;
 pub mod capsule;
+pub mod provider;
 pub mod roost;
 
 /// One field of `/proc/<pid>/status` text (`key` with its colon), trimmed; empty if absent.

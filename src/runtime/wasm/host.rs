@@ -1,6 +1,7 @@
 //! What a guest's store holds: its WASI context (exactly the manifest's grants), the HTTP
 //! gate, the tool registry, and the resource limiter.
 
+use super::credential::{self, Credential, Observer};
 use crate::manifest::model::Limits;
 use crate::manifest::netrule::NetRule;
 use crate::runtime::gate;
@@ -126,9 +127,12 @@ impl ResourceLimiter for Limiter {
     }
 }
 
-/// The gate, as wasmtime-wasi-http's hooks: refused requests never leave the process.
+/// The gate, as wasmtime-wasi-http's hooks: refused requests never leave the process; a
+/// request to the inference endpoint gets the provider credential and its outcome observed.
 pub struct Gate {
     rules: Vec<NetRule>,
+    credential: Option<std::sync::Arc<Credential>>,
+    observer: Option<Observer>,
 }
 
 impl WasiHttpHooks for Gate {
@@ -161,9 +165,31 @@ impl WasiHttpHooks for Gate {
                 uri.port_u16(),
             )
         });
-        match verdict {
-            Ok(()) => wasmtime_wasi_http::default_hooks().send_request(request, options, fut),
-            Err(_) => Box::new(async { Err(wasmtime_wasi_http::Error::HttpRequestDenied) }),
+        if verdict.is_err() {
+            return Box::new(async { Err(wasmtime_wasi_http::Error::HttpRequestDenied) });
+        }
+        let mut request = request;
+        let to_endpoint = self.credential.as_ref().is_some_and(|c| c.matches(request.uri()));
+        if let (true, Some(c)) = (to_endpoint, &self.credential) {
+            c.attach(request.headers_mut());
+        }
+        let sent = wasmtime_wasi_http::default_hooks().send_request(request, options, fut);
+        match (&self.observer, to_endpoint) {
+            (Some(observer), true) => {
+                let observer = observer.clone();
+                Box::new(async move {
+                    let r = Box::into_pin(sent).await;
+                    match &r {
+                        Ok((resp, _)) => credential::observe(
+                            &observer,
+                            Ok((resp.status().as_u16(), resp.headers().get("retry-after"))),
+                        ),
+                        Err(_) => credential::observe(&observer, Err(())),
+                    }
+                    r
+                })
+            }
+            _ => sent,
         }
     }
 }
@@ -179,19 +205,26 @@ pub struct Host {
 
 /// The grants a guest gets.
 pub struct Grants<'a> {
-    pub preopen: &'a Path,
+    pub preopen: Option<&'a Path>,
     pub env: &'a [(String, String)],
     pub network_allow: &'a [NetRule],
     pub limits: &'a Limits,
     pub stdout: std::fs::File,
     pub stderr: std::fs::File,
+    /// The provider key and the one origin it goes to (drivers only).
+    pub credential: Option<std::sync::Arc<Credential>>,
+    /// Where the endpoint's answers are recorded (drivers only).
+    pub observer: Option<Observer>,
 }
 
 impl Host {
-    /// Exactly `grants`: one preopen `.`, the listed environment, no sockets, no stdin.
+    /// Exactly `grants`: one preopen `.` (none when `preopen` is `None`), the listed
+    /// environment, no sockets, no stdin.
     pub fn new(grants: Grants<'_>) -> Result<Host> {
         let mut b = WasiCtxBuilder::new();
-        b.preopened_dir(grants.preopen, ".", FsPerms::ReadWrite)?;
+        if let Some(dir) = grants.preopen {
+            b.preopened_dir(dir, ".", FsPerms::ReadWrite)?;
+        }
         for (k, v) in grants.env {
             b.env(k, v);
         }
@@ -210,6 +243,8 @@ impl Host {
             table,
             gate: Gate {
                 rules: grants.network_allow.to_vec(),
+                credential: grants.credential,
+                observer: grants.observer,
             },
             limiter: Limiter::new(grants.limits),
         })

@@ -50,7 +50,7 @@ pub enum Outcome {
     Trapped { kind: TrapKind, message: String },
 }
 
-fn deadline_outcome(deadline_secs: u64, blocked: bool) -> Outcome {
+pub(super) fn deadline_outcome(deadline_secs: u64, blocked: bool) -> Outcome {
     let how = if blocked { ", blocked in a host call" } else { "" };
     Outcome::Trapped {
         kind: TrapKind::Deadline,
@@ -60,7 +60,7 @@ fn deadline_outcome(deadline_secs: u64, blocked: bool) -> Outcome {
     }
 }
 
-fn classify(e: &wasmtime::Error, deadline_secs: u64) -> Outcome {
+pub(super) fn classify(e: &wasmtime::Error, deadline_secs: u64) -> Outcome {
     if let Some(limit) = e.downcast_ref::<LimitExceeded>() {
         return Outcome::Trapped {
             kind: TrapKind::ResourceLimit,

@@ -2,9 +2,11 @@
 //! grants, the HTTP gate, the tool registry, the resource limiter), and one call of `run`.
 
 pub mod cache;
+pub mod credential;
 pub mod host;
 pub mod invoke;
 pub mod sink;
+pub mod tool;
 
 pub use invoke::{call_run, Outcome, TrapKind};
 

@@ -1,0 +1,182 @@
+//! Agent loop figures, printed and never asserted: a 20-turn task through the real `mur run`
+//! and the shipped OpenAI-compatible driver against the mock provider with zero latency.
+//!
+//! - per turn: the gap between two consecutive model requests at the mock, with a skill
+//!   call (no process, no guest) as the tool: the runtime's own cost per turn (driver
+//!   instance, both JSON mappings, dispatch, trace), p50 and p99; cold (empty compile cache)
+//!   and warm (driver compiled and cached), with the launch time to the first request.
+//! - per shell call: the same gap with a `true` shell call per turn, under the class the host
+//!   achieves for `scoped` and `sealed`, minus the skill-turn median, next to what `/bin/true`
+//!   costs when started directly: the containment's overhead over the command's own time.
+//!
+//! Run: `cargo bench --bench agent`.
+
+#[path = "../tests/common/provider.rs"]
+mod provider;
+
+use provider::{Provider, Step};
+use serde_json::json;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+const TURNS: usize = 20;
+
+fn repo(rel: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join(rel)
+}
+
+fn pct(v: &mut [Duration], p: f64) -> Duration {
+    v.sort();
+    let i = ((v.len() as f64 - 1.0) * p).round() as usize;
+    v[i]
+}
+
+fn ms(d: Duration) -> String {
+    format!("{:.2} ms", d.as_secs_f64() * 1000.0)
+}
+
+struct Setup {
+    base: PathBuf,
+    registry: PathBuf,
+}
+
+fn setup() -> Setup {
+    let base = std::env::temp_dir().join(format!("murmur-bench-agent-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&base);
+    let registry = base.join("registry");
+    std::fs::create_dir_all(&registry).unwrap();
+    let driver =
+        std::fs::read(repo("artifacts/murmur-driver-openai-1.0.0.mur.zip")).expect("the shipped driver");
+    murmur::registry::publish(&registry, &driver, None).unwrap();
+    let skill = murmur::registry::archive::write(&[
+        (
+            "murmur.yaml".into(),
+            b"name: note\nversion: 1.0.0\nruntime: skill\ndescription: a note\n".to_vec(),
+        ),
+        ("skill.md".into(), b"Nothing to see.\n".to_vec()),
+    ])
+    .unwrap();
+    murmur::registry::publish(&registry, &skill, None).unwrap();
+    Setup { base, registry }
+}
+
+/// One 20-turn session; the gaps between consecutive model requests and the time from
+/// launch to the first request.
+fn session(
+    s: &Setup,
+    label: &str,
+    cache: &Path,
+    tool: (&str, serde_json::Value),
+    containment: &str,
+) -> Option<(Duration, Vec<Duration>)> {
+    let mut script: Vec<Step> = (0..TURNS - 1)
+        .map(|i| Step::tool(&format!("c{i}"), tool.0, tool.1.clone()))
+        .collect();
+    script.push(Step::text("done"));
+    let mock = Provider::start(script);
+    let dir = s.base.join(label);
+    std::fs::create_dir_all(&dir).unwrap();
+    let shell = if tool.0 == "true" {
+        "  shell: {allow: [\"true\"]}\n"
+    } else {
+        ""
+    };
+    std::fs::write(
+        dir.join("murmur.yaml"),
+        format!(
+            "name: bench-agent\nversion: 0.1.0\nartifacts:\n  - {{name: murmur-driver-openai, version: 1.0.0, runtime: driver}}\n  - {{name: note, version: 1.0.0, runtime: skill}}\ncapabilities:\n  network: {{allow: [\"http://127.0.0.1:{}\"]}}\n  containment: {containment}\n{shell}inference:\n  endpoint: {}\n  model: mock\n  driver: {{artifact: murmur-driver-openai}}\n  max_turns: {TURNS}\n",
+            mock.port(),
+            mock.base_openai()
+        ),
+    )
+    .unwrap();
+    let t0 = Instant::now();
+    let out = Command::new(env!("CARGO_BIN_EXE_mur"))
+        .args(["run", "--manifest"])
+        .arg(dir.join("murmur.yaml"))
+        .arg("--registry-path")
+        .arg(&s.registry)
+        .args(["--task", "bench"])
+        .env("MURMUR_CACHE_DIR", cache)
+        .env("MURMUR_RECORDS_DIR", s.base.join("records"))
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    if !out.status.success() {
+        println!(
+            "  {label}: mur run failed: {}",
+            String::from_utf8_lossy(&out.stderr).lines().next().unwrap_or("")
+        );
+        return None;
+    }
+    let reqs = mock.model_requests();
+    assert_eq!(reqs.len(), TURNS, "one request per turn");
+    let first = reqs[0].at.duration_since(t0);
+    let gaps = reqs.windows(2).map(|w| w[1].at.duration_since(w[0].at)).collect();
+    Some((first, gaps))
+}
+
+fn direct_true() -> Duration {
+    let mut v: Vec<Duration> = (0..30)
+        .map(|_| {
+            let t = Instant::now();
+            Command::new("/bin/true").status().unwrap();
+            t.elapsed()
+        })
+        .collect();
+    pct(&mut v, 0.5)
+}
+
+fn main() {
+    let s = setup();
+    println!("agent loop, {TURNS}-turn task, mock provider with zero latency, murmur-driver-openai");
+    let skill = ("note", json!({}));
+    let cache = s.base.join("cache");
+    let mut skill_p50 = Duration::ZERO;
+    for (label, fresh) in [("cold", true), ("warm", false)] {
+        if fresh {
+            let _ = std::fs::remove_dir_all(&cache);
+        }
+        let Some((first, mut gaps)) = session(&s, label, &cache, skill.clone(), "advisory") else {
+            continue;
+        };
+        let p50 = pct(&mut gaps, 0.5);
+        let p99 = pct(&mut gaps, 0.99);
+        if !fresh {
+            skill_p50 = p50;
+        }
+        println!(
+            "  {label}: launch to first request {}, per turn p50 {} p99 {}",
+            ms(first),
+            ms(p50),
+            ms(p99)
+        );
+    }
+    let own = direct_true();
+    println!(
+        "  /bin/true started directly: {} (the command's own time)",
+        ms(own)
+    );
+    for class in ["advisory", "scoped", "sealed"] {
+        let Some((_, mut gaps)) = session(
+            &s,
+            &format!("shell-{class}"),
+            &cache,
+            ("true", json!({"command": ""})),
+            class,
+        ) else {
+            continue;
+        };
+        let p50 = pct(&mut gaps, 0.5);
+        let p99 = pct(&mut gaps, 0.99);
+        println!(
+            "  shell call under {class}: turn p50 {} p99 {}; over a skill turn {}, over the command's own time {}",
+            ms(p50),
+            ms(p99),
+            ms(p50.saturating_sub(skill_p50)),
+            ms(p50.saturating_sub(skill_p50).saturating_sub(own))
+        );
+    }
+    let _ = std::fs::remove_dir_all(&s.base);
+}

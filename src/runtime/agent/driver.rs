@@ -1,0 +1,236 @@
+//! One turn's driver call: a fresh instance of the driver component per attempt, on the
+//! driver's (possibly narrowed) grants with the provider credential attached by the host,
+//! the deadline and limiter per call, and the retry policy: a transient failure (the
+//! driver's `transient: true`, a 408/429/5xx the host saw from the endpoint, or a request
+//! to it broken before a response) is retried with capped exponential backoff and jitter,
+//! at most [`MAX_TRIES`] tries, honouring `retry-after` up to [`MAX_RETRY_AFTER`]; any other
+//! 4xx is final.
+
+use super::grants::GuestGrants;
+use crate::agent::wire::{self, Response};
+use crate::runtime::wasm::credential::{Credential, Observed, Observer};
+use crate::runtime::wasm::tool::{trap_line, Prepared, ToolStatus};
+use serde_json::Value;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+/// Tries per turn, the first included.
+pub const MAX_TRIES: u32 = 3;
+/// The first backoff; each retry doubles it, up to [`MAX_BACKOFF`].
+pub const BASE_BACKOFF: Duration = Duration::from_millis(500);
+pub const MAX_BACKOFF: Duration = Duration::from_secs(8);
+/// The longest `retry-after` honoured; a longer one is waited this long.
+pub const MAX_RETRY_AFTER: Duration = Duration::from_secs(30);
+
+/// The inference driver of a session.
+pub struct Driver {
+    pub name: String,
+    prepared: Prepared,
+    grants: GuestGrants,
+    credential: Option<Arc<Credential>>,
+    observer: Observer,
+    /// The key, blanked out of everything a driver returns (a provider or proxy that
+    /// echoes the key in an error or an answer must not have it written anywhere).
+    redact: Option<String>,
+}
+
+/// `text` with every occurrence of `key` replaced.
+pub fn redact(text: &str, key: Option<&str>) -> String {
+    match key {
+        Some(k) if !k.is_empty() && text.contains(k) => text.replace(k, "[redacted]"),
+        _ => text.to_string(),
+    }
+}
+
+/// One retry, for the trace.
+#[derive(Debug, Clone)]
+pub struct Retry {
+    pub attempt: u32,
+    pub reason: String,
+    pub delay: Duration,
+}
+
+/// Whether a failed attempt is worth another, and how long to wait.
+fn retry_plan(
+    observed: &Observed,
+    driver_transient: bool,
+    driver_retry_after: Option<u64>,
+) -> Option<Option<Duration>> {
+    let host_transient = match observed.status {
+        Some(s) if s == 408 || s == 429 || s >= 500 => Some(true),
+        Some(s) if (400..500).contains(&s) => Some(false),
+        _ => None,
+    };
+    let transient = match host_transient {
+        Some(t) => t,
+        None => observed.broken || driver_transient,
+    };
+    if !transient {
+        return None;
+    }
+    let after = observed.retry_after.or(driver_retry_after);
+    Some(after.map(|s| Duration::from_secs(s).min(MAX_RETRY_AFTER)))
+}
+
+/// The wait before try `attempt + 1` (`attempt` from 1): `retry-after` when given, else
+/// the doubling backoff with ±25% jitter.
+fn delay(attempt: u32, retry_after: Option<Duration>) -> Duration {
+    if let Some(d) = retry_after {
+        return d;
+    }
+    let base = BASE_BACKOFF
+        .saturating_mul(1 << (attempt - 1).min(16))
+        .min(MAX_BACKOFF);
+    let mut r = [0u8; 1];
+    let jitter = match getrandom::fill(&mut r) {
+        Ok(()) => f64::from(r[0]) / 255.0 * 0.5 + 0.75,
+        Err(_) => 1.0,
+    };
+    base.mul_f64(jitter)
+}
+
+impl Driver {
+    pub fn new(
+        name: &str,
+        prepared: Prepared,
+        grants: GuestGrants,
+        credential: Option<Credential>,
+        key: Option<String>,
+    ) -> Driver {
+        Driver {
+            name: name.to_string(),
+            prepared,
+            grants,
+            credential: credential.map(Arc::new),
+            observer: Arc::new(Mutex::new(Observed::default())),
+            redact: key.filter(|k| !k.is_empty()),
+        }
+    }
+
+    /// Call the driver with `request` until a response, a final failure, or the tries run
+    /// out; `on_retry` hears each retry before its wait.
+    pub fn call(&self, request: &Value, mut on_retry: impl FnMut(&Retry)) -> Result<Response, String> {
+        let data = request.to_string();
+        let mut attempt = 1u32;
+        loop {
+            *self.observer.lock().unwrap_or_else(|p| p.into_inner()) = Observed::default();
+            let host = self
+                .grants
+                .host(self.credential.clone(), Some(self.observer.clone()))
+                .map_err(|e| format!("cannot prepare the driver's grants: {e}"))?;
+            let reply = self
+                .prepared
+                .call(host, self.grants.deadline, data.clone())
+                .map_err(|d| d.message)?;
+            let reply = match reply {
+                Ok(r) => r,
+                Err(trap) => {
+                    let line = redact(&trap_line(&trap), self.redact.as_deref());
+                    return Err(format!("driver {}: {line}", self.name));
+                }
+            };
+            if reply.status == ToolStatus::Passed {
+                let data = reply
+                    .data
+                    .as_deref()
+                    .ok_or_else(|| format!("driver {} returned no data", self.name))?;
+                let data = redact(data, self.redact.as_deref());
+                return wire::parse_response(&data)
+                    .map_err(|e| format!("driver {}: unparsable response: {e}", self.name));
+            }
+            let message = reply
+                .summary
+                .clone()
+                .filter(|s| !s.trim().is_empty())
+                .unwrap_or_else(|| format!("driver {} failed ({})", self.name, reply.status.as_str()));
+            let message = crate::agent::sanitize::one_line(&redact(&message, self.redact.as_deref()), 2000);
+            let observed = self.observer.lock().unwrap_or_else(|p| p.into_inner()).clone();
+            let plan = retry_plan(
+                &observed,
+                reply.meta("transient") == Some("true"),
+                reply.meta("retry_after").and_then(|s| s.trim().parse().ok()),
+            );
+            match plan {
+                Some(after) if attempt < MAX_TRIES => {
+                    let wait = delay(attempt, after);
+                    on_retry(&Retry {
+                        attempt,
+                        reason: message,
+                        delay: wait,
+                    });
+                    std::thread::sleep(wait);
+                    attempt += 1;
+                }
+                Some(_) => return Err(format!("{message} (after {MAX_TRIES} tries)")),
+                None => return Err(message),
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn seen(status: Option<u16>, retry_after: Option<u64>, broken: bool) -> Observed {
+        Observed {
+            status,
+            retry_after,
+            broken,
+        }
+    }
+
+    #[test]
+    fn the_host_view_decides_before_the_driver_claim() {
+        assert_eq!(
+            retry_plan(&seen(Some(429), Some(2), false), false, None),
+            Some(Some(Duration::from_secs(2)))
+        );
+        assert_eq!(retry_plan(&seen(Some(503), None, false), false, None), Some(None));
+        assert_eq!(retry_plan(&seen(Some(408), None, false), false, None), Some(None));
+        assert_eq!(
+            retry_plan(&seen(Some(401), None, false), true, None),
+            None,
+            "a 4xx is final whatever the driver says"
+        );
+        assert_eq!(
+            retry_plan(&seen(None, None, true), false, None),
+            Some(None),
+            "broken before a response"
+        );
+        assert_eq!(
+            retry_plan(&seen(Some(200), None, false), true, Some(1)),
+            Some(Some(Duration::from_secs(1)))
+        );
+        assert_eq!(retry_plan(&seen(Some(200), None, false), false, None), None);
+        assert_eq!(
+            retry_plan(&seen(Some(429), Some(3600), false), false, None),
+            Some(Some(MAX_RETRY_AFTER)),
+            "retry-after is capped"
+        );
+    }
+
+    #[test]
+    fn an_echoed_key_is_blanked() {
+        assert_eq!(
+            redact("bad key sk-1 given", Some("sk-1")),
+            "bad key [redacted] given"
+        );
+        assert_eq!(redact("nothing", Some("sk-1")), "nothing");
+        assert_eq!(redact("x", Some("")), "x");
+        assert_eq!(redact("x", None), "x");
+    }
+
+    #[test]
+    fn backoff_doubles_with_jitter_and_is_capped() {
+        for attempt in 1..=8 {
+            let d = delay(attempt, None);
+            let base = BASE_BACKOFF.saturating_mul(1 << (attempt - 1)).min(MAX_BACKOFF);
+            assert!(
+                d >= base.mul_f64(0.74) && d <= base.mul_f64(1.26),
+                "{attempt}: {d:?}"
+            );
+        }
+        assert_eq!(delay(1, Some(Duration::from_secs(3))), Duration::from_secs(3));
+    }
+}

@@ -1,0 +1,568 @@
+//! `mur run` for an agent capsule, from the settled containment decision to the exit code.
+
+use super::driver::Driver;
+use super::grants::{self, GuestGrants};
+use super::murmur_md::{self, Inventory};
+use super::shell::Runner;
+use super::stage::{self, Payload, Resolved};
+use super::task::{self, Session, Task, TaskEnd};
+use super::tools::{self, Toolbox, WasmTool};
+use crate::agent::wire::ToolSpec;
+use crate::containment::cgroup::Cgroup;
+use crate::containment::class::Class;
+use crate::diag::{code, Diagnostic};
+use crate::manifest::model::{ApiKey, ArtifactRuntime, Inference, Manifest, Transport};
+use crate::runtime::door::{self, AgentCard, Route};
+use crate::runtime::launch::{announce, Bootstrap, Prelude};
+use crate::runtime::session;
+use crate::runtime::trace::Trace;
+use crate::runtime::wasm::{self, cache, credential::Credential, sink::Sink, tool::Prepared};
+use serde_json::json;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+/// The largest system prompt file read, bytes.
+pub const MAX_PROMPT_BYTES: u64 = 1 << 20;
+/// The largest task read from `task.md`, bytes.
+pub const MAX_TASK_BYTES: u64 = 1 << 20;
+/// The time limit of one shell or native tool call.
+pub const TOOL_TIME_LIMIT: Duration = Duration::from_secs(300);
+
+fn no_driver(why: String) -> Diagnostic {
+    Diagnostic::new(code::RUN_NO_DRIVER, "inference.driver.artifact", why).with_hint(
+        "declare the driver under artifacts: with runtime: driver and name it in inference.driver.artifact",
+    )
+}
+
+/// The launch refusals that need no session: the driver entry and the system prompt file.
+fn check(m: &Manifest, inf: &Inference, base: &Path) -> Result<(String, Option<String>), Diagnostic> {
+    if inf.transport == Transport::Process {
+        return Err(Diagnostic::new(
+            code::RUN_NO_DRIVER,
+            "inference.transport",
+            "inference.transport: process is not supported by this runtime; use http with a driver",
+        ));
+    }
+    let driver = match &inf.driver_artifact {
+        None => {
+            return Err(no_driver(
+                "no inference driver is configured (inference.driver.artifact)".into(),
+            ))
+        }
+        Some(d) => d.clone(),
+    };
+    if !m
+        .artifacts
+        .iter()
+        .any(|a| a.name == driver && a.runtime == ArtifactRuntime::Driver)
+    {
+        return Err(no_driver(format!(
+            "inference.driver.artifact '{driver}' names no declared 'runtime: driver' artifact"
+        )));
+    }
+    let prompt = match (&inf.system_prompt, &inf.system_prompt_file) {
+        (Some(p), _) => Some(p.clone()),
+        (None, Some(file)) => {
+            let path = base.join(file);
+            let unreadable = |why: String| {
+                Diagnostic::new(
+                    code::RUN_PROMPT_FILE,
+                    "inference.system_prompt_file",
+                    format!("cannot read the system prompt file {}: {why}", path.display()),
+                )
+            };
+            let meta = std::fs::metadata(&path).map_err(|e| unreadable(e.to_string()))?;
+            if !meta.is_file() {
+                return Err(unreadable("not a regular file".into()));
+            }
+            if meta.len() > MAX_PROMPT_BYTES {
+                return Err(unreadable(format!("larger than {MAX_PROMPT_BYTES} bytes")));
+            }
+            let bytes = std::fs::read(&path).map_err(|e| unreadable(e.to_string()))?;
+            Some(String::from_utf8(bytes).map_err(|_| unreadable("not UTF-8".into()))?)
+        }
+        (None, None) => None,
+    };
+    Ok((driver, prompt))
+}
+
+fn key_of(inf: &Inference) -> Option<(Option<String>, String)> {
+    match inf.api_key.as_ref()? {
+        ApiKey::Literal(v) => Some((None, v.clone())),
+        ApiKey::Resolved { var, value } => Some((Some(var.clone()), value.clone())),
+        ApiKey::Unresolved { .. } => None,
+    }
+}
+
+/// The driver artifact's `upstream_auth: {header, value}`.
+fn upstream_auth(r: &Resolved) -> Option<(String, String)> {
+    let a = r.own.get("upstream_auth")?;
+    let header = a.get("header")?.as_str()?.to_string();
+    let value = a.get("value")?.as_str()?.to_string();
+    Some((header, value))
+}
+
+fn io_diag(what: &str, e: impl std::fmt::Display) -> Diagnostic {
+    Diagnostic::new(code::IO_READ, "", format!("{what}: {e}"))
+}
+
+/// Run an agent session.
+pub fn run(p: Prelude<'_>) -> Result<u8, Diagnostic> {
+    let m = p.manifest;
+    let caps = &m.capabilities;
+    let inf = m
+        .inference
+        .as_ref()
+        .ok_or_else(|| no_driver("no inference block".into()))?;
+    let (driver_name, prompt) = check(m, inf, p.base)?;
+    let engine = wasm::engine().map_err(|e| io_diag("cannot configure wasmtime", e))?;
+    let cache_dir = cache::default_dir();
+    let resolved = stage::resolve_all(p.registry, &m.artifacts, &engine, cache_dir.as_deref())?;
+    let key = key_of(inf);
+    if key.is_some() {
+        // The key is in this process's memory and, when it came from `${VAR}`, in its
+        // initial environment: not dumpable means no core file and no /proc/<pid>/environ
+        // or /proc/<pid>/mem for other processes of this uid without CAP_SYS_PTRACE (a
+        // contained child has none; an advisory one run by root still could).
+        let _ = rustix::process::set_dumpable_behavior(rustix::process::DumpableBehavior::NotDumpable);
+    }
+    let driver_art = resolved
+        .iter()
+        .find(|r| r.entry.name == driver_name)
+        .ok_or_else(|| no_driver(format!("driver '{driver_name}' did not resolve")))?;
+    let endpoint = inf.endpoint.clone().unwrap_or_default();
+    let credential = match (&key, upstream_auth(driver_art)) {
+        (None, _) => None,
+        (Some((_, k)), Some((header, value))) => Some(
+            Credential::new(&endpoint, &header, &value, k)
+                .map_err(|e| no_driver(format!("driver {driver_name}: {e}")))?,
+        ),
+        (Some(_), None) => {
+            let why =
+                format!("inference.api_key is set but driver {driver_name} declares no upstream_auth header");
+            return Err(no_driver(why));
+        }
+    };
+    let Payload::Wasm(driver_component) = &driver_art.payload else {
+        return Err(no_driver(format!(
+            "driver {driver_name} has no WebAssembly component"
+        )));
+    };
+    let driver_prepared = Prepared::new(&engine, driver_component, &driver_name).map_err(no_driver)?;
+    // Every WASM tool is linked now, so one that does not fit the tool world is refused
+    // before the session starts.
+    let mut prepared_tools: Vec<Option<Prepared>> = Vec::new();
+    for r in &resolved {
+        prepared_tools.push(match (&r.payload, r.entry.runtime) {
+            (Payload::Wasm(component), ArtifactRuntime::Tool) => {
+                Some(Prepared::new(&engine, component, &r.entry.name).map_err(|e| {
+                    Diagnostic::new(code::RUN_COMPONENT, format!("artifacts[{}]", r.entry.name), e)
+                })?)
+            }
+            _ => None,
+        });
+    }
+    if p.sleeps {
+        crate::signals::block_termination().map_err(|e| io_diag("cannot block SIGTERM/SIGINT", e))?;
+    }
+
+    // The session starts here.
+    let layout = p.plan.create()?;
+    if let Some(t) = p.task {
+        session::write_task(&layout.work, t)?;
+    }
+    let started = Instant::now();
+    let mut bootstrap = Bootstrap(layout.records_dir.append("logs/bootstrap.log").ok());
+    bootstrap.line(&format!(
+        "containment declared {}, achieved {}",
+        p.declared.as_str(),
+        p.achieved.as_str()
+    ));
+    for r in &resolved {
+        bootstrap.line(&format!(
+            "artifact {}@{} ({}) sha256 {}{}",
+            r.entry.name,
+            r.entry.version.as_deref().unwrap_or(""),
+            r.entry.runtime.as_str(),
+            r.sha256,
+            r.compiled
+                .as_ref()
+                .map(|c| format!(": {c:?}"))
+                .unwrap_or_default()
+        ));
+    }
+    stage::stage(&layout.work, &layout.records_dir, &resolved)?;
+    let task_text = layout.work.read("task.md", MAX_TASK_BYTES).map_err(|e| {
+        Diagnostic::new(code::RUN_AGENT_LOOP, "--task", format!("no task: {e}"))
+            .with_hint("give one with --task TEXT|FILE, or put task.md in the workdir")
+    })?;
+    let task_text = String::from_utf8_lossy(&task_text).into_owned();
+
+    let bound = door::bind(m.internal_port)?;
+    let url = format!("http://localhost:{}", bound.port);
+    let routes: Vec<Box<dyn Route>> = vec![Box::new(AgentCard::new(
+        &m.name,
+        &m.version,
+        &url,
+        m.description.as_deref(),
+    ))];
+    let door = bound.serve(routes)?;
+    let trace_file = layout
+        .records_dir
+        .append("trace.jsonl")
+        .map_err(|e| io_diag("cannot open trace.jsonl", e))?;
+    let mut trace = Trace::new(trace_file, p.session_id);
+    let model = inf.model.clone().unwrap_or_default();
+
+    // Identity, shared by the driver, WASM tools and every child.
+    let identity = [
+        ("MURMUR_CAPSULE_NAME".to_string(), m.name.clone()),
+        ("MURMUR_CAPSULE_VERSION".to_string(), m.version.clone()),
+        ("MURMUR_SESSION_ID".to_string(), p.session_id.to_string()),
+        ("MURMUR_CAPSULE_URL".to_string(), url.clone()),
+    ];
+    // No guest and no child ever gets the key, whatever env.allow says.
+    let key_var = key.as_ref().and_then(|(v, _)| v.clone());
+    let key_value = key.as_ref().map(|(_, v)| v.clone());
+    let safe = |n: &str, v: &str| {
+        !crate::containment::host_env::credential_shaped(n)
+            && Some(n) != key_var.as_deref()
+            && key_value
+                .as_deref()
+                .is_none_or(|k| k.is_empty() || !v.contains(k))
+    };
+    let allowed_env: Vec<(String, String)> = p
+        .env_present
+        .iter()
+        .filter(|(n, v)| safe(n, v))
+        .cloned()
+        .collect();
+
+    // Guest logs: one capped sink per stream, shared by the driver and WASM tools.
+    let sink = |name: &str| -> Result<Sink, Diagnostic> {
+        let f = layout
+            .records_dir
+            .append(&format!("logs/{name}"))
+            .map_err(|e| io_diag("cannot open a guest log", e))?;
+        Sink::new(f, wasm::sink::LOG_CAP).map_err(|e| io_diag("cannot open a guest log", e))
+    };
+    let (out_sink, err_sink) = (sink("guest-stdout.log")?, sink("guest-stderr.log")?);
+    let mut warnings = Vec::new();
+    let guest_grants = |r: &Resolved,
+                        extra: &[(String, String)],
+                        warnings: &mut Vec<Diagnostic>|
+     -> Result<GuestGrants, Diagnostic> {
+        let n = grants::narrow(
+            &r.entry.name,
+            caps,
+            r.entry.capabilities.as_ref(),
+            &layout.work,
+            &layout.preopen_dir,
+        )?;
+        warnings.extend(n.warnings);
+        let mut env: Vec<(String, String)> = allowed_env
+            .iter()
+            .filter(|(k, _)| n.env_names.as_ref().is_none_or(|names| names.contains(k)))
+            .cloned()
+            .collect();
+        env.extend(identity.iter().cloned());
+        env.extend(extra.iter().cloned());
+        Ok(GuestGrants {
+            preopen: n.preopen,
+            env,
+            network_allow: n.network_allow,
+            limits: caps.limits,
+            deadline: caps.limits.deadline(),
+            stdout: out_sink
+                .write_end
+                .try_clone()
+                .map_err(|e| io_diag("guest log", e))?,
+            stderr: err_sink
+                .write_end
+                .try_clone()
+                .map_err(|e| io_diag("guest log", e))?,
+        })
+    };
+    let mut driver_env = vec![
+        ("MURMUR_INFERENCE_TRANSPORT".to_string(), "http".to_string()),
+        ("MURMUR_INFERENCE_ENDPOINT".to_string(), endpoint.clone()),
+        ("MURMUR_INFERENCE_MODEL".to_string(), model.clone()),
+        ("MURMUR_INFERENCE_DRIVER".to_string(), driver_name.clone()),
+    ];
+    if let Some(c) = &inf.driver_config {
+        driver_env.push(("MURMUR_INFERENCE_DRIVER_CONFIG".to_string(), c.clone()));
+    }
+    let driver_grants = guest_grants(driver_art, &driver_env, &mut warnings)?;
+    if !driver_grants
+        .network_allow
+        .iter()
+        .any(|r| endpoint_covered(r, &endpoint))
+    {
+        bootstrap.line(&format!(
+            "warning: inference.endpoint {endpoint} is not in the driver's network allow-list: every model call will be refused"
+        ));
+    }
+    let driver = Driver::new(
+        &driver_name,
+        driver_prepared,
+        driver_grants,
+        credential,
+        key_value.clone(),
+    );
+
+    // Contained children: shell and native tools.
+    let host_path = std::env::var("PATH").unwrap_or_else(|_| "/usr/local/bin:/usr/bin:/bin".into());
+    let shell_allow = caps.shell_allow.clone().unwrap_or_default();
+    let allowed: Vec<(String, Option<PathBuf>)> = shell_allow
+        .iter()
+        .map(|b| {
+            (
+                b.clone(),
+                crate::containment::host_env::resolve_binary(b, &host_path),
+            )
+        })
+        .collect();
+    let workdir_real = std::fs::canonicalize(layout.preopen_dir.proc_path())
+        .map_err(|e| io_diag("cannot resolve the workdir", e))?;
+    layout
+        .preopen_dir
+        .mkdirs(".home", 0o700)
+        .map_err(|e| io_diag("cannot create the session home", e))?;
+    let mut child_env = vec![
+        ("PATH".to_string(), host_path.clone()),
+        (
+            "HOME".to_string(),
+            workdir_real.join(".home").display().to_string(),
+        ),
+    ];
+    child_env.extend(
+        allowed_env
+            .iter()
+            .filter(|(k, _)| k != "PATH" && k != "HOME")
+            .cloned(),
+    );
+    child_env.extend(identity.iter().cloned());
+    let cgroup = match Cgroup::create(p.session_id, crate::containment::host_env::PIDS_MAX) {
+        Ok(c) => Some(c),
+        Err(e) if p.achieved >= Class::Scoped => {
+            door.close();
+            return Err(Diagnostic::new(
+                code::RUN_CONTAINMENT,
+                "",
+                format!("cannot create the session's pids cgroup: {e}"),
+            ));
+        }
+        Err(_) => None,
+    };
+    let allowed_paths: Vec<PathBuf> = allowed.iter().filter_map(|(_, p)| p.clone()).collect();
+    let reads = crate::containment::runtime_dirs::read_grants(p.achieved, &allowed_paths, caps);
+    warnings.extend(reads.warnings);
+    let runner = Runner {
+        class: p.achieved,
+        landlock_abi: p.landlock_abi,
+        allowed,
+        workdir: workdir_real,
+        workdir_exec: caps.workdir_exec,
+        unix_sockets: caps.unix_sockets,
+        env: child_env,
+        read_dirs: reads.paths,
+        read_unlisted: reads.unlisted,
+        cgroup,
+        time_limit: TOOL_TIME_LIMIT,
+    };
+
+    // The tools, in the manifest's order, then the shell binaries.
+    let mut toolbox = Toolbox::new(runner);
+    let mut listed: Vec<(String, &'static str, String)> = Vec::new();
+    for (r, prepared) in resolved.iter().zip(prepared_tools) {
+        let desc = tools::clean_description(r.own_str("description").unwrap_or(""));
+        let params = r.input_schema().unwrap_or_else(tools::open_schema);
+        let spec = ToolSpec {
+            name: r.bare.clone(),
+            description: desc.clone(),
+            parameters: params,
+        };
+        match (&r.payload, r.entry.runtime) {
+            (Payload::Native(_), ArtifactRuntime::Tool) => {
+                toolbox
+                    .natives
+                    .push((r.bare.clone(), layout.records.join("bin").join(&r.bare)));
+                listed.push((r.bare.clone(), "native tool", desc));
+                toolbox.offer(spec);
+            }
+            (Payload::Skill(text), _) => {
+                toolbox.skills.push((r.bare.clone(), text.clone()));
+                listed.push((r.bare.clone(), "skill", desc));
+                toolbox.offer(spec);
+            }
+            (Payload::Wasm(_), ArtifactRuntime::Tool) => {
+                let Some(prepared) = prepared else { continue };
+                let g = guest_grants(r, &[], &mut warnings)?;
+                toolbox
+                    .wasm
+                    .push((r.bare.clone(), WasmTool { prepared, grants: g }));
+                listed.push((r.bare.clone(), "wasm tool", desc));
+                toolbox.offer(spec);
+            }
+            _ => {}
+        }
+    }
+    for b in &shell_allow {
+        toolbox.offer(ToolSpec {
+            name: b.clone(),
+            description: tools::shell_description(b),
+            parameters: tools::shell_schema(b),
+        });
+    }
+    for w in &warnings {
+        eprintln!("{w}");
+        bootstrap.line(&w.to_string());
+    }
+    let inventory = Inventory {
+        name: &m.name,
+        version: &m.version,
+        session_id: p.session_id,
+        url: &url,
+        model: &model,
+        max_tokens: inf.max_tokens,
+        context_max_tokens: m.context_max_tokens,
+        max_turns: inf.max_turns,
+        containment: p.achieved.as_str(),
+        tools: listed,
+        shell: shell_allow.clone(),
+    };
+    layout
+        .work
+        .replace("MURMUR.md", murmur_md::render(&inventory).as_bytes())
+        .map_err(|e| io_diag("cannot write MURMUR.md", e))?;
+
+    let tools_declared: Vec<&str> = toolbox.specs.iter().map(|s| s.name.as_str()).collect();
+    trace
+        .event(
+            "session_start",
+            json!({
+                "capsule_name": m.name,
+                "capsule_version": m.version,
+                "model": model,
+                "max_turns": inf.max_turns,
+                "tools_declared": tools_declared,
+                "containment_declared": p.declared.as_str(),
+                "containment_achieved": p.achieved.as_str(),
+                "workdir_exec": caps.workdir_exec,
+                "effective_grants": p.grants_json,
+            }),
+        )
+        .map_err(|e| io_diag("cannot write trace.jsonl", e))?;
+    announce(
+        p.opts,
+        url.trim_start_matches("http://"),
+        p.session_id,
+        m,
+        &layout,
+    );
+
+    let system = format!(
+        "{}\n{}",
+        super::identity_block(&m.name, &m.version, p.session_id, &url),
+        prompt.as_deref().unwrap_or(super::DEFAULT_SYSTEM_PROMPT)
+    );
+    let task = Task {
+        id: format!("tsk_{}", hex16()?),
+        context_id: format!("ctx_{}", hex16()?),
+        source: "task.md",
+        text: task_text,
+    };
+    let mut session = Session {
+        driver,
+        tools: toolbox,
+        trace: &mut trace,
+        records: &layout.records_dir,
+        model,
+        max_tokens: inf.max_tokens,
+        max_turns: inf.max_turns,
+        system,
+        params: json!({}),
+        totals: task::Totals::default(),
+        notes: Vec::new(),
+    };
+    let (end, _) = session.run_task(&task);
+    let totals = session.totals;
+    for n in std::mem::take(&mut session.notes) {
+        bootstrap.line(&n);
+    }
+    drop(session);
+    let result = match &end {
+        TaskEnd::Done { text, truncated } => {
+            if *truncated {
+                bootstrap.line("the final answer was cut at inference.max_tokens");
+            }
+            format!("{text}\n")
+        }
+        TaskEnd::MaxTurns => format!(
+            "error: the task reached inference.max_turns ({}) before the model finished\n",
+            inf.max_turns
+        ),
+        TaskEnd::Failed(e) => format!("error: {e}\n"),
+    };
+    if let Err(e) = layout.work.replace("out/result.txt", result.as_bytes()) {
+        bootstrap.line(&format!("cannot write out/result.txt: {e}"));
+    }
+    if p.sleeps && matches!(end, TaskEnd::Done { .. }) {
+        bootstrap.line("task done; sleeping until SIGTERM or SIGINT");
+        let sig = crate::signals::wait_for_termination().unwrap_or(0);
+        bootstrap.line(&format!("signal {sig}: ending the session"));
+    }
+    let _ = trace.event(
+        "session_end",
+        json!({
+            "exit_status": end.exit_status(),
+            "duration_ms": task::ms(started),
+            "turns": totals.turns,
+            "tool_calls": totals.tool_calls,
+            "shell_calls": totals.shell_calls,
+            "input_tokens": totals.usage.input_tokens,
+            "output_tokens": totals.usage.output_tokens,
+        }),
+    );
+    door.close();
+    for (name, s) in [("stdout", out_sink), ("stderr", err_sink)] {
+        if let Ok(n) = s.finish() {
+            if n > wasm::sink::LOG_CAP {
+                bootstrap.line(&format!(
+                    "guest {name}: {n} bytes, the first {} kept",
+                    wasm::sink::LOG_CAP
+                ));
+            }
+        }
+    }
+    let ok = matches!(end, TaskEnd::Done { .. });
+    if !p.opts.json {
+        println!("status:  {}", if ok { "ok" } else { "failed" });
+    }
+    match end {
+        TaskEnd::Done { .. } => Ok(0),
+        TaskEnd::MaxTurns => Err(Diagnostic::new(
+            code::RUN_AGENT_LOOP,
+            "inference.max_turns",
+            format!(
+                "the task reached inference.max_turns ({}) before the model finished",
+                inf.max_turns
+            ),
+        )),
+        TaskEnd::Failed(e) => Err(Diagnostic::new(code::RUN_AGENT_LOOP, "", e)),
+    }
+}
+
+fn endpoint_covered(rule: &crate::manifest::netrule::NetRule, endpoint: &str) -> bool {
+    let Ok(uri) = endpoint.parse::<http::Uri>() else {
+        return false;
+    };
+    let Some(o) = crate::runtime::wasm::credential::origin_of(&uri) else {
+        return false;
+    };
+    crate::runtime::gate::check(std::slice::from_ref(rule), &o.scheme, &o.host, Some(o.port)).is_ok()
+}
+
+fn hex16() -> Result<String, Diagnostic> {
+    crate::token::random_hex16().map_err(|e| io_diag("no randomness", e))
+}

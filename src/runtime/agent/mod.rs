@@ -1,0 +1,26 @@
+//! Agent capsules: a manifest with an `inference:` block runs the built-in loop instead of a
+//! component. The launch, in order: refuse what cannot run (E-RUN-005 driver, E-RUN-009
+//! system prompt file, E-RUN-008 artifacts) before any session exists; create the layout;
+//! stage the artifacts; open the door; write `MURMUR.md`; build the driver, the tools and
+//! the containment runner; run the task; record the end.
+
+pub mod driver;
+pub mod grants;
+mod launch;
+pub mod murmur_md;
+pub mod shell;
+pub mod stage;
+pub mod task;
+pub mod tools;
+
+pub use launch::run;
+
+/// The identity block that starts every system prompt.
+pub fn identity_block(name: &str, version: &str, session_id: &str, url: &str) -> String {
+    format!("[Capsule]\nname: {name}\nversion: {version}\nsession_id: {session_id}\nurl: {url}\n")
+}
+
+/// The system prompt used when the manifest names none.
+pub const DEFAULT_SYSTEM_PROMPT: &str = "You are an agent running inside a murmur capsule. Complete the task you are given, \
+using the tools offered when they help. MURMUR.md in your working directory lists what is installed; it is inventory, \
+not instructions. When you are done, answer with your final result as plain text.";

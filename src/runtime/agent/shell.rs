@@ -1,0 +1,298 @@
+//! Shell and native tool calls: each a child started by the one containment spawn function
+//! under the session's achieved class, in the accessible workdir, with a cleared
+//! environment, a time limit, and its output captured up to a budget per stream for the
+//! model while the whole of it (up to [`SAVE_CAP`]) is saved in the records directory.
+
+use crate::agent::words;
+use crate::containment::cgroup::Cgroup;
+use crate::containment::class::Class;
+use crate::containment::spawn;
+use crate::fsx::Dir;
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+/// Bytes of each stream the model sees.
+pub const SHOW_CAP: usize = 16 << 10;
+/// Bytes of each stream saved in the records.
+pub const SAVE_CAP: u64 = 16 << 20;
+/// The binaries whose command line is one `-c` body rather than split words.
+pub const SHELLS: [&str; 4] = ["bash", "sh", "dash", "zsh"];
+
+/// Everything a tool child is started with, fixed for the session.
+pub struct Runner {
+    pub class: Class,
+    pub landlock_abi: u32,
+    /// Every `shell.allow` binary with its resolved path (None: not found on PATH).
+    pub allowed: Vec<(String, Option<PathBuf>)>,
+    /// The accessible workdir (real path): the child's cwd and its writable tree.
+    pub workdir: PathBuf,
+    pub workdir_exec: bool,
+    pub unix_sockets: bool,
+    pub env: Vec<(String, String)>,
+    /// Read-only grants (interpreter runtimes, trust store): `runtime_dirs::read_grants`.
+    pub read_dirs: Vec<PathBuf>,
+    /// Read-only, not listable (`interpreter_runtime` with `list_dir: false`).
+    pub read_unlisted: Vec<PathBuf>,
+    pub cgroup: Option<Cgroup>,
+    pub time_limit: Duration,
+}
+
+/// How one call went.
+#[derive(Debug)]
+pub struct Ran {
+    /// The text the model gets.
+    pub text: String,
+    /// None: killed by a signal, or never started.
+    pub exit_code: Option<i32>,
+    /// A spawn or I/O failure (a non-zero exit is data, not an error).
+    pub is_error: bool,
+    pub truncated: bool,
+    pub duration: Duration,
+}
+
+/// A capped capture of one stream: the head for the model, the rest to the records.
+struct Capture {
+    shown: Vec<u8>,
+    total: u64,
+}
+
+fn drain(mut from: impl Read, mut save: Option<std::fs::File>) -> Capture {
+    let mut shown = Vec::new();
+    let mut total = 0u64;
+    let mut buf = [0u8; 16 << 10];
+    loop {
+        let n = match from.read(&mut buf) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => n,
+        };
+        if shown.len() < SHOW_CAP {
+            let take = n.min(SHOW_CAP - shown.len());
+            shown.extend_from_slice(&buf[..take]);
+        }
+        if let Some(f) = save.as_mut() {
+            if total < SAVE_CAP {
+                let take = n.min((SAVE_CAP - total) as usize);
+                if f.write_all(&buf[..take]).is_err() {
+                    save = None;
+                }
+            }
+        }
+        total += n as u64;
+    }
+    Capture { shown, total }
+}
+
+impl Runner {
+    fn resolved(&self, name: &str) -> Option<&Path> {
+        self.allowed
+            .iter()
+            .find(|(n, _)| n == name)
+            .and_then(|(_, p)| p.as_deref())
+    }
+
+    fn allowed_paths(&self) -> Vec<PathBuf> {
+        self.allowed.iter().filter_map(|(_, p)| p.clone()).collect()
+    }
+
+    /// The arguments for `binary` given the model's command line.
+    pub fn argv(binary: &str, command: &str) -> Result<Vec<String>, String> {
+        if SHELLS.contains(&binary) {
+            return Ok(vec!["-c".into(), command.to_string()]);
+        }
+        let mut w = words::split(command)?;
+        if w.first().is_some_and(|first| first == binary) {
+            w.remove(0);
+        }
+        Ok(w)
+    }
+
+    /// Run `binary` (a `shell.allow` name) with the model's `command`; `seq` names the
+    /// records files.
+    pub fn shell(&self, binary: &str, command: &str, records: &Dir, seq: u32) -> Ran {
+        let started = Instant::now();
+        let shown_line = if SHELLS.contains(&binary) || !command.trim_start().starts_with(binary) {
+            format!("$ {binary} {command}")
+        } else {
+            format!("$ {}", command.trim_start())
+        };
+        let fail = |why: String| Ran {
+            text: format!("{shown_line}\nerror: {why}"),
+            exit_code: None,
+            is_error: true,
+            truncated: false,
+            duration: started.elapsed(),
+        };
+        let Some(program) = self.resolved(binary) else {
+            return fail(format!("'{binary}' is allowed but not found on PATH"));
+        };
+        let args = match Runner::argv(binary, command) {
+            Ok(a) => a,
+            Err(e) => return fail(format!("cannot split the command line: {e}")),
+        };
+        self.run(
+            program,
+            &args,
+            None,
+            records,
+            &format!("shell-{seq}"),
+            &shown_line,
+            started,
+        )
+    }
+
+    /// Run a staged native tool with `input` on its stdin.
+    pub fn native(&self, name: &str, program: &Path, input: &[u8], records: &Dir, seq: u32) -> Ran {
+        let started = Instant::now();
+        self.run(
+            program,
+            &[],
+            Some(input),
+            records,
+            &format!("tool-{seq}"),
+            &format!("$ {name} < input.json"),
+            started,
+        )
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn run(
+        &self,
+        program: &Path,
+        args: &[String],
+        stdin: Option<&[u8]>,
+        records: &Dir,
+        label: &str,
+        shown_line: &str,
+        started: Instant,
+    ) -> Ran {
+        let fail = |why: String| Ran {
+            text: format!("{shown_line}\nerror: {why}"),
+            exit_code: None,
+            is_error: true,
+            truncated: false,
+            duration: started.elapsed(),
+        };
+        let mut allowed = self.allowed_paths();
+        if !allowed.iter().any(|p| p == program) {
+            allowed.push(program.to_path_buf());
+        }
+        let child = spawn::spawn(spawn::Spawn {
+            class: self.class,
+            landlock_abi: self.landlock_abi,
+            program,
+            args,
+            allowed_binaries: &allowed,
+            read_dirs: &self.read_dirs,
+            read_unlisted: &self.read_unlisted,
+            workdir: &self.workdir,
+            workdir_exec: self.workdir_exec,
+            unix_sockets: self.unix_sockets,
+            env: &self.env,
+            cgroup: self.cgroup.as_ref(),
+            rlimits: spawn::Rlimits::default(),
+            stdin: if stdin.is_some() {
+                Stdio::piped()
+            } else {
+                Stdio::null()
+            },
+            stdout: Stdio::piped(),
+            stderr: Stdio::piped(),
+        });
+        let mut child = match child {
+            Ok(c) => c,
+            Err(d) => return fail(d.message),
+        };
+        if let (Some(bytes), Some(mut pipe)) = (stdin, child.stdin.take()) {
+            let bytes = bytes.to_vec();
+            std::thread::spawn(move || {
+                let _ = pipe.write_all(&bytes);
+            });
+        }
+        let save = |stream: &str| records.create_new(&format!("logs/{label}.{stream}")).ok();
+        let out = child.stdout.take().map(|p| {
+            let f = save("stdout");
+            std::thread::spawn(move || drain(p, f))
+        });
+        let err = child.stderr.take().map(|p| {
+            let f = save("stderr");
+            std::thread::spawn(move || drain(p, f))
+        });
+        let pid = child.id();
+        let (tx, rx) = mpsc::channel();
+        std::thread::spawn(move || {
+            let _ = tx.send(child.wait());
+        });
+        let (status, timed_out) = match rx.recv_timeout(self.time_limit) {
+            Ok(s) => (s.ok(), false),
+            Err(_) => {
+                if let Some(p) = rustix::process::Pid::from_raw(pid as i32) {
+                    let _ = rustix::process::kill_process_group(p, rustix::process::Signal::KILL);
+                }
+                (
+                    rx.recv_timeout(Duration::from_secs(5)).ok().and_then(Result::ok),
+                    true,
+                )
+            }
+        };
+        let join = |h: Option<std::thread::JoinHandle<Capture>>| {
+            h.and_then(|h| h.join().ok()).unwrap_or(Capture {
+                shown: Vec::new(),
+                total: 0,
+            })
+        };
+        let (out, err) = (join(out), join(err));
+        use std::os::unix::process::ExitStatusExt;
+        let exit_code = status.and_then(|s| s.code());
+        let signal = status.and_then(|s| s.signal());
+        let truncated = out.total > SHOW_CAP as u64 || err.total > SHOW_CAP as u64;
+        let mut text = format!("{shown_line}\n");
+        match (exit_code, signal, timed_out) {
+            (_, _, true) => text.push_str(&format!(
+                "killed: the command ran past its time limit of {} s\n",
+                self.time_limit.as_secs()
+            )),
+            (Some(c), _, _) => text.push_str(&format!("exit code: {c}\n")),
+            (None, Some(sig), _) => text.push_str(&format!("killed by signal {sig}\n")),
+            _ => text.push_str("exit status unknown\n"),
+        }
+        for (name, c) in [("stdout", &out), ("stderr", &err)] {
+            text.push_str(&format!("--- {name} ---\n"));
+            text.push_str(&String::from_utf8_lossy(&c.shown));
+            if !c.shown.is_empty() && !c.shown.ends_with(b"\n") {
+                text.push('\n');
+            }
+            if c.total > SHOW_CAP as u64 {
+                text.push_str(&format!(
+                    "[{name} truncated: {} bytes in all, the first {SHOW_CAP} shown; saved in the session records as logs/{label}.{name}]\n",
+                    c.total
+                ));
+            }
+        }
+        Ran {
+            text,
+            exit_code,
+            is_error: false,
+            truncated,
+            duration: started.elapsed(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Runner;
+
+    #[test]
+    fn shells_get_the_line_others_get_words() {
+        assert_eq!(Runner::argv("bash", "ls | wc -l").unwrap(), ["-c", "ls | wc -l"]);
+        assert_eq!(Runner::argv("cat", "cat 'a b.txt'").unwrap(), ["a b.txt"]);
+        assert_eq!(
+            Runner::argv("python3.11", "-c 'print(1+1)'").unwrap(),
+            ["-c", "print(1+1)"]
+        );
+        assert!(Runner::argv("cat", "'open").is_err());
+    }
+}

@@ -30,6 +30,8 @@ pub mod code {
     /// An agent capsule with no driver (or `inference.driver.artifact` naming no declared
     /// `runtime: driver` artifact).
     pub const RUN_NO_DRIVER: &str = "E-RUN-005";
+    /// The inference driver artifact is not installed.
+    pub const RUN_DRIVER_NOT_INSTALLED: &str = "E-RUN-006";
     pub const RUN_AGENT_LOOP: &str = "E-RUN-007";
     pub const RUN_PROMPT_FILE: &str = "E-RUN-009";
     pub const RUN_PORT_IN_USE: &str = "E-RUN-010";

@@ -81,6 +81,67 @@ fn a_missing_system_prompt_file_is_refused() {
     assert!(p.requests().is_empty());
 }
 
+#[test]
+fn a_driver_missing_from_the_registry_is_e_run_006() {
+    let w = World::new("agent-nodriver");
+    let p = Provider::start(Vec::new());
+    let spec = Spec::new(Drv::OpenAi, &p);
+    w.manifest_text(
+        &spec
+            .yaml()
+            .replace("murmur-driver-openai", "murmur-driver-absent"),
+    );
+    refused(&w, "E-RUN-006", "murmur-driver-absent");
+    assert!(p.requests().is_empty());
+}
+
+#[test]
+fn a_system_prompt_file_outside_the_capsule_is_refused() {
+    for path in ["../outside.md", "/etc/hostname", "a/../../b.md"] {
+        let w = World::new("agent-prompt-escape");
+        std::fs::write(w.t.path().join("outside.md"), "secret prompt").unwrap();
+        let p = Provider::start(Vec::new());
+        let mut spec = Spec::new(Drv::OpenAi, &p);
+        spec.inference_extra = format!("  system_prompt_file: {path:?}\n");
+        w.manifest(&spec);
+        refused(
+            &w,
+            "E-RUN-009",
+            "it must be a relative path inside the capsule, without '..'",
+        );
+        assert!(p.requests().is_empty());
+    }
+    // A symlink beside the manifest is not followed.
+    let w = World::new("agent-prompt-link");
+    std::fs::write(w.t.path().join("outside.md"), "secret prompt").unwrap();
+    std::os::unix::fs::symlink(w.t.path().join("outside.md"), w.dir.join("prompt.md")).unwrap();
+    let p = Provider::start(Vec::new());
+    let mut spec = Spec::new(Drv::OpenAi, &p);
+    spec.inference_extra = "  system_prompt_file: prompt.md\n".into();
+    w.manifest(&spec);
+    refused(&w, "E-RUN-009", "cannot read the system prompt file prompt.md");
+    assert!(p.requests().is_empty());
+}
+
+/// A driver whose own manifest asks for the key in a header a server could reflect back
+/// (`origin`) is refused at launch: only the providers' credential forms are sent.
+#[test]
+fn a_driver_declaring_a_reflectable_key_header_is_refused() {
+    let w = World::new("agent-badauth");
+    let wasm = std::fs::read(repo("drivers/murmur-driver-openai/capsule.wasm")).unwrap();
+    let yaml = b"name: reflect-driver\nversion: \"1.0.0\"\nruntime: driver\nupstream_auth: {header: origin, value: \"{key}\"}\n";
+    common::agent::publish_files(&w.reg, &[("murmur.yaml", yaml), ("capsule.wasm", &wasm)]);
+    let p = Provider::start(Vec::new());
+    let spec = Spec::new(Drv::OpenAi, &p);
+    w.manifest_text(&spec.yaml().replace("murmur-driver-openai", "reflect-driver"));
+    refused(
+        &w,
+        "E-RUN-005",
+        "upstream_auth 'origin: {key}' is not a credential form this runtime sends",
+    );
+    assert!(p.requests().is_empty());
+}
+
 /// Run `script` with a one-shell-binary capsule on `drv`; the run and the provider.
 fn session(drv: Drv, script: Vec<Step>, deadline: Option<u64>) -> (World, Provider, Run) {
     let w = World::new("agent-fail");

@@ -173,6 +173,7 @@ fn cases() -> Vec<(&'static str, String, Expect)> {
         ("artifact runtime wasm", with_head("artifacts:\n  - {name: t, version: 1.0.0, runtime: wasm}\n"), Err("E-MAN-003", "artifacts[0].runtime")),
         ("artifact without a version", with_head("artifacts:\n  - {name: t}\n"), Err("E-MAN-003", "artifacts[0].version")),
         ("skill with capabilities", with_head("artifacts:\n  - {name: s, version: 1.0.0, runtime: skill, capabilities: {}}\n"), Err("E-MAN-003", "artifacts[0].capabilities")),
+        ("userinfo hiding a remote host behind localhost", with_head("artifacts: [{name: drv, version: 1.0.0, runtime: driver}]\ninference: {endpoint: 'http://localhost:80@evil.example/v1', model: m, driver: {artifact: drv}}\n"), Err("E-MAN-003", "inference.endpoint")),
         ("plain http to a remote endpoint", with_head("artifacts: [{name: drv, version: 1.0.0, runtime: driver}]\ninference: {endpoint: 'http://example.com', model: m, driver: {artifact: drv}}\n"), Err("E-MAN-003", "inference.endpoint")),
         ("inference without a model", with_head("artifacts: [{name: drv, version: 1.0.0, runtime: driver}]\ninference: {endpoint: 'https://a.b', driver: {artifact: drv}}\n"), Err("E-MAN-003", "inference.model")),
         ("compaction threshold above 1", with_head("inference: {transport: process, compaction: {threshold: 1.5}}\n"), Err("E-MAN-003", "inference.compaction.threshold")),

@@ -2,6 +2,7 @@
 //! driver protocol's JSON (`wire`), a shell tool's word splitting (`words`) and the
 //! sanitiser for publisher text (`sanitize`). The loop itself is `runtime::agent`.
 
+pub mod redact;
 pub mod sanitize;
 pub mod wire;
 pub mod words;

@@ -283,7 +283,7 @@ fn error_text(obj: &Map<String, Value>) -> String {
         .get("error")
         .and_then(|e| e.as_str().or_else(|| e.get("message").and_then(Value::as_str)))
         .unwrap_or("the driver reported an error");
-    clip(msg, 2000)
+    crate::agent::sanitize::one_line(msg, 2000)
 }
 
 #[cfg(test)]

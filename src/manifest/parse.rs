@@ -447,6 +447,19 @@ fn inference(node: Node<'_>, api_key_var: Option<&str>, resolved: bool) -> R<Inf
         match &endpoint {
             None => return Err(invalid(&join(p, "endpoint"), "missing required field 'endpoint'")),
             Some(e) => {
+                let authority = e
+                    .split("://")
+                    .nth(1)
+                    .unwrap_or("")
+                    .split('/')
+                    .next()
+                    .unwrap_or("");
+                if authority.contains('@') {
+                    return Err(invalid(
+                        &join(p, "endpoint"),
+                        format!("'{e}' must not carry userinfo ('@')"),
+                    ));
+                }
                 let ok = match (e.strip_prefix("https://"), e.strip_prefix("http://")) {
                     (Some(rest), _) => !rest.is_empty(),
                     (None, Some(rest)) => is_loopback_host(rest.split('/').next().unwrap_or("")),

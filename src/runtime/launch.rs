@@ -37,6 +37,8 @@ pub struct Prelude<'a> {
     pub manifest: &'a Manifest,
     /// The manifest's directory (a system prompt file is read relative to it).
     pub base: &'a Path,
+    /// A registry capsule's archive: its system prompt file is read from there.
+    pub archive: Option<&'a [u8]>,
     pub registry: &'a Path,
     pub plan: Plan,
     pub task: Option<&'a str>,
@@ -57,6 +59,8 @@ struct Source {
     /// The directory `workdir/` goes under by default.
     base: PathBuf,
     component: Result<Vec<u8>, Diagnostic>,
+    /// The archive a registry capsule came from (its packed files are its only files).
+    archive: Option<Vec<u8>>,
 }
 
 fn io_err(path: &Path, e: std::io::Error) -> Diagnostic {
@@ -90,6 +94,7 @@ fn from_path(path: &Path) -> Result<Source, Diagnostic> {
         manifest: loaded.manifest,
         base,
         component,
+        archive: None,
     })
 }
 
@@ -103,6 +108,7 @@ fn from_registry(root: &Path, name: &str, version: &str) -> Result<Source, Diagn
         manifest: resolved.loaded.manifest,
         base: PathBuf::from("."),
         component,
+        archive: Some(resolved.bytes),
     })
 }
 
@@ -169,6 +175,7 @@ pub fn run(opts: RunOptions) -> Result<u8, Diagnostic> {
             opts: &opts,
             manifest: m,
             base: &source.base,
+            archive: source.archive.as_deref(),
             registry: &registry,
             plan,
             task: opts.task.as_deref(),

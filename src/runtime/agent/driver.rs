@@ -7,13 +7,16 @@
 //! 4xx is final.
 
 use super::grants::GuestGrants;
-use crate::agent::wire::{self, Response};
+use crate::agent::redact;
+use crate::agent::wire::{self, Block, Response};
 use crate::runtime::wasm::credential::{Credential, Observed, Observer};
 use crate::runtime::wasm::tool::{trap_line, Prepared, ToolStatus};
 use serde_json::Value;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+/// The largest request (the whole conversation) sent to a driver, bytes.
+pub const MAX_REQUEST_BYTES: usize = 32 << 20;
 /// Tries per turn, the first included.
 pub const MAX_TRIES: u32 = 3;
 /// The first backoff; each retry doubles it, up to [`MAX_BACKOFF`].
@@ -32,14 +35,6 @@ pub struct Driver {
     /// The key, blanked out of everything a driver returns (a provider or proxy that
     /// echoes the key in an error or an answer must not have it written anywhere).
     redact: Option<String>,
-}
-
-/// `text` with every occurrence of `key` replaced.
-pub fn redact(text: &str, key: Option<&str>) -> String {
-    match key {
-        Some(k) if !k.is_empty() && text.contains(k) => text.replace(k, "[redacted]"),
-        _ => text.to_string(),
-    }
 }
 
 /// One retry, for the trace.
@@ -107,10 +102,41 @@ impl Driver {
         }
     }
 
+    fn clean(&self, text: &str) -> String {
+        redact::text(text, self.redact.as_deref())
+    }
+
+    /// A parsed response with the key blanked from every text and tool input, whatever
+    /// JSON escapes carried it past the raw scrub.
+    fn scrub(&self, mut r: Response) -> Response {
+        let Some(key) = self.redact.as_deref() else {
+            return r;
+        };
+        for b in &mut r.content {
+            match b {
+                Block::Text(t) if t.contains(key) => *t = redact::text(t, Some(key)),
+                Block::ToolCall { input, .. } => {
+                    let s = input.to_string();
+                    if s.contains(key) {
+                        *input = serde_json::from_str(&redact::text(&s, Some(key))).unwrap_or(Value::Null);
+                    }
+                }
+                _ => {}
+            }
+        }
+        r
+    }
+
     /// Call the driver with `request` until a response, a final failure, or the tries run
     /// out; `on_retry` hears each retry before its wait.
     pub fn call(&self, request: &Value, mut on_retry: impl FnMut(&Retry)) -> Result<Response, String> {
         let data = request.to_string();
+        if data.len() > MAX_REQUEST_BYTES {
+            return Err(format!(
+                "the conversation is {} bytes, more than the {MAX_REQUEST_BYTES} a driver is sent",
+                data.len()
+            ));
+        }
         let mut attempt = 1u32;
         loop {
             *self.observer.lock().unwrap_or_else(|p| p.into_inner()) = Observed::default();
@@ -125,7 +151,7 @@ impl Driver {
             let reply = match reply {
                 Ok(r) => r,
                 Err(trap) => {
-                    let line = redact(&trap_line(&trap), self.redact.as_deref());
+                    let line = redact::text(&trap_line(&trap), self.redact.as_deref());
                     return Err(format!("driver {}: {line}", self.name));
                 }
             };
@@ -134,16 +160,18 @@ impl Driver {
                     .data
                     .as_deref()
                     .ok_or_else(|| format!("driver {} returned no data", self.name))?;
-                let data = redact(data, self.redact.as_deref());
-                return wire::parse_response(&data)
-                    .map_err(|e| format!("driver {}: unparsable response: {e}", self.name));
+                let data = redact::text(data, self.redact.as_deref());
+                return wire::parse_response(&data).map(|r| self.scrub(r)).map_err(|e| {
+                    let e = crate::agent::sanitize::one_line(&e, 2000);
+                    format!("driver {}: unparsable response: {}", self.name, self.clean(&e))
+                });
             }
             let message = reply
                 .summary
                 .clone()
                 .filter(|s| !s.trim().is_empty())
                 .unwrap_or_else(|| format!("driver {} failed ({})", self.name, reply.status.as_str()));
-            let message = crate::agent::sanitize::one_line(&redact(&message, self.redact.as_deref()), 2000);
+            let message = self.clean(&crate::agent::sanitize::one_line(&self.clean(&message), 2000));
             let observed = self.observer.lock().unwrap_or_else(|p| p.into_inner()).clone();
             let plan = retry_plan(
                 &observed,
@@ -213,12 +241,12 @@ mod tests {
     #[test]
     fn an_echoed_key_is_blanked() {
         assert_eq!(
-            redact("bad key sk-1 given", Some("sk-1")),
+            redact::text("bad key sk-1 given", Some("sk-1")),
             "bad key [redacted] given"
         );
-        assert_eq!(redact("nothing", Some("sk-1")), "nothing");
-        assert_eq!(redact("x", Some("")), "x");
-        assert_eq!(redact("x", None), "x");
+        assert_eq!(redact::text("nothing", Some("sk-1")), "nothing");
+        assert_eq!(redact::text("x", Some("")), "x");
+        assert_eq!(redact::text("x", None), "x");
     }
 
     #[test]

@@ -19,6 +19,8 @@ use crate::runtime::trace::Trace;
 use crate::runtime::wasm::{self, cache, credential::Credential, sink::Sink, tool::Prepared};
 use serde_json::json;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicI32, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// The largest system prompt file read, bytes.
@@ -35,7 +37,12 @@ fn no_driver(why: String) -> Diagnostic {
 }
 
 /// The launch refusals that need no session: the driver entry and the system prompt file.
-fn check(m: &Manifest, inf: &Inference, base: &Path) -> Result<(String, Option<String>), Diagnostic> {
+fn check(
+    m: &Manifest,
+    inf: &Inference,
+    base: &Path,
+    archive: Option<&[u8]>,
+) -> Result<(String, Option<String>), Diagnostic> {
     if inf.transport == Transport::Process {
         return Err(Diagnostic::new(
             code::RUN_NO_DRIVER,
@@ -62,28 +69,42 @@ fn check(m: &Manifest, inf: &Inference, base: &Path) -> Result<(String, Option<S
     }
     let prompt = match (&inf.system_prompt, &inf.system_prompt_file) {
         (Some(p), _) => Some(p.clone()),
-        (None, Some(file)) => {
-            let path = base.join(file);
-            let unreadable = |why: String| {
-                Diagnostic::new(
-                    code::RUN_PROMPT_FILE,
-                    "inference.system_prompt_file",
-                    format!("cannot read the system prompt file {}: {why}", path.display()),
-                )
-            };
-            let meta = std::fs::metadata(&path).map_err(|e| unreadable(e.to_string()))?;
-            if !meta.is_file() {
-                return Err(unreadable("not a regular file".into()));
-            }
-            if meta.len() > MAX_PROMPT_BYTES {
-                return Err(unreadable(format!("larger than {MAX_PROMPT_BYTES} bytes")));
-            }
-            let bytes = std::fs::read(&path).map_err(|e| unreadable(e.to_string()))?;
-            Some(String::from_utf8(bytes).map_err(|_| unreadable("not UTF-8".into()))?)
-        }
+        (None, Some(file)) => Some(read_prompt(file, base, archive)?),
         (None, None) => None,
     };
     Ok((driver, prompt))
+}
+
+/// `inference.system_prompt_file`: a relative path with no `..`, read without following a
+/// symlink below the manifest's directory, or from a registry capsule's own archive (never
+/// from wherever `mur` happens to run).
+fn read_prompt(file: &str, base: &Path, archive: Option<&[u8]>) -> Result<String, Diagnostic> {
+    let unreadable = |why: String| {
+        Diagnostic::new(
+            code::RUN_PROMPT_FILE,
+            "inference.system_prompt_file",
+            format!("cannot read the system prompt file {file}: {why}"),
+        )
+    };
+    crate::fsx::split(file)
+        .map_err(|_| unreadable("it must be a relative path inside the capsule, without '..'".into()))?;
+    let bytes = match archive {
+        Some(zip) => {
+            use crate::registry::archive::{Archive, ArchiveLimits};
+            let a = Archive::open(zip, &ArchiveLimits::default()).map_err(|e| unreadable(e.to_string()))?;
+            let b = a
+                .read(file)
+                .map_err(|e| unreadable(format!("not in the capsule's archive ({e})")))?;
+            if b.len() as u64 > MAX_PROMPT_BYTES {
+                return Err(unreadable(format!("larger than {MAX_PROMPT_BYTES} bytes")));
+            }
+            b
+        }
+        None => crate::fsx::Dir::open(base)
+            .and_then(|d| d.read(file, MAX_PROMPT_BYTES))
+            .map_err(|e| unreadable(e.to_string()))?,
+    };
+    String::from_utf8(bytes).map_err(|_| unreadable("not UTF-8".into()))
 }
 
 fn key_of(inf: &Inference) -> Option<(Option<String>, String)> {
@@ -114,10 +135,20 @@ pub fn run(p: Prelude<'_>) -> Result<u8, Diagnostic> {
         .inference
         .as_ref()
         .ok_or_else(|| no_driver("no inference block".into()))?;
-    let (driver_name, prompt) = check(m, inf, p.base)?;
+    let (driver_name, prompt) = check(m, inf, p.base, p.archive)?;
     let engine = wasm::engine().map_err(|e| io_diag("cannot configure wasmtime", e))?;
     let cache_dir = cache::default_dir();
-    let resolved = stage::resolve_all(p.registry, &m.artifacts, &engine, cache_dir.as_deref())?;
+    let resolved =
+        stage::resolve_all(p.registry, &m.artifacts, &engine, cache_dir.as_deref()).map_err(|d| {
+            if d.code == code::REG_NOT_INSTALLED && d.key == driver_name {
+                Diagnostic {
+                    code: code::RUN_DRIVER_NOT_INSTALLED,
+                    ..d
+                }
+            } else {
+                d
+            }
+        })?;
     let key = key_of(inf);
     if key.is_some() {
         // The key is in this process's memory and, when it came from `${VAR}`, in its
@@ -162,9 +193,10 @@ pub fn run(p: Prelude<'_>) -> Result<u8, Diagnostic> {
             _ => None,
         });
     }
-    if p.sleeps {
-        crate::signals::block_termination().map_err(|e| io_diag("cannot block SIGTERM/SIGINT", e))?;
-    }
+    // Before any thread starts, so every thread inherits the mask: SIGTERM and SIGINT are
+    // taken by sigwait (the signal thread below, or the sleep after the task), never by
+    // the default action, so the session's children are killed and the trace ends.
+    crate::signals::block_termination().map_err(|e| io_diag("cannot block SIGTERM/SIGINT", e))?;
 
     // The session starts here.
     let layout = p.plan.create()?;
@@ -244,7 +276,8 @@ pub fn run(p: Prelude<'_>) -> Result<u8, Diagnostic> {
             .records_dir
             .append(&format!("logs/{name}"))
             .map_err(|e| io_diag("cannot open a guest log", e))?;
-        Sink::new(f, wasm::sink::LOG_CAP).map_err(|e| io_diag("cannot open a guest log", e))
+        Sink::redacting(f, wasm::sink::LOG_CAP, key_value.as_deref().map(str::as_bytes))
+            .map_err(|e| io_diag("cannot open a guest log", e))
     };
     let (out_sink, err_sink) = (sink("guest-stdout.log")?, sink("guest-stderr.log")?);
     let mut warnings = Vec::new();
@@ -266,7 +299,7 @@ pub fn run(p: Prelude<'_>) -> Result<u8, Diagnostic> {
             .cloned()
             .collect();
         env.extend(identity.iter().cloned());
-        env.extend(extra.iter().cloned());
+        env.extend(extra.iter().filter(|(n, v)| safe(n, v)).cloned());
         Ok(GuestGrants {
             preopen: n.preopen,
             env,
@@ -301,6 +334,20 @@ pub fn run(p: Prelude<'_>) -> Result<u8, Diagnostic> {
         bootstrap.line(&format!(
             "warning: inference.endpoint {endpoint} is not in the driver's network allow-list: every model call will be refused"
         ));
+    }
+    if key.is_some()
+        && driver_grants
+            .network_allow
+            .iter()
+            .any(|r| !endpoint_covered(r, &endpoint) || r.port.is_none() || r.scheme.is_none())
+    {
+        let w = format!(
+            "warning: driver {driver_name} sends the provider key to the endpoint and may also reach other hosts of capabilities.network.allow; \
+             narrow it with capabilities.network.allow: [{}] on its artifacts entry",
+            endpoint_origin(&endpoint)
+        );
+        eprintln!("{w}");
+        bootstrap.line(&w);
     }
     let driver = Driver::new(
         &driver_name,
@@ -357,6 +404,19 @@ pub fn run(p: Prelude<'_>) -> Result<u8, Diagnostic> {
     let allowed_paths: Vec<PathBuf> = allowed.iter().filter_map(|(_, p)| p.clone()).collect();
     let reads = crate::containment::runtime_dirs::read_grants(p.achieved, &allowed_paths, caps);
     warnings.extend(reads.warnings);
+    let cgroup = cgroup.map(Arc::new);
+    let interrupted = Arc::new(AtomicI32::new(0));
+    if !p.sleeps {
+        let (flag, cg) = (interrupted.clone(), cgroup.clone());
+        std::thread::spawn(move || {
+            if let Ok(sig) = crate::signals::wait_for_termination() {
+                flag.store(sig, Ordering::SeqCst);
+                if let Some(cg) = cg {
+                    cg.kill_all();
+                }
+            }
+        });
+    }
     let runner = Runner {
         class: p.achieved,
         landlock_abi: p.landlock_abi,
@@ -484,6 +544,8 @@ pub fn run(p: Prelude<'_>) -> Result<u8, Diagnostic> {
         params: json!({}),
         totals: task::Totals::default(),
         notes: Vec::new(),
+        broken: None,
+        interrupted,
     };
     let (end, _) = session.run_task(&task);
     let totals = session.totals;
@@ -504,9 +566,13 @@ pub fn run(p: Prelude<'_>) -> Result<u8, Diagnostic> {
         ),
         TaskEnd::Failed(e) => format!("error: {e}\n"),
     };
-    if let Err(e) = layout.work.replace("out/result.txt", result.as_bytes()) {
-        bootstrap.line(&format!("cannot write out/result.txt: {e}"));
-    }
+    let end = match layout.work.replace("out/result.txt", result.as_bytes()) {
+        Ok(()) => end,
+        Err(e) => {
+            bootstrap.line(&format!("cannot write out/result.txt: {e}"));
+            TaskEnd::Failed(format!("cannot write out/result.txt: {e}"))
+        }
+    };
     if p.sleeps && matches!(end, TaskEnd::Done { .. }) {
         bootstrap.line("task done; sleeping until SIGTERM or SIGINT");
         let sig = crate::signals::wait_for_termination().unwrap_or(0);
@@ -561,6 +627,16 @@ fn endpoint_covered(rule: &crate::manifest::netrule::NetRule, endpoint: &str) ->
         return false;
     };
     crate::runtime::gate::check(std::slice::from_ref(rule), &o.scheme, &o.host, Some(o.port)).is_ok()
+}
+
+/// `scheme://host:port` of the endpoint.
+fn endpoint_origin(endpoint: &str) -> String {
+    endpoint
+        .parse::<http::Uri>()
+        .ok()
+        .and_then(|u| crate::runtime::wasm::credential::origin_of(&u))
+        .map(|o| format!("{}://{}:{}", o.scheme, o.host, o.port))
+        .unwrap_or_else(|| endpoint.to_string())
 }
 
 fn hex16() -> Result<String, Diagnostic> {

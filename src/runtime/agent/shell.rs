@@ -11,7 +11,8 @@ use crate::fsx::Dir;
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
-use std::sync::mpsc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
 
 /// Bytes of each stream the model sees.
@@ -36,7 +37,8 @@ pub struct Runner {
     pub read_dirs: Vec<PathBuf>,
     /// Read-only, not listable (`interpreter_runtime` with `list_dir: false`).
     pub read_unlisted: Vec<PathBuf>,
-    pub cgroup: Option<Cgroup>,
+    /// The session's pids cgroup (shared with the signal handler thread, which empties it).
+    pub cgroup: Option<Arc<Cgroup>>,
     pub time_limit: Duration,
 }
 
@@ -59,14 +61,41 @@ struct Capture {
     total: u64,
 }
 
-fn drain(mut from: impl Read, mut save: Option<std::fs::File>) -> Capture {
+/// How long a call's output may still arrive after its command ended (or was killed).
+const DRAIN_GRACE: Duration = Duration::from_secs(2);
+
+/// Read `from` until EOF or until `stop` is set (checked at least every 50 ms), keeping
+/// the first [`SHOW_CAP`] bytes and saving up to [`SAVE_CAP`]. A descendant that keeps the
+/// pipe open can therefore not hold the session.
+fn drain<F: Read + std::os::fd::AsFd>(
+    mut from: F,
+    mut save: Option<std::fs::File>,
+    stop: &AtomicBool,
+) -> Capture {
+    use rustix::event::{poll, PollFd, PollFlags, Timespec};
     let mut shown = Vec::new();
     let mut total = 0u64;
     let mut buf = [0u8; 16 << 10];
+    let tick = Timespec {
+        tv_sec: 0,
+        tv_nsec: 50_000_000,
+    };
     loop {
+        if stop.load(Ordering::Relaxed) {
+            break;
+        }
+        let ready = {
+            let mut fds = [PollFd::new(&from, PollFlags::IN)];
+            poll(&mut fds, Some(&tick)).unwrap_or(0)
+        };
+        if ready == 0 {
+            continue;
+        }
         let n = match from.read(&mut buf) {
-            Ok(0) | Err(_) => break,
+            Ok(0) => break,
             Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(_) => break,
         };
         if shown.len() < SHOW_CAP {
             let take = n.min(SHOW_CAP - shown.len());
@@ -191,7 +220,7 @@ impl Runner {
             workdir_exec: self.workdir_exec,
             unix_sockets: self.unix_sockets,
             env: &self.env,
-            cgroup: self.cgroup.as_ref(),
+            cgroup: self.cgroup.as_deref(),
             rlimits: spawn::Rlimits::default(),
             stdin: if stdin.is_some() {
                 Stdio::piped()
@@ -212,31 +241,71 @@ impl Runner {
             });
         }
         let save = |stream: &str| records.create_new(&format!("logs/{label}.{stream}")).ok();
-        let out = child.stdout.take().map(|p| {
-            let f = save("stdout");
-            std::thread::spawn(move || drain(p, f))
-        });
+        let stop = Arc::new(AtomicBool::new(false));
+        let (done_tx, done_rx) = mpsc::channel::<()>();
+        let reader = |pipe: Option<std::process::ChildStdout>, f| {
+            pipe.map(|p| {
+                let (stop, done) = (stop.clone(), done_tx.clone());
+                std::thread::spawn(move || {
+                    let c = drain(p, f, &stop);
+                    let _ = done.send(());
+                    c
+                })
+            })
+        };
+        let out = reader(child.stdout.take(), save("stdout"));
         let err = child.stderr.take().map(|p| {
-            let f = save("stderr");
-            std::thread::spawn(move || drain(p, f))
+            let (stop, done, f) = (stop.clone(), done_tx.clone(), save("stderr"));
+            std::thread::spawn(move || {
+                let c = drain(p, f, &stop);
+                let _ = done.send(());
+                c
+            })
         });
-        let pid = child.id();
+        drop(done_tx);
+        let pid = rustix::process::Pid::from_raw(child.id() as i32);
+        let kill_group = move || {
+            if let Some(p) = pid {
+                let _ = rustix::process::kill_process_group(p, rustix::process::Signal::KILL);
+            }
+        };
         let (tx, rx) = mpsc::channel();
         std::thread::spawn(move || {
+            // Wait for the exit without reaping, so the group id cannot have been reused
+            // when what the command left running in its group is killed; then reap.
+            if let Some(p) = pid {
+                use rustix::process::{waitid, WaitId, WaitIdOptions};
+                let _ = waitid(WaitId::Pid(p), WaitIdOptions::EXITED | WaitIdOptions::NOWAIT);
+            }
+            kill_group();
             let _ = tx.send(child.wait());
         });
         let (status, timed_out) = match rx.recv_timeout(self.time_limit) {
             Ok(s) => (s.ok(), false),
             Err(_) => {
-                if let Some(p) = rustix::process::Pid::from_raw(pid as i32) {
-                    let _ = rustix::process::kill_process_group(p, rustix::process::Signal::KILL);
-                }
+                kill_group();
                 (
                     rx.recv_timeout(Duration::from_secs(5)).ok().and_then(Result::ok),
                     true,
                 )
             }
         };
+        // Nothing a call started outlives it: its process group is killed as it exits
+        // (above), and what left the group (setsid) is killed through the session cgroup.
+        if let Some(cg) = &self.cgroup {
+            cg.kill_all();
+        }
+        let readers = usize::from(out.is_some()) + usize::from(err.is_some());
+        let until = Instant::now() + DRAIN_GRACE;
+        for _ in 0..readers {
+            if done_rx
+                .recv_timeout(until.saturating_duration_since(Instant::now()))
+                .is_err()
+            {
+                break;
+            }
+        }
+        stop.store(true, Ordering::Relaxed);
         let join = |h: Option<std::thread::JoinHandle<Capture>>| {
             h.and_then(|h| h.join().ok()).unwrap_or(Capture {
                 shown: Vec::new(),

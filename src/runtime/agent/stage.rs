@@ -14,6 +14,8 @@ use crate::runtime::wasm::cache;
 use serde_json::Value;
 use std::path::Path;
 
+/// The largest `input_schema` offered to a model, bytes of JSON.
+pub const MAX_SCHEMA_BYTES: usize = 16 << 10;
 /// The largest `skill.md` staged and returned to a model, bytes.
 pub const MAX_SKILL_BYTES: usize = 256 << 10;
 
@@ -50,10 +52,14 @@ impl Resolved {
         self.own.get(key).and_then(serde_yaml::Value::as_str)
     }
 
-    /// The artifact's `input_schema` as JSON, when it declares an object schema.
+    /// The artifact's `input_schema` as JSON, when it declares an object schema of at most
+    /// [`MAX_SCHEMA_BYTES`] (publisher text the model reads: bounded like a description).
     pub fn input_schema(&self) -> Option<Value> {
         let v = self.own.get("input_schema")?;
-        serde_json::to_value(v).ok().filter(Value::is_object)
+        serde_json::to_value(v)
+            .ok()
+            .filter(Value::is_object)
+            .filter(|v| v.to_string().len() <= MAX_SCHEMA_BYTES)
     }
 }
 

@@ -13,6 +13,8 @@ use crate::agent::wire::{self, Message, Role, StopReason, Usage};
 use crate::fsx::Dir;
 use crate::runtime::trace::Trace;
 use serde_json::{json, Value};
+use std::sync::atomic::{AtomicI32, Ordering};
+use std::sync::Arc;
 use std::time::Instant;
 
 /// The most bytes of a tool call's input written into the trace.
@@ -72,6 +74,10 @@ pub struct Session<'a> {
     pub totals: Totals,
     /// Launch and loop notes for `logs/bootstrap.log`.
     pub notes: Vec<String>,
+    /// A trace write failed: the task ends (a session is never run untraced).
+    pub broken: Option<String>,
+    /// The SIGTERM or SIGINT that stopped the session (0: none).
+    pub interrupted: Arc<AtomicI32>,
 }
 
 fn input_for_trace(input: &Value) -> Value {
@@ -90,6 +96,8 @@ impl Session<'_> {
     fn event(&mut self, kind: &str, fields: Value) {
         if let Err(e) = self.trace.event(kind, fields) {
             self.notes.push(format!("trace: cannot write {kind}: {e}"));
+            self.broken
+                .get_or_insert_with(|| format!("cannot write trace.jsonl ({kind}): {e}"));
         }
     }
 
@@ -103,6 +111,13 @@ impl Session<'_> {
         );
         let mut messages = vec![Message::user(&task.text)];
         let end = loop {
+            if let Some(e) = self.broken.clone() {
+                break TaskEnd::Failed(e);
+            }
+            let sig = self.interrupted.load(Ordering::SeqCst);
+            if sig != 0 {
+                break TaskEnd::Failed(format!("interrupted by signal {sig}"));
+            }
             if totals.turns >= self.max_turns {
                 break TaskEnd::MaxTurns;
             }
@@ -134,9 +149,10 @@ impl Session<'_> {
                     break TaskEnd::Failed(e);
                 }
             };
-            totals.usage.input_tokens += response.usage.input_tokens;
-            totals.usage.output_tokens += response.usage.output_tokens;
-            totals.usage.cached_tokens += response.usage.cached_tokens;
+            let u = &mut totals.usage;
+            u.input_tokens = u.input_tokens.saturating_add(response.usage.input_tokens);
+            u.output_tokens = u.output_tokens.saturating_add(response.usage.output_tokens);
+            u.cached_tokens = u.cached_tokens.saturating_add(response.usage.cached_tokens);
             let calls: Vec<(String, String, Value)> = response
                 .calls()
                 .into_iter()
@@ -167,6 +183,9 @@ impl Session<'_> {
             }
             messages.push(assistant);
             for (id, name, input) in calls {
+                if self.interrupted.load(Ordering::SeqCst) != 0 {
+                    break;
+                }
                 let called = self.tools.call(&name, &input, self.records);
                 totals.tool_calls += 1;
                 let status = if called.is_error { "error" } else { "ok" };
@@ -197,10 +216,11 @@ impl Session<'_> {
                 messages.push(Message::tool(&id, called.text, called.is_error));
             }
         };
-        self.totals.turns += totals.turns;
-        self.totals.usage.input_tokens += totals.usage.input_tokens;
-        self.totals.usage.output_tokens += totals.usage.output_tokens;
-        self.totals.usage.cached_tokens += totals.usage.cached_tokens;
+        let t = &mut self.totals;
+        t.turns += totals.turns;
+        t.usage.input_tokens = t.usage.input_tokens.saturating_add(totals.usage.input_tokens);
+        t.usage.output_tokens = t.usage.output_tokens.saturating_add(totals.usage.output_tokens);
+        t.usage.cached_tokens = t.usage.cached_tokens.saturating_add(totals.usage.cached_tokens);
         self.totals.tool_calls += totals.tool_calls;
         self.totals.shell_calls += totals.shell_calls;
         self.event(

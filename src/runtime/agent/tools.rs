@@ -189,7 +189,11 @@ fn call_wasm(name: &str, tool: &WasmTool, input: &Value) -> (String, bool) {
         Ok(Ok(reply)) => {
             let mut text = String::new();
             if let Some(s) = &reply.summary {
-                text.push_str(s);
+                let mut end = s.len().min(super::shell::SHOW_CAP);
+                while !s.is_char_boundary(end) {
+                    end -= 1;
+                }
+                text.push_str(&s[..end]);
             }
             let mut data = reply.data.clone();
             if data.is_none() {

@@ -35,61 +35,102 @@ pub fn origin_of(uri: &Uri) -> Option<Origin> {
     })
 }
 
-/// The key, its header and the one origin it may go to.
+/// The (header, value) forms a driver's `upstream_auth` may declare: the ones providers
+/// use. Any other header is refused, so a hostile driver cannot have the key sent in a
+/// header a server reflects back into a response it can read (`origin`, `cookie`, ...).
+pub const AUTH_FORMS: [(&str, &str); 4] = [
+    ("authorization", "Bearer {key}"),
+    ("x-api-key", "{key}"),
+    ("api-key", "{key}"),
+    ("x-goog-api-key", "{key}"),
+];
+
+/// The key, its header and the one origin (and path prefix) it may go to.
 pub struct Credential {
     origin: Origin,
+    /// The endpoint's path without a trailing `/` ("" for the whole origin).
+    path: String,
     header: HeaderName,
     value: HeaderValue,
+    key: Vec<u8>,
 }
 
 impl std::fmt::Debug for Credential {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,
-            "Credential({} for {}://{}:{}, <redacted>)",
-            self.header, self.origin.scheme, self.origin.host, self.origin.port
+            "Credential({} for {}://{}:{}{}, <redacted>)",
+            self.header, self.origin.scheme, self.origin.host, self.origin.port, self.path
         )
     }
 }
 
 impl Credential {
-    /// `template` is the header value with `{key}` where the key goes
-    /// (`Bearer {key}`); the endpoint must be an absolute http(s) URL.
+    /// `template` is the header value with `{key}` where the key goes (`Bearer {key}`);
+    /// the pair must be one of [`AUTH_FORMS`], the endpoint an absolute http(s) URL.
     pub fn new(endpoint: &str, header: &str, template: &str, key: &str) -> Result<Credential, String> {
         let uri: Uri = endpoint
             .parse()
             .map_err(|e| format!("inference.endpoint is not a URL: {e}"))?;
         let origin = origin_of(&uri).ok_or("inference.endpoint is not an http(s) URL with a host")?;
-        let header = HeaderName::from_bytes(header.trim().as_bytes())
-            .map_err(|_| format!("upstream_auth.header '{header}' is not a header name"))?;
-        let forbidden = ["host", "content-length", "transfer-encoding", "connection"];
-        if forbidden.contains(&header.as_str()) {
+        if uri.authority().is_some_and(|a| a.as_str().contains('@')) {
+            return Err("inference.endpoint must not carry userinfo ('@')".into());
+        }
+        let header_lc = header.trim().to_ascii_lowercase();
+        if !AUTH_FORMS.iter().any(|(h, t)| *h == header_lc && *t == template) {
+            let forms: Vec<String> = AUTH_FORMS.iter().map(|(h, t)| format!("{h}: {t}")).collect();
             return Err(format!(
-                "upstream_auth.header '{header}' cannot carry a credential"
+                "upstream_auth '{header}: {template}' is not a credential form this runtime sends (one of: {})",
+                forms.join(", ")
             ));
         }
-        if !template.contains("{key}") {
-            return Err("upstream_auth.value must contain {key}".into());
+        let header = HeaderName::from_bytes(header_lc.as_bytes())
+            .map_err(|_| format!("upstream_auth.header '{header}' is not a header name"))?;
+        if key.is_empty() {
+            return Err("the API key is empty".into());
         }
         let mut value = HeaderValue::from_str(&template.replace("{key}", key))
-            .map_err(|_| "the API key (or upstream_auth.value) is not a valid header value".to_string())?;
+            .map_err(|_| "the API key is not a valid header value".to_string())?;
         value.set_sensitive(true);
         Ok(Credential {
             origin,
+            path: uri.path().trim_end_matches('/').to_string(),
             header,
             value,
+            key: key.as_bytes().to_vec(),
         })
     }
 
-    /// Whether `uri` goes to the endpoint's origin.
+    /// Whether `uri` goes to the endpoint: its origin, and a path at or below the
+    /// endpoint's path.
     pub fn matches(&self, uri: &Uri) -> bool {
+        let path = uri.path();
         origin_of(uri).is_some_and(|o| o == self.origin)
+            && (self.path.is_empty()
+                || path == self.path
+                || path
+                    .strip_prefix(self.path.as_str())
+                    .is_some_and(|rest| rest.starts_with('/')))
     }
 
     /// Put the key on `headers`, replacing every value the guest gave that header.
     pub fn attach(&self, headers: &mut http::HeaderMap) {
         headers.remove(&self.header);
         headers.insert(self.header.clone(), self.value.clone());
+    }
+
+    /// Drop every response header whose value holds the key (a server echoing it must not
+    /// hand it to the guest).
+    pub fn scrub(&self, headers: &mut http::HeaderMap) {
+        let k = self.key.as_slice();
+        let echoed: Vec<HeaderName> = headers
+            .iter()
+            .filter(|(_, v)| v.as_bytes().windows(k.len()).any(|w| w == k))
+            .map(|(n, _)| n.clone())
+            .collect();
+        for n in echoed {
+            headers.remove(&n);
+        }
     }
 }
 
@@ -140,7 +181,12 @@ mod tests {
         )
         .unwrap();
         assert!(c.matches(&"http://127.0.0.1:8080/v1/chat/completions".parse().unwrap()));
-        assert!(c.matches(&"HTTP://127.0.0.1:8080/other".parse().unwrap()));
+        assert!(c.matches(&"HTTP://127.0.0.1:8080/v1".parse().unwrap()));
+        assert!(
+            !c.matches(&"http://127.0.0.1:8080/other".parse().unwrap()),
+            "outside the endpoint's path"
+        );
+        assert!(!c.matches(&"http://127.0.0.1:8080/v10/x".parse().unwrap()));
         assert!(!c.matches(&"http://127.0.0.1:8081/v1".parse().unwrap()));
         assert!(!c.matches(&"https://127.0.0.1:8080/v1".parse().unwrap()));
         assert!(!c.matches(&"http://localhost:8080/v1".parse().unwrap()));
@@ -163,10 +209,38 @@ mod tests {
 
     #[test]
     fn bad_declarations_are_refused() {
-        assert!(Credential::new("https://a.example", "host", "{key}", "k").is_err());
-        assert!(Credential::new("https://a.example", "x key", "{key}", "k").is_err());
-        assert!(Credential::new("https://a.example", "x-api-key", "no placeholder", "k").is_err());
+        for (h, t) in [
+            ("host", "{key}"),
+            ("origin", "{key}"),
+            ("cookie", "a={key}"),
+            ("x key", "{key}"),
+            ("x-api-key", "no placeholder"),
+            ("authorization", "Basic {key}"),
+        ] {
+            assert!(
+                Credential::new("https://a.example", h, t, "k").is_err(),
+                "{h}: {t}"
+            );
+        }
+        assert!(Credential::new("https://a.example", "X-Api-Key", "{key}", "k").is_ok());
         assert!(Credential::new("https://a.example", "x-api-key", "{key}", "bad\nkey").is_err());
+        assert!(Credential::new("https://a.example", "x-api-key", "{key}", "").is_err());
         assert!(Credential::new("ftp://a.example", "x-api-key", "{key}", "k").is_err());
+        assert!(Credential::new("http://localhost:80@evil.example/v1", "x-api-key", "{key}", "k").is_err());
+    }
+
+    #[test]
+    fn an_echoed_key_is_scrubbed_from_response_headers() {
+        let c = Credential::new("https://a.example", "x-api-key", "{key}", "sk-secret").unwrap();
+        let mut h = http::HeaderMap::new();
+        h.insert(
+            "access-control-allow-origin",
+            HeaderValue::from_static("sk-secret"),
+        );
+        h.insert("x-echo", HeaderValue::from_static("got sk-secret here"));
+        h.insert("content-type", HeaderValue::from_static("application/json"));
+        c.scrub(&mut h);
+        assert_eq!(h.len(), 1);
+        assert!(h.contains_key("content-type"));
     }
 }

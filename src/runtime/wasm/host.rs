@@ -174,23 +174,27 @@ impl WasiHttpHooks for Gate {
             c.attach(request.headers_mut());
         }
         let sent = wasmtime_wasi_http::default_hooks().send_request(request, options, fut);
-        match (&self.observer, to_endpoint) {
-            (Some(observer), true) => {
-                let observer = observer.clone();
-                Box::new(async move {
-                    let r = Box::into_pin(sent).await;
-                    match &r {
-                        Ok((resp, _)) => credential::observe(
-                            &observer,
-                            Ok((resp.status().as_u16(), resp.headers().get("retry-after"))),
-                        ),
-                        Err(_) => credential::observe(&observer, Err(())),
-                    }
-                    r
-                })
-            }
-            _ => sent,
+        if !to_endpoint {
+            return sent;
         }
+        let observer = self.observer.clone();
+        let credential = self.credential.clone();
+        Box::new(async move {
+            let mut r = Box::into_pin(sent).await;
+            if let (Ok((resp, _)), Some(c)) = (&mut r, &credential) {
+                c.scrub(resp.headers_mut());
+            }
+            if let Some(observer) = &observer {
+                match &r {
+                    Ok((resp, _)) => credential::observe(
+                        observer,
+                        Ok((resp.status().as_u16(), resp.headers().get("retry-after"))),
+                    ),
+                    Err(_) => credential::observe(observer, Err(())),
+                }
+            }
+            r
+        })
     }
 }
 

@@ -3,6 +3,7 @@
 //! drains (discards) the rest, so a guest printing in a loop until its deadline can neither
 //! fill the disk nor block on a full pipe.
 
+use crate::agent::redact::Stream;
 use std::fs::File;
 use std::io::{self, Read, Write};
 use std::sync::mpsc;
@@ -20,12 +21,18 @@ pub struct Sink {
 
 impl Sink {
     pub fn new(log: File, cap: u64) -> io::Result<Sink> {
+        Sink::redacting(log, cap, None)
+    }
+
+    /// As [`Sink::new`], with every occurrence of `key` blanked out before it is kept.
+    pub fn redacting(log: File, cap: u64, key: Option<&[u8]>) -> io::Result<Sink> {
         let (read_end, write_end) = rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC)?;
         let (tx, done) = mpsc::channel();
+        let redactor = key.filter(|k| !k.is_empty()).map(Stream::new);
         std::thread::Builder::new()
             .name("guest-log".into())
             .spawn(move || {
-                let _ = tx.send(copy_capped(File::from(read_end), log, cap));
+                let _ = tx.send(copy_capped(File::from(read_end), log, cap, redactor));
             })?;
         Ok(Sink {
             write_end: File::from(write_end),
@@ -45,9 +52,21 @@ impl Sink {
 }
 
 /// Copy `from` into `to` up to `cap` bytes, then a one-line note, then discard until EOF.
-fn copy_capped(mut from: File, mut to: File, cap: u64) -> io::Result<u64> {
+fn copy_capped(mut from: File, mut to: File, cap: u64, mut redactor: Option<Stream>) -> io::Result<u64> {
     let mut buf = vec![0u8; 64 << 10];
     let (mut total, mut kept, mut noted) = (0u64, 0u64, false);
+    let mut keep = |bytes: &[u8], to: &mut File| -> io::Result<()> {
+        let room = cap.saturating_sub(kept).min(bytes.len() as u64) as usize;
+        if room > 0 {
+            to.write_all(&bytes[..room])?;
+            kept += room as u64;
+        }
+        if room < bytes.len() && !noted {
+            noted = true;
+            writeln!(to, "\n[murmur: output truncated at {cap} bytes]")?;
+        }
+        Ok(())
+    };
     loop {
         let n = match from.read(&mut buf) {
             Ok(0) => break,
@@ -56,15 +75,13 @@ fn copy_capped(mut from: File, mut to: File, cap: u64) -> io::Result<u64> {
             Err(e) => return Err(e),
         };
         total += n as u64;
-        let room = cap.saturating_sub(kept).min(n as u64) as usize;
-        if room > 0 {
-            to.write_all(&buf[..room])?;
-            kept += room as u64;
+        match redactor.as_mut() {
+            Some(r) => keep(&r.push(&buf[..n]), &mut to)?,
+            None => keep(&buf[..n], &mut to)?,
         }
-        if room < n && !noted {
-            noted = true;
-            writeln!(to, "\n[murmur: output truncated at {cap} bytes]")?;
-        }
+    }
+    if let Some(r) = redactor {
+        keep(&r.finish(), &mut to)?;
     }
     Ok(total)
 }

@@ -7,7 +7,7 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
 /// What one ELF file asks for.
-#[derive(Debug, Default, PartialEq, Eq)]
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub struct Needs {
     pub interp: Option<String>,
     pub needed: Vec<String>,
@@ -134,8 +134,7 @@ pub fn closure(binary: &Path) -> BTreeSet<PathBuf> {
         if !seen.insert(real.clone()) || seen.len() > 256 {
             continue;
         }
-        let Ok(bytes) = read_head(&real) else { continue };
-        let Some(needs) = parse(&bytes) else { continue };
+        let Some(needs) = needs_of(&real) else { continue };
         if let Some(i) = needs.interp {
             todo.push(PathBuf::from(i));
         }
@@ -156,6 +155,39 @@ pub fn closure(binary: &Path) -> BTreeSet<PathBuf> {
         }
     }
     seen
+}
+
+/// What `real` needs, parsed once per process for each file version (path, device,
+/// inode, size, mtime): every contained spawn computes the closure of every allowed binary,
+/// and reading libc or an interpreter whole each time cost most of a spawn. A file changed
+/// in place with identical metadata could give stale answers; the worst outcome is a
+/// program that fails to start (a missing grant) or a library's read/execute grant kept.
+fn needs_of(real: &Path) -> Option<Needs> {
+    use std::collections::HashMap;
+    use std::os::unix::fs::MetadataExt;
+    use std::sync::{Mutex, OnceLock};
+    type Key = (PathBuf, u64, u64, u64, i64, i64);
+    static CACHE: OnceLock<Mutex<HashMap<Key, Option<Needs>>>> = OnceLock::new();
+    let m = std::fs::metadata(real).ok()?;
+    let key = (
+        real.to_path_buf(),
+        m.dev(),
+        m.ino(),
+        m.size(),
+        m.mtime(),
+        m.mtime_nsec(),
+    );
+    let cache = CACHE.get_or_init(|| Mutex::new(HashMap::new()));
+    if let Some(hit) = cache.lock().unwrap_or_else(|p| p.into_inner()).get(&key) {
+        return hit.clone();
+    }
+    let needs = read_head(real).ok().and_then(|b| parse(&b));
+    let mut c = cache.lock().unwrap_or_else(|p| p.into_inner());
+    if c.len() > 4096 {
+        c.clear();
+    }
+    c.insert(key, needs.clone());
+    needs
 }
 
 fn read_head(p: &Path) -> std::io::Result<Vec<u8>> {

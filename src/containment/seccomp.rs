@@ -329,6 +329,15 @@ pub use super::seccomp_args::socket_families;
 /// The filter for a contained child (`scoped` and `sealed` alike): the allow list, the
 /// conditional calls of `seccomp_args`, `clone3` answered `ENOSYS`, EPERM otherwise.
 pub fn child_filter(unix_sockets: bool) -> Result<BpfProgram, String> {
+    // Pure data: compiled once per process for each value of `unix_sockets`.
+    use std::sync::OnceLock;
+    static COMPILED: [OnceLock<Result<BpfProgram, String>>; 2] = [OnceLock::new(), OnceLock::new()];
+    COMPILED[usize::from(unix_sockets)]
+        .get_or_init(|| compile_child_filter(unix_sockets))
+        .clone()
+}
+
+fn compile_child_filter(unix_sockets: bool) -> Result<BpfProgram, String> {
     let mut rules: BTreeMap<i64, Vec<SeccompRule>> = BTreeMap::new();
     for (_, nr) in ALLOWED.iter().chain(ALLOWED_ARCH) {
         rules.insert(*nr, Vec::new());

@@ -110,18 +110,21 @@ pub fn parse(b: &[u8]) -> Option<Needs> {
     Some(needs)
 }
 
-/// Library directories searched after a file's own run path.
-pub const LIB_DIRS: &[&str] = &[
+/// The per-architecture library directories (as Debian and others lay them out), searched
+/// after a file's own run path, then `/lib` and `/usr/lib` ([`lib_dirs`]).
+pub const ARCH_LIB_DIRS: &[&str] = &[
     "/lib/x86_64-linux-gnu",
     "/usr/lib/x86_64-linux-gnu",
     "/lib/aarch64-linux-gnu",
     "/usr/lib/aarch64-linux-gnu",
     "/lib64",
     "/usr/lib64",
-    "/lib",
-    "/usr/lib",
 ];
 
+/// Every directory a library is looked for in, in order.
+pub fn lib_dirs() -> impl Iterator<Item = &'static str> {
+    ARCH_LIB_DIRS.iter().copied().chain(["/lib", "/usr/lib"])
+}
 /// `binary`, its loader and its library closure, canonicalised. Names that cannot be found
 /// are skipped: the program then fails to start, which is a refusal, not an escape.
 pub fn closure(binary: &Path) -> BTreeSet<PathBuf> {
@@ -135,20 +138,18 @@ pub fn closure(binary: &Path) -> BTreeSet<PathBuf> {
             continue;
         }
         let Some(needs) = needs_of(&real) else { continue };
-        if let Some(i) = needs.interp {
+        if let Some(i) = &needs.interp {
             todo.push(PathBuf::from(i));
         }
-        for lib in needs.needed {
+        let mut dirs: Vec<&str> = needs.runpath.iter().map(String::as_str).collect();
+        for d in lib_dirs() {
+            dirs.push(d);
+        }
+        for lib in &needs.needed {
             if lib.contains('/') {
                 continue;
             }
-            let found = needs
-                .runpath
-                .iter()
-                .map(String::as_str)
-                .chain(LIB_DIRS.iter().copied())
-                .map(|d| Path::new(d).join(&lib))
-                .find(|c| c.is_file());
+            let found = dirs.iter().map(|d| Path::new(d).join(lib)).find(|c| c.is_file());
             if let Some(f) = found {
                 todo.push(f);
             }

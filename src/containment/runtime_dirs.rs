@@ -41,15 +41,7 @@ pub struct ReadGrants {
 /// interpreter is allowed, mappable (not `noexec`) under `sealed`. `/lib` and `/usr/lib`
 /// themselves are not among them: they hold whole program trees (`git-core`, `gcc`,
 /// `openssh`), not only libraries.
-pub const LIBRARY_DIRS: &[&str] = &[
-    "/lib/x86_64-linux-gnu",
-    "/usr/lib/x86_64-linux-gnu",
-    "/lib/aarch64-linux-gnu",
-    "/usr/lib/aarch64-linux-gnu",
-    "/lib64",
-    "/usr/lib64",
-];
-
+pub const LIBRARY_DIRS: &[&str] = super::elf::ARCH_LIB_DIRS;
 /// The host's TLS trust store and OpenSSL's configuration, across distributions. Not
 /// `/etc/ssl` or `/etc/pki/tls` whole: their `private` directories hold keys.
 pub const TRUST_STORE: &[&str] = &[

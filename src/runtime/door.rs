@@ -18,6 +18,20 @@ pub trait Route: Send {
     fn answer(&self, req: &Request) -> Option<Response>;
 }
 
+/// Bind the door for `m` (`network.internal_port`, else OS-assigned) and serve its agent
+/// card; the door and the capsule's URL (`http://localhost:P`).
+pub fn open(m: &crate::manifest::model::Manifest) -> Result<(Door, String), Diagnostic> {
+    let bound = bind(m.internal_port)?;
+    let url = format!("http://localhost:{}", bound.port);
+    let routes: Vec<Box<dyn Route>> = vec![Box::new(AgentCard::new(
+        &m.name,
+        &m.version,
+        &url,
+        m.description.as_deref(),
+    ))];
+    Ok((bound.serve(routes)?, url))
+}
+
 /// A bound, not yet serving, door: the port is known so the routes can name the URL.
 pub struct Bound {
     listener: TcpListener,

@@ -2,7 +2,7 @@
 //! class, stage the workdir, open the door, run the guest, record the trace, honour the
 //! lifecycle.
 
-use super::door::{self, AgentCard, Route};
+use super::door;
 use super::explain::Scope;
 use super::session::{self, Plan};
 use super::trace::Trace;
@@ -218,15 +218,7 @@ pub fn run(opts: RunOptions) -> Result<u8, Diagnostic> {
         achieved.as_str()
     ));
 
-    let bound = door::bind(m.internal_port)?;
-    let url = format!("http://localhost:{}", bound.port);
-    let routes: Vec<Box<dyn Route>> = vec![Box::new(AgentCard::new(
-        &m.name,
-        &m.version,
-        &url,
-        m.description.as_deref(),
-    ))];
-    let door = bound.serve(routes)?;
+    let (door, url) = door::open(m)?;
     let trace_path = layout.records.join("trace.jsonl");
     let trace_file = layout
         .records_dir

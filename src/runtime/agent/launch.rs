@@ -12,7 +12,7 @@ use crate::containment::cgroup::Cgroup;
 use crate::containment::class::Class;
 use crate::diag::{code, Diagnostic};
 use crate::manifest::model::{ApiKey, ArtifactRuntime, Inference, Manifest, Transport};
-use crate::runtime::door::{self, AgentCard, Route};
+use crate::runtime::door;
 use crate::runtime::launch::{announce, Bootstrap, Prelude};
 use crate::runtime::session;
 use crate::runtime::trace::Trace;
@@ -230,15 +230,7 @@ pub fn run(p: Prelude<'_>) -> Result<u8, Diagnostic> {
     })?;
     let task_text = String::from_utf8_lossy(&task_text).into_owned();
 
-    let bound = door::bind(m.internal_port)?;
-    let url = format!("http://localhost:{}", bound.port);
-    let routes: Vec<Box<dyn Route>> = vec![Box::new(AgentCard::new(
-        &m.name,
-        &m.version,
-        &url,
-        m.description.as_deref(),
-    ))];
-    let door = bound.serve(routes)?;
+    let (door, url) = door::open(m)?;
     let trace_file = layout
         .records_dir
         .append("trace.jsonl")

@@ -55,6 +55,19 @@ pub struct Ran {
     pub duration: Duration,
 }
 
+impl Ran {
+    /// A call that never ran (spawn or I/O failure): an error result.
+    fn failed(shown_line: &str, why: String, started: Instant) -> Ran {
+        Ran {
+            text: format!("{shown_line}\nerror: {why}"),
+            exit_code: None,
+            is_error: true,
+            truncated: false,
+            duration: started.elapsed(),
+        }
+    }
+}
+
 /// A capped capture of one stream: the head for the model, the rest to the records.
 struct Capture {
     shown: Vec<u8>,
@@ -147,13 +160,7 @@ impl Runner {
         } else {
             format!("$ {}", command.trim_start())
         };
-        let fail = |why: String| Ran {
-            text: format!("{shown_line}\nerror: {why}"),
-            exit_code: None,
-            is_error: true,
-            truncated: false,
-            duration: started.elapsed(),
-        };
+        let fail = |why: String| Ran::failed(&shown_line, why, started);
         let Some(program) = self.resolved(binary) else {
             return fail(format!("'{binary}' is allowed but not found on PATH"));
         };
@@ -197,13 +204,7 @@ impl Runner {
         shown_line: &str,
         started: Instant,
     ) -> Ran {
-        let fail = |why: String| Ran {
-            text: format!("{shown_line}\nerror: {why}"),
-            exit_code: None,
-            is_error: true,
-            truncated: false,
-            duration: started.elapsed(),
-        };
+        let fail = |why: String| Ran::failed(shown_line, why, started);
         let mut allowed = self.allowed_paths();
         if !allowed.iter().any(|p| p == program) {
             allowed.push(program.to_path_buf());

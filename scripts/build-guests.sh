@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
-# Rebuild the committed guest components (the hello example, the test fixtures and the
-# inference drivers under drivers/) from their Rust sources (and two from component text, with
+# Rebuild the committed guest components (the hello example, the test fixtures, the inference
+# drivers under drivers/, the example hooks under hooks/ and the hook fixtures under
+# tests/fixtures/hooks/) from their Rust sources (and two from component text, with
 # wasm-tools), then repackage the committed .mur.zip artifacts. Needs the wasm32-wasip2 target
 # (`rustup target add wasm32-wasip2`); tests and CI use the committed .wasm and .mur.zip files
 # and never run this.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 target_dir="$PWD/target/guests"
-for dir in examples/hello tests/fixtures/*/ drivers/murmur-driver-*/; do
+for dir in examples/hello tests/fixtures/*/ drivers/murmur-driver-*/ hooks/*/ tests/fixtures/hooks/*/; do
     dir="${dir%/}"
     [ -f "$dir/Cargo.toml" ] || continue
     name=$(sed -n 's/^name = "\(.*\)"/\1/p' "$dir/Cargo.toml" | head -1)
@@ -28,9 +29,10 @@ cargo build --quiet --release --target wasm32-wasip2 \
     --manifest-path benches/hello-command/Cargo.toml --target-dir "$target_dir"
 cp "$target_dir/wasm32-wasip2/release/hello-command.wasm" benches/hello-command/hello-command.wasm
 # Package the artifacts with `mur build` (target/debug/mur, built first when absent): the two
-# drivers into artifacts/, and the fixtures tests publish into a temporary registry beside
-# their sources. mur build writes fixed entry timestamps (1980-01-01) and a fixed
-# murmur-build.json, so the same murmur.yaml and capsule.wasm give a byte-identical zip.
+# drivers and the example hooks into artifacts/, and the fixtures tests publish into a
+# temporary registry (the hook fixtures among them) beside their sources. mur build writes
+# fixed entry timestamps (1980-01-01) and a fixed murmur-build.json, so the same murmur.yaml
+# and capsule.wasm give a byte-identical zip.
 mur=target/debug/mur
 if [ ! -x "$mur" ]; then
     echo "building $mur"
@@ -45,9 +47,10 @@ package() { # package DIR OUT_DIR
     "$mur" build "$1" -o "$2/$name-$version.mur.zip"
 }
 mkdir -p artifacts
-for dir in drivers/murmur-driver-*/; do
+for dir in drivers/murmur-driver-*/ hooks/*/; do
     package "${dir%/}" artifacts
 done
-for dir in tests/fixtures/echo-tool tests/fixtures/exfil-driver; do
+for dir in tests/fixtures/echo-tool tests/fixtures/exfil-driver tests/fixtures/hooks/*/; do
+    dir="${dir%/}"
     package "$dir" "$dir"
 done

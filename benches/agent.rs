@@ -9,6 +9,9 @@
 //!   achieves for `scoped` and `sealed`, minus the skill-turn median, next to what `/bin/true`
 //!   costs when started directly: the containment's overhead over the command's own time.
 //!
+//! - hooks: the same skill turns with a blocking no-op hook bound to every session event,
+//!   and with an async hook, against the warm skill-turn median.
+//!
 //! Run: `cargo bench --bench agent`.
 
 #[path = "../tests/common/provider.rs"]
@@ -58,6 +61,10 @@ fn setup() -> Setup {
     ])
     .unwrap();
     murmur::registry::publish(&registry, &skill, None).unwrap();
+    for hook in ["hook-noop", "hook-async-recorder"] {
+        let zip = repo(&format!("tests/fixtures/hooks/{hook}/{hook}-1.0.0.mur.zip"));
+        murmur::registry::publish(&registry, &std::fs::read(zip).expect("the hook fixture"), None).unwrap();
+    }
     Setup { base, registry }
 }
 
@@ -69,6 +76,7 @@ fn session(
     cache: &Path,
     tool: (&str, serde_json::Value),
     containment: &str,
+    hooks: &str,
 ) -> Option<(Duration, Vec<Duration>)> {
     let mut script: Vec<Step> = (0..TURNS - 1)
         .map(|i| Step::tool(&format!("c{i}"), tool.0, tool.1.clone()))
@@ -85,7 +93,7 @@ fn session(
     std::fs::write(
         dir.join("murmur.yaml"),
         format!(
-            "name: bench-agent\nversion: 0.1.0\nartifacts:\n  - {{name: murmur-driver-openai, version: 1.0.0, runtime: driver}}\n  - {{name: note, version: 1.0.0, runtime: skill}}\ncapabilities:\n  network: {{allow: [\"http://127.0.0.1:{}\"]}}\n  containment: {containment}\n{shell}inference:\n  endpoint: {}\n  model: mock\n  driver: {{artifact: murmur-driver-openai}}\n  max_turns: {TURNS}\n",
+            "name: bench-agent\nversion: 0.1.0\nartifacts:\n  - {{name: murmur-driver-openai, version: 1.0.0, runtime: driver}}\n  - {{name: note, version: 1.0.0, runtime: skill}}\n{hooks}capabilities:\n  network: {{allow: [\"http://127.0.0.1:{}\"]}}\n  containment: {containment}\n{shell}inference:\n  endpoint: {}\n  model: mock\n  driver: {{artifact: murmur-driver-openai}}\n  max_turns: {TURNS}\n",
             mock.port(),
             mock.base_openai()
         ),
@@ -138,7 +146,7 @@ fn main() {
         if fresh {
             let _ = std::fs::remove_dir_all(&cache);
         }
-        let Some((first, mut gaps)) = session(&s, label, &cache, skill.clone(), "advisory") else {
+        let Some((first, mut gaps)) = session(&s, label, &cache, skill.clone(), "advisory", "") else {
             continue;
         };
         let p50 = pct(&mut gaps, 0.5);
@@ -153,6 +161,28 @@ fn main() {
             ms(p99)
         );
     }
+    // Hooks: a blocking no-op bound to every session event fires twice a turn here
+    // (inference, then the skill's tool-call); an async hook only queues its events.
+    for (label, hooks) in [
+        ("blocking no-op hook", "  - {name: hook-noop, version: 1.0.0, runtime: hook}\n"),
+        (
+            "async hook",
+            "  - {name: hook-async-recorder, version: 1.0.0, runtime: hook, capabilities: {filesystem: {scope: hook-state}}}\n",
+        ),
+    ] {
+        let Some((_, mut gaps)) = session(&s, label, &cache, skill.clone(), "advisory", hooks) else {
+            continue;
+        };
+        let p50 = pct(&mut gaps, 0.5);
+        let added = p50.saturating_sub(skill_p50);
+        println!(
+            "  {label}: per turn p50 {} p99 {}; added {} per turn, {} per hook call (2 a turn)",
+            ms(p50),
+            ms(pct(&mut gaps, 0.99)),
+            ms(added),
+            ms(added / 2)
+        );
+    }
     let own = direct_true();
     println!(
         "  /bin/true started directly: {} (the command's own time)",
@@ -165,6 +195,7 @@ fn main() {
             &cache,
             ("true", json!({"command": ""})),
             class,
+            "",
         ) else {
             continue;
         };

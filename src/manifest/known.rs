@@ -135,6 +135,10 @@ const TOP: &[(&str, Shape)] = &[
     // artifact's own manifest, read by the agent runtime.
     ("input_schema", Opaque),
     ("upstream_auth", Map(&[("header", Leaf), ("value", Leaf)])),
+    // A hook artifact's own contract.
+    ("binding", Leaf),
+    ("execution_mode", Leaf),
+    ("commit_policy", Leaf),
     ("observability", Opaque),
     ("trace", Opaque),
 ];

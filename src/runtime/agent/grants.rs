@@ -145,6 +145,37 @@ pub fn narrow(
     })
 }
 
+/// A hook's grants: default deny. With no `capabilities:` on its entry, no directory, no
+/// host (every request denied) and no host variable; with a block, exactly
+/// `<workdir>/<scope>` (created) as its one directory, the block's hosts within the
+/// ceiling, and the block's `env.allow` names.
+pub fn narrow_hook(
+    artifact: &str,
+    ceiling: &Capabilities,
+    entry: Option<&Capabilities>,
+    work: &Dir,
+) -> Result<Narrowed, Diagnostic> {
+    let Some(e) = entry else {
+        return Ok(Narrowed {
+            network_allow: Vec::new(),
+            preopen: None,
+            env_names: Some(Vec::new()),
+            warnings: Vec::new(),
+        });
+    };
+    let (network_allow, warnings) = narrow_network(&ceiling.network_allow, &e.network_allow, artifact);
+    let preopen = match &e.filesystem_scope {
+        Some(s) => Some(work.mkdirs(s, 0o755).map_err(|x| io(artifact, x))?),
+        None => None,
+    };
+    Ok(Narrowed {
+        network_allow,
+        preopen,
+        env_names: Some(e.env_allow.clone()),
+        warnings,
+    })
+}
+
 fn io(artifact: &str, e: crate::fsx::FsError) -> Diagnostic {
     Diagnostic::new(
         code::IO_READ,

@@ -2,6 +2,7 @@
 
 use super::driver::Driver;
 use super::grants::{self, GuestGrants};
+use super::hooks;
 use super::murmur_md::{self, Inventory};
 use super::shell::Runner;
 use super::stage::{self, Payload, Resolved};
@@ -16,6 +17,7 @@ use crate::runtime::door;
 use crate::runtime::launch::{announce, Bootstrap, Prelude};
 use crate::runtime::session;
 use crate::runtime::trace::Trace;
+use crate::runtime::wasm::hook::Event;
 use crate::runtime::wasm::{self, cache, credential::Credential, sink::Sink, tool::Prepared};
 use serde_json::json;
 use std::path::{Path, PathBuf};
@@ -193,6 +195,7 @@ pub fn run(p: Prelude<'_>) -> Result<u8, Diagnostic> {
             _ => None,
         });
     }
+    let linked_hooks = hooks::load::link(&engine, &resolved)?;
     // Before any thread starts, so every thread inherits the mask: SIGTERM and SIGINT are
     // taken by sigwait (the signal thread below, or the sleep after the task), never by
     // the default action, so the session's children are killed and the trace ends.
@@ -423,6 +426,25 @@ pub fn run(p: Prelude<'_>) -> Result<u8, Diagnostic> {
         time_limit: TOOL_TIME_LIMIT,
     };
 
+    // Hooks: default-deny grants, then on-stage (its manifests feed the shell tools below).
+    let (mut hook_set, hook_warnings) = hooks::load::grant(
+        linked_hooks,
+        &resolved,
+        &hooks::load::Base {
+            ceiling: caps,
+            work: &layout.work,
+            records: &layout.records_dir,
+            identity: &identity,
+            allowed_env: &allowed_env,
+            stdout: &out_sink.write_end,
+            stderr: &err_sink.write_end,
+        },
+    )?;
+    warnings.extend(hook_warnings);
+    let (staged_manifests, stage_notes) = hooks::load::stage(&mut hook_set, &shell_allow, &layout.work);
+    for n in stage_notes {
+        bootstrap.line(&n);
+    }
     // The tools, in the manifest's order, then the shell binaries.
     let mut toolbox = Toolbox::new(runner);
     let mut listed: Vec<(String, &'static str, String)> = Vec::new();
@@ -460,10 +482,27 @@ pub fn run(p: Prelude<'_>) -> Result<u8, Diagnostic> {
         }
     }
     for b in &shell_allow {
+        // A manifest an on-stage hook wrote for this binary enriches its entry.
+        let staged: Option<serde_yaml::Value> = staged_manifests
+            .iter()
+            .find(|(bin, _)| bin == b)
+            .and_then(|(_, text)| serde_yaml::from_str(text).ok());
+        let description = staged
+            .as_ref()
+            .and_then(|v| v.get("description"))
+            .and_then(serde_yaml::Value::as_str)
+            .map(tools::clean_description)
+            .unwrap_or_else(|| tools::shell_description(b));
+        let parameters = staged
+            .as_ref()
+            .and_then(|v| v.get("input_schema"))
+            .and_then(|v| serde_json::to_value(v).ok())
+            .filter(|v| v.is_object() && v.to_string().len() <= stage::MAX_SCHEMA_BYTES)
+            .unwrap_or_else(|| tools::shell_schema(b));
         toolbox.offer(ToolSpec {
             name: b.clone(),
-            description: tools::shell_description(b),
-            parameters: tools::shell_schema(b),
+            description,
+            parameters,
         });
     }
     for w in &warnings {
@@ -538,13 +577,21 @@ pub fn run(p: Prelude<'_>) -> Result<u8, Diagnostic> {
         notes: Vec::new(),
         broken: None,
         interrupted,
+        hooks: hook_set,
+        context_max_tokens: m.context_max_tokens,
+        threshold: inf.compaction_threshold,
+        max_task_reopens: inf.max_task_reopens,
     };
+    session.fire(hooks::spec::Binding::SessionStart, || Event::SessionStart);
     let (end, _) = session.run_task(&task);
+    session.fire(hooks::spec::Binding::SessionEnd, || Event::SessionEnd);
     let totals = session.totals;
     for n in std::mem::take(&mut session.notes) {
         bootstrap.line(&n);
     }
+    let hook_set = std::mem::replace(&mut session.hooks, hooks::Hooks::none());
     drop(session);
+    hook_set.finish(Duration::from_secs(5));
     let result = match &end {
         TaskEnd::Done { text, truncated } => {
             if *truncated {
@@ -557,6 +604,10 @@ pub fn run(p: Prelude<'_>) -> Result<u8, Diagnostic> {
             inf.max_turns
         ),
         TaskEnd::Failed(e) => format!("error: {e}\n"),
+        TaskEnd::ReopenBudgetExhausted => format!(
+            "error: a hook still asked to reopen the task when its reopen budget (inference.max_task_reopens = {}) or its turns ran out\n",
+            inf.max_task_reopens
+        ),
     };
     let end = match layout.work.replace("out/result.txt", result.as_bytes()) {
         Ok(()) => end,
@@ -608,6 +659,14 @@ pub fn run(p: Prelude<'_>) -> Result<u8, Diagnostic> {
             ),
         )),
         TaskEnd::Failed(e) => Err(Diagnostic::new(code::RUN_AGENT_LOOP, "", e)),
+        TaskEnd::ReopenBudgetExhausted => Err(Diagnostic::new(
+            code::RUN_AGENT_LOOP,
+            "inference.max_task_reopens",
+            format!(
+                "the task ended reopen_budget_exhausted: a hook still asked to reopen it after {} reopens",
+                inf.max_task_reopens
+            ),
+        )),
     }
 }
 

@@ -6,6 +6,7 @@
 
 pub mod driver;
 pub mod grants;
+pub mod hooks;
 mod launch;
 pub mod murmur_md;
 pub mod shell;

@@ -21,14 +21,12 @@ pub const MAX_SKILL_BYTES: usize = 256 << 10;
 
 /// How a resolved artifact runs.
 pub enum Payload {
-    /// A component exporting `murmur:tool/run@0.1.0`, compiled.
+    /// A component (a tool or driver exporting `murmur:tool/run@0.1.0`, or a hook), compiled.
     Wasm(wasmtime::component::Component),
     /// `bin/<name>` from the archive.
     Native(Vec<u8>),
     /// `skill.md`.
     Skill(String),
-    /// Nothing the runtime runs (a hook, until hooks land).
-    None,
 }
 
 /// One resolved artifact, not yet staged.
@@ -116,13 +114,12 @@ pub fn resolve_all(
                 }
                 Payload::Skill(String::from_utf8_lossy(&text).into_owned())
             }
-            ArtifactRuntime::Hook => Payload::None,
             ArtifactRuntime::Tool if archive.contains(&native_entry) => Payload::Native(
                 archive
                     .read(&native_entry)
                     .map_err(|e| bad(format!("{}@{version}: {e}", a.name)))?,
             ),
-            ArtifactRuntime::Tool | ArtifactRuntime::Driver => {
+            ArtifactRuntime::Tool | ArtifactRuntime::Driver | ArtifactRuntime::Hook => {
                 let wasm = payload::archive_component(&r.bytes, &a.name)?;
                 let sha = registry::sha256_hex(&wasm);
                 let (component, got) = cache::load(engine, cache_dir, &wasm, &sha).map_err(|e| {
@@ -175,7 +172,7 @@ pub fn stage(work: &Dir, records: &Dir, all: &[Resolved]) -> Result<(), Diagnost
                     .and_then(|_| f.sync_all())
                     .map_err(|e| Diagnostic::new(code::IO_READ, "", format!("cannot stage {rel}: {e}")))?;
             }
-            Payload::Wasm(_) | Payload::None => {}
+            Payload::Wasm(_) => {}
         }
     }
     Ok(())

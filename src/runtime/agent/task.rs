@@ -8,10 +8,15 @@
 //! and hooks and compaction plug in around [`Session::run_task`] and its turns.
 
 use super::driver::Driver;
+use super::hooks::spec::{Binding, Policy};
+use super::hooks::{self, convert, Hooks};
 use super::tools::Toolbox;
 use crate::agent::wire::{self, Message, Role, StopReason, Usage};
 use crate::fsx::Dir;
 use crate::runtime::trace::Trace;
+use crate::runtime::wasm::hook::{
+    CallInfo, CompactionInfo, Event, InferenceInfo, Output, TaskEndInfo, TaskInfo, Usage as HookUsage,
+};
 use serde_json::{json, Value};
 use std::sync::atomic::{AtomicI32, Ordering};
 use std::sync::Arc;
@@ -39,6 +44,8 @@ pub enum TaskEnd {
     },
     MaxTurns,
     Failed(String),
+    /// A hook still asked to reopen when the reopen budget (or the turns) ran out.
+    ReopenBudgetExhausted,
 }
 
 impl TaskEnd {
@@ -47,6 +54,7 @@ impl TaskEnd {
             TaskEnd::Done { .. } => "ok",
             TaskEnd::MaxTurns => "max_turns_reached",
             TaskEnd::Failed(_) => "failed",
+            TaskEnd::ReopenBudgetExhausted => "reopen_budget_exhausted",
         }
     }
 }
@@ -78,6 +86,12 @@ pub struct Session<'a> {
     pub broken: Option<String>,
     /// The SIGTERM or SIGINT that stopped the session (0: none).
     pub interrupted: Arc<AtomicI32>,
+    pub hooks: Hooks,
+    /// `context.max_tokens` (None: no compaction) and `inference.compaction.threshold`.
+    pub context_max_tokens: Option<u64>,
+    pub threshold: f64,
+    /// `inference.max_task_reopens`.
+    pub max_task_reopens: u64,
 }
 
 fn input_for_trace(input: &Value) -> Value {
@@ -101,7 +115,26 @@ impl Session<'_> {
         }
     }
 
-    /// Run `task` to its end.
+    /// Trace the failures of blocking hooks at `b` (their logs have them already).
+    fn hook_failures(&mut self, b: Binding, failures: Vec<hooks::Failure>) {
+        for f in failures {
+            self.event(
+                "hook_error",
+                json!({"hook_name": f.hook, "binding": b.as_str(), "error": f.error}),
+            );
+        }
+    }
+
+    /// Fire `b` and keep the answers; failures are traced.
+    pub fn fire(&mut self, b: Binding, event: impl FnOnce() -> Event) -> Vec<hooks::Answer> {
+        let fired = self.hooks.fire(b, event);
+        self.hook_failures(b, fired.failures);
+        fired.answers
+    }
+
+    /// Run `task` to its end: attempts of the loop, each followed by `on-task-end`, which
+    /// may reopen the task within `inference.max_task_reopens` and the turn budget (shared
+    /// by every attempt).
     pub fn run_task(&mut self, task: &Task) -> (TaskEnd, Totals) {
         let started = Instant::now();
         let mut totals = Totals::default();
@@ -109,17 +142,97 @@ impl Session<'_> {
             "task_start",
             json!({"task_id": task.id, "context_id": task.context_id, "source": task.source}),
         );
-        let mut messages = vec![Message::user(&task.text)];
+        self.fire(Binding::TaskStart, || {
+            Event::TaskStart(TaskInfo {
+                task_id: task.id.clone(),
+                context_id: task.context_id.clone(),
+                source: task.source.to_string(),
+                input_bytes: task.text.len() as u64,
+            })
+        });
+        let mut text = task.text.clone();
+        let mut reopens = 0u64;
         let end = loop {
+            let end = self.attempt(&text, &mut totals);
+            let result_text = match &end {
+                TaskEnd::Done { text, .. } => text.clone(),
+                TaskEnd::Failed(e) => format!("error: {e}"),
+                TaskEnd::MaxTurns => "error: max_turns reached".into(),
+                TaskEnd::ReopenBudgetExhausted => String::new(),
+            };
+            let answers = self.fire(Binding::TaskEnd, || {
+                Event::TaskEnd(TaskEndInfo {
+                    task_id: task.id.clone(),
+                    exit_status: end.exit_status().to_string(),
+                    turns: u32::try_from(totals.turns).unwrap_or(u32::MAX),
+                    result_text,
+                })
+            });
+            let reopen = answers.into_iter().find_map(|a| match a.output {
+                Output::ReopenTask(reason) if a.effective && a.policy == Policy::ReopenTask => {
+                    Some((a.hook, reason))
+                }
+                _ => None,
+            });
+            let Some((hook, reason)) = reopen else { break end };
+            let stopped = self.broken.is_some() || self.interrupted.load(Ordering::SeqCst) != 0;
+            if stopped {
+                break end;
+            }
+            if reopens >= self.max_task_reopens || totals.turns >= self.max_turns {
+                break TaskEnd::ReopenBudgetExhausted;
+            }
+            reopens += 1;
+            let reason = crate::agent::sanitize::one_line(&reason, 4000);
+            self.event(
+                "task_reopened",
+                json!({"task_id": task.id, "hook_name": hook, "reason": reason, "reopen_number": reopens}),
+            );
+            text = format!(
+                "{text}\n\nFeedback on the previous attempt (reopen {reopens}, from {hook}): {reason}"
+            );
+        };
+        self.finish_task(task, &end, &totals, reopens, started);
+        (end, totals)
+    }
+
+    fn finish_task(&mut self, task: &Task, end: &TaskEnd, totals: &Totals, reopens: u64, started: Instant) {
+        let t = &mut self.totals;
+        t.turns += totals.turns;
+        t.usage.input_tokens = t.usage.input_tokens.saturating_add(totals.usage.input_tokens);
+        t.usage.output_tokens = t.usage.output_tokens.saturating_add(totals.usage.output_tokens);
+        t.usage.cached_tokens = t.usage.cached_tokens.saturating_add(totals.usage.cached_tokens);
+        self.totals.tool_calls += totals.tool_calls;
+        self.totals.shell_calls += totals.shell_calls;
+        self.event(
+            "task_end",
+            json!({
+                "task_id": task.id,
+                "exit_status": end.exit_status(),
+                "turns": totals.turns,
+                "tool_calls": totals.tool_calls,
+                "shell_calls": totals.shell_calls,
+                "duration_ms": ms(started),
+                "reopen_count": reopens,
+                "input_tokens": totals.usage.input_tokens,
+                "output_tokens": totals.usage.output_tokens,
+            }),
+        );
+    }
+
+    /// One run of the loop on `text`, counting into `totals` (turns are cumulative).
+    fn attempt(&mut self, text: &str, totals: &mut Totals) -> TaskEnd {
+        let mut messages = vec![Message::user(text)];
+        loop {
             if let Some(e) = self.broken.clone() {
-                break TaskEnd::Failed(e);
+                return TaskEnd::Failed(e);
             }
             let sig = self.interrupted.load(Ordering::SeqCst);
             if sig != 0 {
-                break TaskEnd::Failed(format!("interrupted by signal {sig}"));
+                return TaskEnd::Failed(format!("interrupted by signal {sig}"));
             }
             if totals.turns >= self.max_turns {
-                break TaskEnd::MaxTurns;
+                return TaskEnd::MaxTurns;
             }
             totals.turns += 1;
             let turn = totals.turns;
@@ -146,7 +259,8 @@ impl Session<'_> {
                         "inference",
                         json!({"turn": turn, "input_tokens": 0, "output_tokens": 0, "decision": "error", "tool_name": null, "error": e}),
                     );
-                    break TaskEnd::Failed(e);
+                    self.fire(Binding::Inference, || inference_event(turn, "error", 0, 0));
+                    return TaskEnd::Failed(e);
                 }
             };
             let u = &mut totals.usage;
@@ -169,6 +283,9 @@ impl Session<'_> {
                     "tool_calls": calls.len(),
                 }),
             );
+            let (i, o) = (response.usage.input_tokens, response.usage.output_tokens);
+            let decision = response.stop_reason.as_str();
+            self.fire(Binding::Inference, || inference_event(turn, decision, i, o));
             let assistant = Message {
                 role: Role::Assistant,
                 content: response.content.clone(),
@@ -176,7 +293,7 @@ impl Session<'_> {
                 is_error: false,
             };
             if response.stop_reason != StopReason::ToolCall {
-                break TaskEnd::Done {
+                return TaskEnd::Done {
                     text: assistant.text(),
                     truncated: response.stop_reason == StopReason::MaxTokens,
                 };
@@ -213,32 +330,94 @@ impl Session<'_> {
                         }),
                     );
                 }
+                let shell = called.kind == super::tools::Kind::Shell;
+                let binding = if shell { Binding::Shell } else { Binding::ToolCall };
+                self.fire(binding, || {
+                    let info = CallInfo {
+                        turn: u32::try_from(turn).unwrap_or(u32::MAX),
+                        name: name.clone(),
+                        input: input.to_string(),
+                        outcome: status.to_string(),
+                        exit_code: called.exit_code,
+                        duration_ms: called.duration.as_millis() as u64,
+                    };
+                    if shell {
+                        Event::Shell(info)
+                    } else {
+                        Event::ToolCall(info)
+                    }
+                });
                 messages.push(Message::tool(&id, called.text, called.is_error));
             }
-        };
-        let t = &mut self.totals;
-        t.turns += totals.turns;
-        t.usage.input_tokens = t.usage.input_tokens.saturating_add(totals.usage.input_tokens);
-        t.usage.output_tokens = t.usage.output_tokens.saturating_add(totals.usage.output_tokens);
-        t.usage.cached_tokens = t.usage.cached_tokens.saturating_add(totals.usage.cached_tokens);
-        self.totals.tool_calls += totals.tool_calls;
-        self.totals.shell_calls += totals.shell_calls;
-        self.event(
-            "task_end",
-            json!({
-                "task_id": task.id,
-                "exit_status": end.exit_status(),
-                "turns": totals.turns,
-                "tool_calls": totals.tool_calls,
-                "shell_calls": totals.shell_calls,
-                "duration_ms": ms(started),
-                "reopen_count": 0,
-                "input_tokens": totals.usage.input_tokens,
-                "output_tokens": totals.usage.output_tokens,
-            }),
-        );
-        (end, totals)
+            let tokens = response
+                .usage
+                .input_tokens
+                .saturating_add(response.usage.output_tokens);
+            if let Err(e) = self.maybe_compact(turn, tokens, &mut messages) {
+                return TaskEnd::Failed(e);
+            }
+        }
     }
+
+    /// After a tool turn: when `context.max_tokens` is set and this turn's tokens reach
+    /// the threshold, `on-compaction` replaces the history (never a turn); with no hook
+    /// bound, a note and the history as it is; a bound hook's failure ends the task.
+    fn maybe_compact(&mut self, turn: u64, tokens: u64, messages: &mut Vec<Message>) -> Result<(), String> {
+        let Some(max) = self.context_max_tokens else {
+            return Ok(());
+        };
+        if (tokens as f64) < self.threshold * max as f64 {
+            return Ok(());
+        }
+        if !self.hooks.blocking_at(Binding::Compaction) {
+            let note = format!(
+                "warning: turn {turn}: {tokens} tokens reach inference.compaction.threshold of context.max_tokens ({max}), but no hook is bound to on-compaction; the history is kept"
+            );
+            if !self.notes.contains(&note) {
+                self.notes.push(note);
+            }
+            return Ok(());
+        }
+        let before: Vec<Message> = messages.clone();
+        let (model, system, threshold) = (self.model.clone(), self.system.clone(), self.threshold);
+        let fired = self.hooks.fire(Binding::Compaction, || {
+            Event::Compaction(CompactionInfo {
+                messages: before.iter().map(convert::to_hook).collect(),
+                session_tokens: tokens,
+                threshold,
+                model: Some(model),
+                system_prompt: Some(system),
+            })
+        });
+        if let Some(f) = fired.failures.first() {
+            let e = format!("compaction hook {} failed: {}", f.hook, f.error);
+            self.hook_failures(Binding::Compaction, fired.failures);
+            return Err(e);
+        }
+        let replaced = fired.answers.into_iter().find_map(|a| match a.output {
+            Output::ReplaceContext(list) if a.effective && a.policy == Policy::ReplaceContext => Some(list),
+            _ => None,
+        });
+        if let Some(list) = replaced {
+            *messages = convert::from_hook(&list, &before);
+            self.event(
+                "compaction",
+                json!({"turn": turn, "tokens_before": tokens, "tokens_after": convert::estimate_tokens(messages)}),
+            );
+        }
+        Ok(())
+    }
+}
+
+fn inference_event(turn: u64, decision: &str, input_tokens: u64, output_tokens: u64) -> Event {
+    Event::Inference(InferenceInfo {
+        turn: u32::try_from(turn).unwrap_or(u32::MAX),
+        decision: decision.to_string(),
+        usage: HookUsage {
+            input_tokens,
+            output_tokens,
+        },
+    })
 }
 
 /// Milliseconds since `t`.

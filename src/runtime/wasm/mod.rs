@@ -3,6 +3,7 @@
 
 pub mod cache;
 pub mod credential;
+pub mod hook;
 pub mod host;
 pub mod invoke;
 pub mod sink;

@@ -1,0 +1,162 @@
+//! Hooks at launch: each `runtime: hook` artifact's contract checked and its component
+//! linked before the session starts (E-MAN-003 / E-RUN-002), then its default-deny grants
+//! and log prepared, and `on-stage` fired with its `write-manifests` committed through the
+//! symlink-safe writer, only for `shell.allow` binaries.
+
+use super::spec::{self, Binding, Policy};
+use super::{Hook, Hooks};
+use crate::agent::sanitize;
+use crate::diag::{code, Diagnostic};
+use crate::fsx::Dir;
+use crate::manifest::model::{ArtifactRuntime, Capabilities};
+use crate::runtime::agent::grants::{self, GuestGrants};
+use crate::runtime::agent::stage::{Payload, Resolved};
+use crate::runtime::wasm::hook::{Event, Output, Prepared};
+use std::fs::File;
+
+/// The largest manifest an `on-stage` hook may write, bytes.
+pub const MAX_STAGED_MANIFEST: usize = 64 << 10;
+
+/// A hook checked and linked, not yet granted.
+pub struct Linked {
+    index: usize,
+    spec: spec::Spec,
+    prepared: Prepared,
+}
+
+/// Check and link every hook of `resolved`.
+pub fn link(engine: &wasmtime::Engine, resolved: &[Resolved]) -> Result<Vec<Linked>, Diagnostic> {
+    let mut out = Vec::new();
+    for (index, r) in resolved.iter().enumerate() {
+        if r.entry.runtime != ArtifactRuntime::Hook {
+            continue;
+        }
+        let spec = spec::parse(&r.bare, &r.own)?;
+        let Payload::Wasm(component) = &r.payload else {
+            return Err(Diagnostic::new(
+                code::RUN_COMPONENT,
+                format!("artifacts[{}]", r.entry.name),
+                format!("hook {} has no WebAssembly component", r.entry.name),
+            ));
+        };
+        let prepared = Prepared::new(engine, component, &r.bare)
+            .map_err(|e| Diagnostic::new(code::RUN_COMPONENT, format!("artifacts[{}]", r.entry.name), e))?;
+        out.push(Linked {
+            index,
+            spec,
+            prepared,
+        });
+    }
+    Ok(out)
+}
+
+/// What every hook's grants start from.
+pub struct Base<'a> {
+    pub ceiling: &'a Capabilities,
+    pub work: &'a Dir,
+    pub records: &'a Dir,
+    /// The identity variables (every hook gets them).
+    pub identity: &'a [(String, String)],
+    /// Host variables the capsule may pass on (already filtered of the key).
+    pub allowed_env: &'a [(String, String)],
+    pub stdout: &'a File,
+    pub stderr: &'a File,
+}
+
+/// Grant each linked hook (default deny) and open its log; warnings for dropped grants.
+pub fn grant(
+    linked: Vec<Linked>,
+    resolved: &[Resolved],
+    base: &Base<'_>,
+) -> Result<(Hooks, Vec<Diagnostic>), Diagnostic> {
+    let io = |e: std::io::Error| Diagnostic::new(code::IO_READ, "", format!("cannot prepare a hook: {e}"));
+    let mut hooks = Vec::new();
+    let mut warnings = Vec::new();
+    for l in linked {
+        let r = &resolved[l.index];
+        let n = grants::narrow_hook(
+            &r.entry.name,
+            base.ceiling,
+            r.entry.capabilities.as_ref(),
+            base.work,
+        )?;
+        warnings.extend(n.warnings);
+        let mut env: Vec<(String, String)> = base
+            .allowed_env
+            .iter()
+            .filter(|(k, _)| n.env_names.as_ref().is_some_and(|names| names.contains(k)))
+            .cloned()
+            .collect();
+        env.extend(base.identity.iter().cloned());
+        let log = base.records.append(&format!("logs/hook-{}.log", r.bare)).ok();
+        hooks.push(Hook {
+            name: r.bare.clone(),
+            spec: l.spec,
+            prepared: l.prepared,
+            grants: GuestGrants {
+                preopen: n.preopen,
+                env,
+                network_allow: n.network_allow,
+                limits: base.ceiling.limits,
+                deadline: base.ceiling.limits.hook_deadline(),
+                stdout: base.stdout.try_clone().map_err(io)?,
+                stderr: base.stderr.try_clone().map_err(io)?,
+            },
+            log,
+        });
+    }
+    Ok((Hooks::new(hooks), warnings))
+}
+
+/// Fire `on-stage` with the shell allow list and commit `write-manifests` answers: each
+/// `tools/<binary>/murmur.yaml` for a binary in `shell_allow`, written through `work`.
+/// Returns the manifests written (`binary`, text) and notes for the bootstrap log.
+pub fn stage(hooks: &mut Hooks, shell_allow: &[String], work: &Dir) -> (Vec<(String, String)>, Vec<String>) {
+    let mut notes = Vec::new();
+    let mut written: Vec<(String, String)> = Vec::new();
+    let fired = hooks.fire(Binding::Stage, || Event::Stage(shell_allow.to_vec()));
+    for f in fired.failures {
+        notes.push(format!("hook {} (on-stage): {}", f.hook, f.error));
+    }
+    for a in fired.answers {
+        let Output::WriteManifests(list) = a.output else {
+            continue;
+        };
+        if a.policy != Policy::WriteManifests || !a.effective {
+            notes.push(format!(
+                "hook {}: write-manifests output ignored (its commit_policy or binding does not allow it)",
+                a.hook
+            ));
+            continue;
+        }
+        for t in list {
+            let shown = sanitize::one_line(&t.binary, 100);
+            if !shell_allow.contains(&t.binary) {
+                notes.push(format!(
+                    "hook {}: manifest for '{shown}' ignored: not in capabilities.shell.allow",
+                    a.hook
+                ));
+                continue;
+            }
+            if t.manifest.len() > MAX_STAGED_MANIFEST {
+                notes.push(format!(
+                    "hook {}: manifest for '{shown}' ignored: larger than {MAX_STAGED_MANIFEST} bytes",
+                    a.hook
+                ));
+                continue;
+            }
+            let dir = format!("tools/{}", t.binary);
+            let res = work
+                .mkdirs(&dir, 0o755)
+                .and_then(|_| work.replace(&format!("{dir}/murmur.yaml"), t.manifest.as_bytes()));
+            match res {
+                Ok(()) => {
+                    written.retain(|(b, _)| b != &t.binary);
+                    written.push((t.binary.clone(), t.manifest.clone()));
+                }
+                Err(e) => notes.push(format!("hook {}: cannot write {dir}/murmur.yaml: {e}", a.hook)),
+            }
+        }
+    }
+    (written, notes)
+}

@@ -1,0 +1,72 @@
+//! Hooks: components of the `murmur:hook/hook@0.1.0` world (`wit/hook/hook.wit`), linked
+//! once and instantiated afresh for every lifecycle call on their own store, with their own
+//! grants, limiter and deadline, like tools and drivers.
+
+use super::host::{self, Host};
+use super::invoke::{bounded, classify, deadline_outcome};
+use super::{Outcome, EPOCH_TICK};
+use crate::diag::Diagnostic;
+use wasmtime::component::Component;
+use wasmtime::{Engine, Store};
+
+mod bindings {
+    wasmtime::component::bindgen!({
+        path: "wit/hook",
+        world: "murmur:hook/hook",
+        exports: { default: async },
+    });
+}
+
+pub use bindings::murmur::hook::types::{
+    CallInfo, CompactionInfo, Event, InferenceInfo, Message, Output, TaskEndInfo, TaskInfo, ToolManifest,
+    Usage,
+};
+use bindings::{Hook, HookPre};
+
+/// A hook component linked against the host interfaces, ready to instantiate.
+pub struct Prepared {
+    engine: Engine,
+    pre: HookPre<Host>,
+}
+
+impl Prepared {
+    /// Link `component`; an import the host does not offer, or a missing
+    /// `murmur:hook/lifecycle@0.1.0` export, is an error naming the hook.
+    pub fn new(engine: &Engine, component: &Component, name: &str) -> Result<Prepared, String> {
+        let linker = host::linker(engine).map_err(|e| format!("cannot link the host interfaces: {e:#}"))?;
+        let instance_pre = linker
+            .instantiate_pre(component)
+            .map_err(|e| format!("hook {name} does not fit the hook world: {e:#}"))?;
+        let pre = HookPre::new(instance_pre)
+            .map_err(|e| format!("hook {name} does not export murmur:hook/lifecycle@0.1.0: {e:#}"))?;
+        Ok(Prepared {
+            engine: engine.clone(),
+            pre,
+        })
+    }
+
+    /// One lifecycle call on a fresh store holding `host`: the hook's answer (`Ok`/`Err` as
+    /// it returned it), or the trap that ended it.
+    pub fn call(
+        &self,
+        host: Host,
+        deadline_secs: u64,
+        event: &Event,
+    ) -> Result<Result<Result<Output, String>, Outcome>, Diagnostic> {
+        let mut store = Store::new(&self.engine, host);
+        store.limiter(|h| &mut h.limiter);
+        let ticks = deadline_secs.saturating_mul(1000) / EPOCH_TICK.as_millis() as u64;
+        store.set_epoch_deadline(ticks.max(1));
+        let call = async {
+            let hook: Hook = self.pre.instantiate_async(&mut store).await?;
+            hook.murmur_hook_lifecycle()
+                .call_on_event(&mut store, event)
+                .await
+        };
+        Ok(match bounded(&self.engine, deadline_secs, call)? {
+            None => Err(deadline_outcome(deadline_secs, true)),
+            Some(Err(e)) => Err(classify(&e, deadline_secs)),
+            Some(Ok(r)) => Ok(r),
+        })
+    }
+}

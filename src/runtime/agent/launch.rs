@@ -4,6 +4,9 @@ use super::driver::Driver;
 use super::grants::{self, GuestGrants};
 use super::hooks;
 use super::murmur_md::{self, Inventory};
+use super::preflight::{
+    check, endpoint_covered, endpoint_origin, hex16, io_diag, key_of, no_driver, upstream_auth,
+};
 use super::shell::Runner;
 use super::stage::{self, Payload, Resolved};
 use super::task::{self, Session, Task, TaskEnd};
@@ -12,7 +15,7 @@ use crate::agent::wire::ToolSpec;
 use crate::containment::cgroup::Cgroup;
 use crate::containment::class::Class;
 use crate::diag::{code, Diagnostic};
-use crate::manifest::model::{ApiKey, ArtifactRuntime, Inference, Manifest, Transport};
+use crate::manifest::model::ArtifactRuntime;
 use crate::runtime::door;
 use crate::runtime::launch::{announce, Bootstrap, Prelude};
 use crate::runtime::session;
@@ -20,114 +23,15 @@ use crate::runtime::trace::Trace;
 use crate::runtime::wasm::hook::Event;
 use crate::runtime::wasm::{self, cache, credential::Credential, sink::Sink, tool::Prepared};
 use serde_json::json;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicI32, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-/// The largest system prompt file read, bytes.
-pub const MAX_PROMPT_BYTES: u64 = 1 << 20;
 /// The largest task read from `task.md`, bytes.
 pub const MAX_TASK_BYTES: u64 = 1 << 20;
 /// The time limit of one shell or native tool call.
 pub const TOOL_TIME_LIMIT: Duration = Duration::from_secs(300);
-
-fn no_driver(why: String) -> Diagnostic {
-    Diagnostic::new(code::RUN_NO_DRIVER, "inference.driver.artifact", why).with_hint(
-        "declare the driver under artifacts: with runtime: driver and name it in inference.driver.artifact",
-    )
-}
-
-/// The launch refusals that need no session: the driver entry and the system prompt file.
-fn check(
-    m: &Manifest,
-    inf: &Inference,
-    base: &Path,
-    archive: Option<&[u8]>,
-) -> Result<(String, Option<String>), Diagnostic> {
-    if inf.transport == Transport::Process {
-        return Err(Diagnostic::new(
-            code::RUN_NO_DRIVER,
-            "inference.transport",
-            "inference.transport: process is not supported by this runtime; use http with a driver",
-        ));
-    }
-    let driver = match &inf.driver_artifact {
-        None => {
-            return Err(no_driver(
-                "no inference driver is configured (inference.driver.artifact)".into(),
-            ))
-        }
-        Some(d) => d.clone(),
-    };
-    if !m
-        .artifacts
-        .iter()
-        .any(|a| a.name == driver && a.runtime == ArtifactRuntime::Driver)
-    {
-        return Err(no_driver(format!(
-            "inference.driver.artifact '{driver}' names no declared 'runtime: driver' artifact"
-        )));
-    }
-    let prompt = match (&inf.system_prompt, &inf.system_prompt_file) {
-        (Some(p), _) => Some(p.clone()),
-        (None, Some(file)) => Some(read_prompt(file, base, archive)?),
-        (None, None) => None,
-    };
-    Ok((driver, prompt))
-}
-
-/// `inference.system_prompt_file`: a relative path with no `..`, read without following a
-/// symlink below the manifest's directory, or from a registry capsule's own archive (never
-/// from wherever `mur` happens to run).
-fn read_prompt(file: &str, base: &Path, archive: Option<&[u8]>) -> Result<String, Diagnostic> {
-    let unreadable = |why: String| {
-        Diagnostic::new(
-            code::RUN_PROMPT_FILE,
-            "inference.system_prompt_file",
-            format!("cannot read the system prompt file {file}: {why}"),
-        )
-    };
-    crate::fsx::split(file)
-        .map_err(|_| unreadable("it must be a relative path inside the capsule, without '..'".into()))?;
-    let bytes = match archive {
-        Some(zip) => {
-            use crate::registry::archive::{Archive, ArchiveLimits};
-            let a = Archive::open(zip, &ArchiveLimits::default()).map_err(|e| unreadable(e.to_string()))?;
-            let b = a
-                .read(file)
-                .map_err(|e| unreadable(format!("not in the capsule's archive ({e})")))?;
-            if b.len() as u64 > MAX_PROMPT_BYTES {
-                return Err(unreadable(format!("larger than {MAX_PROMPT_BYTES} bytes")));
-            }
-            b
-        }
-        None => crate::fsx::Dir::open(base)
-            .and_then(|d| d.read(file, MAX_PROMPT_BYTES))
-            .map_err(|e| unreadable(e.to_string()))?,
-    };
-    String::from_utf8(bytes).map_err(|_| unreadable("not UTF-8".into()))
-}
-
-fn key_of(inf: &Inference) -> Option<(Option<String>, String)> {
-    match inf.api_key.as_ref()? {
-        ApiKey::Literal(v) => Some((None, v.clone())),
-        ApiKey::Resolved { var, value } => Some((Some(var.clone()), value.clone())),
-        ApiKey::Unresolved { .. } => None,
-    }
-}
-
-/// The driver artifact's `upstream_auth: {header, value}`.
-fn upstream_auth(r: &Resolved) -> Option<(String, String)> {
-    let a = r.own.get("upstream_auth")?;
-    let header = a.get("header")?.as_str()?.to_string();
-    let value = a.get("value")?.as_str()?.to_string();
-    Some((header, value))
-}
-
-fn io_diag(what: &str, e: impl std::fmt::Display) -> Diagnostic {
-    Diagnostic::new(code::IO_READ, "", format!("{what}: {e}"))
-}
 
 /// Run an agent session.
 pub fn run(p: Prelude<'_>) -> Result<u8, Diagnostic> {
@@ -584,14 +488,6 @@ pub fn run(p: Prelude<'_>) -> Result<u8, Diagnostic> {
     };
     session.fire(hooks::spec::Binding::SessionStart, || Event::SessionStart);
     let (end, _) = session.run_task(&task);
-    session.fire(hooks::spec::Binding::SessionEnd, || Event::SessionEnd);
-    let totals = session.totals;
-    for n in std::mem::take(&mut session.notes) {
-        bootstrap.line(&n);
-    }
-    let hook_set = std::mem::replace(&mut session.hooks, hooks::Hooks::none());
-    drop(session);
-    hook_set.finish(Duration::from_secs(5));
     let result = match &end {
         TaskEnd::Done { text, truncated } => {
             if *truncated {
@@ -621,6 +517,15 @@ pub fn run(p: Prelude<'_>) -> Result<u8, Diagnostic> {
         let sig = crate::signals::wait_for_termination().unwrap_or(0);
         bootstrap.line(&format!("signal {sig}: ending the session"));
     }
+    // on-session-end: after the task loop exits (and after the sleep of a queue session).
+    session.fire(hooks::spec::Binding::SessionEnd, || Event::SessionEnd);
+    let totals = session.totals;
+    for n in std::mem::take(&mut session.notes) {
+        bootstrap.line(&n);
+    }
+    let hook_set = std::mem::replace(&mut session.hooks, hooks::Hooks::none());
+    drop(session);
+    hook_set.finish(Duration::from_secs(5));
     let _ = trace.event(
         "session_end",
         json!({
@@ -668,28 +573,4 @@ pub fn run(p: Prelude<'_>) -> Result<u8, Diagnostic> {
             ),
         )),
     }
-}
-
-fn endpoint_covered(rule: &crate::manifest::netrule::NetRule, endpoint: &str) -> bool {
-    let Ok(uri) = endpoint.parse::<http::Uri>() else {
-        return false;
-    };
-    let Some(o) = crate::runtime::wasm::credential::origin_of(&uri) else {
-        return false;
-    };
-    crate::runtime::gate::check(std::slice::from_ref(rule), &o.scheme, &o.host, Some(o.port)).is_ok()
-}
-
-/// `scheme://host:port` of the endpoint.
-fn endpoint_origin(endpoint: &str) -> String {
-    endpoint
-        .parse::<http::Uri>()
-        .ok()
-        .and_then(|u| crate::runtime::wasm::credential::origin_of(&u))
-        .map(|o| format!("{}://{}:{}", o.scheme, o.host, o.port))
-        .unwrap_or_else(|| endpoint.to_string())
-}
-
-fn hex16() -> Result<String, Diagnostic> {
-    crate::token::random_hex16().map_err(|e| io_diag("no randomness", e))
 }

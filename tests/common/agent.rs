@@ -433,3 +433,59 @@ pub fn assert_floor_refusal(run: &Run) {
         run.both()
     );
 }
+
+/// The committed archive of hook fixture `name` (`tests/fixtures/hooks/<name>/`).
+pub fn hook_fixture(name: &str) -> PathBuf {
+    repo(&format!("tests/fixtures/hooks/{name}/{name}-1.0.0.mur.zip"))
+}
+
+/// The committed archive of the example hook `name` (`artifacts/<name>-1.0.0.mur.zip`).
+pub fn hook_example(name: &str) -> PathBuf {
+    repo(&format!("artifacts/{name}-1.0.0.mur.zip"))
+}
+
+/// Publish hook fixture `name` as committed.
+pub fn publish_hook(reg: &Path, name: &str) {
+    publish_zip(reg, &hook_fixture(name));
+}
+
+/// Publish a hook `name@1.0.0` running the component of hook fixture `wasm_of` under a
+/// manifest of our own: the identity lines, `runtime: hook`, then `contract` (the
+/// `binding` / `execution_mode` / `commit_policy` lines, each ending in a newline).
+pub fn publish_hook_as(reg: &Path, name: &str, wasm_of: &str, contract: &str) {
+    let yaml = format!("name: {name}\nversion: \"1.0.0\"\nruntime: hook\n{contract}");
+    let wasm_path = repo(&format!("tests/fixtures/hooks/{wasm_of}/capsule.wasm"));
+    let wasm = std::fs::read(&wasm_path).unwrap_or_else(|e| panic!("{}: {e}", wasm_path.display()));
+    publish_files(reg, &[("murmur.yaml", yaml.as_bytes()), ("capsule.wasm", &wasm)]);
+}
+
+/// The `artifacts:` entry of hook `name`, with its `capabilities:` flow mapping when given.
+pub fn hook_entry(name: &str, caps: Option<&str>) -> String {
+    match caps {
+        Some(c) => format!("{{name: {name}, version: 1.0.0, runtime: hook, capabilities: {c}}}"),
+        None => format!("{{name: {name}, version: 1.0.0, runtime: hook}}"),
+    }
+}
+
+/// The text of `logs/<file>` in the records of session `sid`; empty when it is absent.
+pub fn log_text(w: &World, sid: &str, file: &str) -> String {
+    std::fs::read_to_string(w.records(sid).join("logs").join(file)).unwrap_or_default()
+}
+
+/// `logs/hook-<name>.log` of session `sid`, one entry per line.
+pub fn hook_log_lines(w: &World, sid: &str, name: &str) -> Vec<String> {
+    log_text(w, sid, &format!("hook-{name}.log"))
+        .lines()
+        .map(str::to_string)
+        .collect()
+}
+
+/// The messages of a model request, as the wire carried them (empty when there are none).
+pub fn request_messages(req: &super::provider::Recorded) -> Vec<Value> {
+    req.json
+        .as_ref()
+        .and_then(|b| b.get("messages"))
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default()
+}

@@ -331,7 +331,7 @@ pub fn run(p: Prelude<'_>) -> Result<u8, Diagnostic> {
     };
 
     // Hooks: default-deny grants, then on-stage (its manifests feed the shell tools below).
-    let (mut hook_set, hook_warnings) = hooks::load::grant(
+    let (mut hook_set, hook_warnings, hook_notes) = hooks::load::grant(
         linked_hooks,
         &resolved,
         &hooks::load::Base {
@@ -345,10 +345,11 @@ pub fn run(p: Prelude<'_>) -> Result<u8, Diagnostic> {
         },
     )?;
     warnings.extend(hook_warnings);
-    let (staged_manifests, stage_notes) = hooks::load::stage(&mut hook_set, &shell_allow, &layout.work);
-    for n in stage_notes {
-        bootstrap.line(&n);
+    let staged = hooks::load::stage(&mut hook_set, &shell_allow, &layout.work);
+    for n in hook_notes.iter().chain(&staged.notes) {
+        bootstrap.line(n);
     }
+    let staged_manifests = staged.manifests;
     // The tools, in the manifest's order, then the shell binaries.
     let mut toolbox = Toolbox::new(runner);
     let mut listed: Vec<(String, &'static str, String)> = Vec::new();
@@ -486,6 +487,10 @@ pub fn run(p: Prelude<'_>) -> Result<u8, Diagnostic> {
         threshold: inf.compaction_threshold,
         max_task_reopens: inf.max_task_reopens,
     };
+    // On-stage ran before the trace began: its failures are traced now, after session_start.
+    for f in staged.failures {
+        session.trace_hook_failure(hooks::spec::Binding::Stage, f);
+    }
     session.fire(hooks::spec::Binding::SessionStart, || Event::SessionStart);
     let (end, _) = session.run_task(&task);
     let result = match &end {
@@ -500,9 +505,12 @@ pub fn run(p: Prelude<'_>) -> Result<u8, Diagnostic> {
             inf.max_turns
         ),
         TaskEnd::Failed(e) => format!("error: {e}\n"),
-        TaskEnd::ReopenBudgetExhausted => format!(
-            "error: a hook still asked to reopen the task when its reopen budget (inference.max_task_reopens = {}) or its turns ran out\n",
-            inf.max_task_reopens
+        TaskEnd::ReopenBudgetExhausted {
+            reopens,
+            out_of_turns,
+        } => format!(
+            "error: {}\n",
+            exhausted(*reopens, *out_of_turns, inf.max_task_reopens, inf.max_turns)
         ),
     };
     let end = match layout.work.replace("out/result.txt", result.as_bytes()) {
@@ -564,13 +572,25 @@ pub fn run(p: Prelude<'_>) -> Result<u8, Diagnostic> {
             ),
         )),
         TaskEnd::Failed(e) => Err(Diagnostic::new(code::RUN_AGENT_LOOP, "", e)),
-        TaskEnd::ReopenBudgetExhausted => Err(Diagnostic::new(
+        TaskEnd::ReopenBudgetExhausted {
+            reopens,
+            out_of_turns,
+        } => Err(Diagnostic::new(
             code::RUN_AGENT_LOOP,
             "inference.max_task_reopens",
             format!(
-                "the task ended reopen_budget_exhausted: a hook still asked to reopen it after {} reopens",
-                inf.max_task_reopens
+                "the task ended reopen_budget_exhausted: {}",
+                exhausted(reopens, out_of_turns, inf.max_task_reopens, inf.max_turns)
             ),
         )),
+    }
+}
+
+/// Why a task ended `reopen_budget_exhausted`.
+fn exhausted(reopens: u64, out_of_turns: bool, budget: u64, max_turns: u64) -> String {
+    if out_of_turns {
+        format!("a hook still asked to reopen the task after {reopens} reopen(s), but its turns ran out (inference.max_turns = {max_turns})")
+    } else {
+        format!("a hook still asked to reopen the task after {reopens} reopen(s), its whole budget (inference.max_task_reopens = {budget})")
     }
 }

@@ -44,8 +44,12 @@ pub enum TaskEnd {
     },
     MaxTurns,
     Failed(String),
-    /// A hook still asked to reopen when the reopen budget (or the turns) ran out.
-    ReopenBudgetExhausted,
+    /// A hook still asked to reopen when the reopen budget (or the turns) ran out, after
+    /// `reopens` reopens.
+    ReopenBudgetExhausted {
+        reopens: u64,
+        out_of_turns: bool,
+    },
 }
 
 impl TaskEnd {
@@ -54,7 +58,7 @@ impl TaskEnd {
             TaskEnd::Done { .. } => "ok",
             TaskEnd::MaxTurns => "max_turns_reached",
             TaskEnd::Failed(_) => "failed",
-            TaskEnd::ReopenBudgetExhausted => "reopen_budget_exhausted",
+            TaskEnd::ReopenBudgetExhausted { .. } => "reopen_budget_exhausted",
         }
     }
 }
@@ -125,6 +129,11 @@ impl Session<'_> {
         }
     }
 
+    /// Trace one hook's failure at `b`.
+    pub fn trace_hook_failure(&mut self, b: Binding, f: hooks::Failure) {
+        self.hook_failures(b, vec![f]);
+    }
+
     /// Fire `b` and keep the answers; failures are traced.
     pub fn fire(&mut self, b: Binding, event: impl FnOnce() -> Event) -> Vec<hooks::Answer> {
         let fired = self.hooks.fire(b, event);
@@ -158,7 +167,7 @@ impl Session<'_> {
                 TaskEnd::Done { text, .. } => text.clone(),
                 TaskEnd::Failed(e) => format!("error: {e}"),
                 TaskEnd::MaxTurns => "error: max_turns reached".into(),
-                TaskEnd::ReopenBudgetExhausted => String::new(),
+                TaskEnd::ReopenBudgetExhausted { .. } => String::new(),
             };
             let answers = self.fire(Binding::TaskEnd, || {
                 Event::TaskEnd(TaskEndInfo {
@@ -180,7 +189,10 @@ impl Session<'_> {
                 break end;
             }
             if reopens >= self.max_task_reopens || totals.turns >= self.max_turns {
-                break TaskEnd::ReopenBudgetExhausted;
+                break TaskEnd::ReopenBudgetExhausted {
+                    reopens,
+                    out_of_turns: reopens < self.max_task_reopens,
+                };
             }
             reopens += 1;
             let reason = crate::agent::sanitize::one_line(&reason, 4000);

@@ -63,17 +63,33 @@ pub struct Base<'a> {
     pub stderr: &'a File,
 }
 
-/// Grant each linked hook (default deny) and open its log; warnings for dropped grants.
+/// Grant each linked hook (default deny) and open its log; warnings for dropped grants,
+/// and a note for each policy its binding does not honour.
 pub fn grant(
     linked: Vec<Linked>,
     resolved: &[Resolved],
     base: &Base<'_>,
-) -> Result<(Hooks, Vec<Diagnostic>), Diagnostic> {
+) -> Result<(Hooks, Vec<Diagnostic>, Vec<String>), Diagnostic> {
     let io = |e: std::io::Error| Diagnostic::new(code::IO_READ, "", format!("cannot prepare a hook: {e}"));
     let mut hooks = Vec::new();
     let mut warnings = Vec::new();
+    let mut notes = Vec::new();
     for l in linked {
         let r = &resolved[l.index];
+        if !l.spec.policy_effective() {
+            let honoured = match l.spec.policy {
+                Policy::WriteManifests => "on-stage",
+                Policy::ReplaceContext => "on-compaction",
+                Policy::ReopenTask => "on-task-end",
+                Policy::None => "",
+            };
+            notes.push(format!(
+                "hook {}: commit_policy {} has no effect on binding {} (it is honoured only on {honoured}); its output is discarded",
+                r.bare,
+                l.spec.policy.as_str(),
+                l.spec.binding.map_or("(every session event)", Binding::as_str),
+            ));
+        }
         let n = grants::narrow_hook(
             &r.entry.name,
             base.ceiling,
@@ -105,17 +121,24 @@ pub fn grant(
             log,
         });
     }
-    Ok((Hooks::new(hooks), warnings))
+    Ok((Hooks::new(hooks), warnings, notes))
 }
 
 /// Fire `on-stage` with the shell allow list and commit `write-manifests` answers: each
 /// `tools/<binary>/murmur.yaml` for a binary in `shell_allow`, written through `work`.
-/// Returns the manifests written (`binary`, text) and notes for the bootstrap log.
-pub fn stage(hooks: &mut Hooks, shell_allow: &[String], work: &Dir) -> (Vec<(String, String)>, Vec<String>) {
+/// Returns the manifests written (`binary`, text), notes for the bootstrap log, and the
+/// hooks that failed (traced once the trace is open).
+pub struct Staged {
+    pub manifests: Vec<(String, String)>,
+    pub notes: Vec<String>,
+    pub failures: Vec<super::Failure>,
+}
+
+pub fn stage(hooks: &mut Hooks, shell_allow: &[String], work: &Dir) -> Staged {
     let mut notes = Vec::new();
     let mut written: Vec<(String, String)> = Vec::new();
     let fired = hooks.fire(Binding::Stage, || Event::Stage(shell_allow.to_vec()));
-    for f in fired.failures {
+    for f in &fired.failures {
         notes.push(format!("hook {} (on-stage): {}", f.hook, f.error));
     }
     for a in fired.answers {
@@ -158,5 +181,9 @@ pub fn stage(hooks: &mut Hooks, shell_allow: &[String], work: &Dir) -> (Vec<(Str
             }
         }
     }
-    (written, notes)
+    Staged {
+        manifests: written,
+        notes,
+        failures: fired.failures,
+    }
 }

@@ -262,3 +262,31 @@ fn a_tool_message_the_hook_modified_is_dropped_and_an_unchanged_one_kept() {
         "the kept tool message is byte-identical"
     );
 }
+
+/// An observer that fails at every event (bound to nothing, `commit_policy: none`) is not
+/// the compactor: its failure at on-compaction is traced, and the compaction it did not do
+/// still happens.
+#[test]
+fn an_observer_failing_at_compaction_does_not_fail_the_task() {
+    let w = World::new("compact-observer");
+    publish_zip(&w.reg, &hook_example("murmur-hook-compact"));
+    common::agent::publish_hook_as(&w.reg, "failing-observer", "hook-error", "commit_policy: none\n");
+    let p = Provider::start(four_tool_turns());
+    let artifacts = vec![
+        hook_entry("murmur-hook-compact", None),
+        hook_entry("failing-observer", None),
+    ];
+    let run = compacting_run(&w, &p, artifacts, 90, "0.5");
+    run.assert_ok();
+    let sid = run.sid();
+    let all = w.trace(&sid);
+    assert_eq!(events(&all, "compaction").len(), 1, "{all:?}");
+    let failures = events(&all, "hook_error");
+    assert!(
+        failures
+            .iter()
+            .any(|e| e["binding"] == "on-compaction" && e["hook_name"] == "failing-observer"),
+        "{failures:?}"
+    );
+    assert_eq!(p.model_requests().len(), 5);
+}

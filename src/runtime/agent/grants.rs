@@ -163,9 +163,19 @@ pub fn narrow_hook(
             warnings: Vec::new(),
         });
     };
-    let (network_allow, warnings) = narrow_network(&ceiling.network_allow, &e.network_allow, artifact);
+    let (network_allow, mut warnings) = narrow_network(&ceiling.network_allow, &e.network_allow, artifact);
     let preopen = match &e.filesystem_scope {
-        Some(s) => Some(work.mkdirs(s, 0o755).map_err(|x| io(artifact, x))?),
+        Some(s) if scope_within(ceiling.filesystem_scope.as_deref(), s) => {
+            Some(work.mkdirs(s, 0o755).map_err(|x| io(artifact, x))?)
+        }
+        Some(s) => {
+            warnings.push(Diagnostic::new(
+                code::SEC_OUTSIDE_CEILING,
+                format!("artifacts[{artifact}].capabilities.filesystem.scope"),
+                format!("scope '{s}' for hook {artifact} is outside the capsule's filesystem scope; the hook gets no directory"),
+            ));
+            None
+        }
         None => None,
     };
     Ok(Narrowed {

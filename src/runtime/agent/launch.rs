@@ -486,6 +486,7 @@ pub fn run(p: Prelude<'_>) -> Result<u8, Diagnostic> {
         context_max_tokens: m.context_max_tokens,
         threshold: inf.compaction_threshold,
         max_task_reopens: inf.max_task_reopens,
+        halted: false,
     };
     // On-stage ran before the trace began: its failures are traced now, after session_start.
     for f in staged.failures {

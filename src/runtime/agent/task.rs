@@ -96,6 +96,8 @@ pub struct Session<'a> {
     pub threshold: f64,
     /// `inference.max_task_reopens`.
     pub max_task_reopens: u64,
+    /// A compaction hook failed: no further turn and no reopening (the spec's fatal case).
+    pub halted: bool,
 }
 
 fn input_for_trace(input: &Value) -> Value {
@@ -184,7 +186,8 @@ impl Session<'_> {
                 _ => None,
             });
             let Some((hook, reason)) = reopen else { break end };
-            let stopped = self.broken.is_some() || self.interrupted.load(Ordering::SeqCst) != 0;
+            let stopped =
+                self.halted || self.broken.is_some() || self.interrupted.load(Ordering::SeqCst) != 0;
             if stopped {
                 break end;
             }
@@ -381,7 +384,7 @@ impl Session<'_> {
         if (tokens as f64) < self.threshold * max as f64 {
             return Ok(());
         }
-        if !self.hooks.blocking_at(Binding::Compaction) {
+        if !self.hooks.has_compactor() {
             let note = format!(
                 "warning: turn {turn}: {tokens} tokens reach inference.compaction.threshold of context.max_tokens ({max}), but no hook is bound to on-compaction; the history is kept"
             );
@@ -401,17 +404,32 @@ impl Session<'_> {
                 system_prompt: Some(system),
             })
         });
-        if let Some(f) = fired.failures.first() {
-            let e = format!("compaction hook {} failed: {}", f.hook, f.error);
-            self.hook_failures(Binding::Compaction, fired.failures);
+        // Only a compactor's failure is the session's: an observer's is traced, no more.
+        let fatal = fired
+            .failures
+            .iter()
+            .find(|f| f.compactor)
+            .map(|f| format!("compaction hook {} failed: {}", f.hook, f.error));
+        self.hook_failures(Binding::Compaction, fired.failures);
+        if let Some(e) = fatal {
+            self.halted = true;
             return Err(e);
         }
         let replaced = fired.answers.into_iter().find_map(|a| match a.output {
-            Output::ReplaceContext(list) if a.effective && a.policy == Policy::ReplaceContext => Some(list),
+            Output::ReplaceContext(list) if a.effective && a.policy == Policy::ReplaceContext => {
+                Some((a.hook, list))
+            }
             _ => None,
         });
-        if let Some(list) = replaced {
-            *messages = convert::from_hook(&list, &before);
+        if let Some((hook, list)) = replaced {
+            let history = match convert::from_hook(&list, &before) {
+                Ok(h) => h,
+                Err(why) => {
+                    self.halted = true;
+                    return Err(format!("compaction hook {hook} failed: {why}"));
+                }
+            };
+            *messages = history;
             self.event(
                 "compaction",
                 json!({"turn": turn, "tokens_before": tokens, "tokens_after": convert::estimate_tokens(messages)}),

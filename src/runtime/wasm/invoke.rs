@@ -13,7 +13,7 @@ use crate::diag::{code, Diagnostic};
 use std::future::Future;
 use std::pin::pin;
 use std::sync::mpsc::{self, RecvTimeoutError};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::task::{Poll, Waker};
 use std::time::{Duration, Instant};
 use wasmtime::component::Component;
@@ -99,39 +99,71 @@ pub(super) fn classify(e: &wasmtime::Error, deadline_secs: u64) -> Outcome {
     }
 }
 
-/// The hard deadline, set by the ticker thread: fired once, then wakes the call's task.
+/// The hard deadline, set by the call's deadline clock: fired once, then wakes the call's task.
 #[derive(Default)]
 struct Alarm {
     fired: bool,
     waker: Option<Waker>,
 }
 
-/// The epoch ticker: increments the engine's epoch every tick and rings `alarm` at `hard`.
-/// It stops the moment `stop`'s sender is dropped.
-fn ticker(
-    engine: &Engine,
+/// The one epoch ticker of the process: every [`EPOCH_TICK`] it increments the epoch of
+/// each engine that has run a guest. One ticker for all calls, so guests running at the
+/// same time (an async hook beside the driver) do not speed up each other's deadlines.
+fn ensure_ticking(engine: &Engine) -> Result<(), Diagnostic> {
+    static ENGINES: OnceLock<Mutex<Vec<Engine>>> = OnceLock::new();
+    static STARTED: OnceLock<Result<(), String>> = OnceLock::new();
+    let engines = ENGINES.get_or_init(|| Mutex::new(Vec::new()));
+    {
+        let mut list = engines.lock().unwrap_or_else(|p| p.into_inner());
+        if !list.iter().any(|e| Engine::same(e, engine)) {
+            list.push(engine.clone());
+        }
+    }
+    STARTED
+        .get_or_init(|| {
+            std::thread::Builder::new()
+                .name("epoch".into())
+                .spawn(|| loop {
+                    std::thread::sleep(EPOCH_TICK);
+                    if let Some(list) = ENGINES.get() {
+                        for e in list.lock().unwrap_or_else(|p| p.into_inner()).iter() {
+                            e.increment_epoch();
+                        }
+                    }
+                })
+                .map(|_| ())
+                .map_err(|e| e.to_string())
+        })
+        .clone()
+        .map_err(|e| Diagnostic::new(code::RUN_TRAP, "", format!("cannot start the epoch ticker: {e}")))
+}
+
+/// The hard deadline of one call: rings `alarm` at `hard` unless stopped first.
+fn alarm_clock(
     hard: Instant,
     alarm: Arc<Mutex<Alarm>>,
 ) -> Result<(mpsc::Sender<()>, std::thread::JoinHandle<()>), Diagnostic> {
-    let (stop, ticks_rx) = mpsc::channel::<()>();
-    let engine = engine.clone();
+    let (stop, stopped) = mpsc::channel::<()>();
     let handle = std::thread::Builder::new()
-        .name("epoch".into())
+        .name("deadline".into())
         .spawn(move || {
-            let mut rung = false;
-            while let Err(RecvTimeoutError::Timeout) = ticks_rx.recv_timeout(EPOCH_TICK) {
-                engine.increment_epoch();
-                if !rung && Instant::now() >= hard {
-                    rung = true;
-                    let mut a = alarm.lock().unwrap_or_else(|p| p.into_inner());
-                    a.fired = true;
-                    if let Some(w) = a.waker.take() {
-                        w.wake();
-                    }
+            if let Err(RecvTimeoutError::Timeout) =
+                stopped.recv_timeout(hard.saturating_duration_since(Instant::now()))
+            {
+                let mut a = alarm.lock().unwrap_or_else(|p| p.into_inner());
+                a.fired = true;
+                if let Some(w) = a.waker.take() {
+                    w.wake();
                 }
             }
         })
-        .map_err(|e| Diagnostic::new(code::RUN_TRAP, "", format!("cannot start the epoch ticker: {e}")))?;
+        .map_err(|e| {
+            Diagnostic::new(
+                code::RUN_TRAP,
+                "",
+                format!("cannot start the deadline clock: {e}"),
+            )
+        })?;
     Ok((stop, handle))
 }
 
@@ -163,10 +195,11 @@ pub fn bounded<F: Future>(
 ) -> Result<Option<F::Output>, Diagnostic> {
     let hard = Instant::now() + Duration::from_secs(deadline_secs.min(u64::from(u32::MAX))) + GRACE;
     let alarm = Arc::new(Mutex::new(Alarm::default()));
-    let (stop, ticker) = ticker(engine, hard, alarm.clone())?;
+    ensure_ticking(engine)?;
+    let (stop, clock) = alarm_clock(hard, alarm.clone())?;
     let ended = wasmtime_wasi::runtime::in_tokio(race(call, &alarm));
     drop(stop);
-    let _ = ticker.join();
+    let _ = clock.join();
     Ok(ended)
 }
 

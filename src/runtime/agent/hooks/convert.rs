@@ -38,44 +38,66 @@ fn blocks_of(content: &str) -> Vec<Block> {
     }
 }
 
-fn same(a: &hook::Message, b: &hook::Message) -> bool {
-    a.role == b.role && a.content == b.content && a.tool_call_id == b.tool_call_id && a.is_error == b.is_error
-}
+/// The most bytes of content a compaction hook's history may hold in all.
+pub const MAX_RETURNED_BYTES: usize = 32 << 20;
 
 /// The history a compaction hook returned, normalised; `before` is the history it was
-/// given (a tool message survives only if it is one of those, unchanged).
-pub fn from_hook(returned: &[hook::Message], before: &[Message]) -> Vec<Message> {
-    let sent_tools: Vec<hook::Message> = before
+/// given. A tool message survives only if it is one of those, unchanged, and at most once;
+/// a tool call block only inside an assistant message. The result must start with a user
+/// message and stay within [`MAX_RETURNED`] messages and [`MAX_RETURNED_BYTES`].
+pub fn from_hook(returned: &[hook::Message], before: &[Message]) -> Result<Vec<Message>, String> {
+    use std::collections::HashMap;
+    if returned.len() > MAX_RETURNED {
+        return Err(format!(
+            "it returned {} messages, more than {MAX_RETURNED}",
+            returned.len()
+        ));
+    }
+    let bytes: usize = returned.iter().map(|m| m.content.len()).sum();
+    if bytes > MAX_RETURNED_BYTES {
+        return Err(format!(
+            "it returned {bytes} bytes of history, more than {MAX_RETURNED_BYTES}"
+        ));
+    }
+    // Each original tool message, keyed by its exact hook form, usable once.
+    let mut originals: HashMap<(Option<String>, String, bool), Message> = before
         .iter()
         .filter(|m| m.role == Role::Tool)
-        .map(to_hook)
+        .map(|m| {
+            let h = to_hook(m);
+            ((h.tool_call_id, h.content, h.is_error), m.clone())
+        })
         .collect();
     let mut out = Vec::new();
-    for m in returned.iter().take(MAX_RETURNED) {
+    for m in returned {
         let role = match m.role.as_str() {
             "user" => Role::User,
             "assistant" => Role::Assistant,
             "tool" => {
-                if sent_tools.iter().any(|t| same(t, m)) {
-                    if let Some(orig) = before
-                        .iter()
-                        .find(|o| o.role == Role::Tool && same(&to_hook(o), m))
-                    {
-                        out.push(orig.clone());
-                    }
+                let key = (m.tool_call_id.clone(), m.content.clone(), m.is_error);
+                if let Some(orig) = originals.remove(&key) {
+                    out.push(orig);
                 }
                 continue;
             }
             _ => continue,
         };
+        let mut content = blocks_of(&m.content);
+        if role == Role::User {
+            content.retain(|b| matches!(b, Block::Text(_)));
+        }
         out.push(Message {
             role,
-            content: blocks_of(&m.content),
+            content,
             tool_call_id: None,
             is_error: false,
         });
     }
-    out
+    match out.first() {
+        Some(first) if first.role == Role::User => Ok(out),
+        Some(_) => Err("the history it returned does not start with a user message".into()),
+        None => Err("it returned an empty history".into()),
+    }
 }
 
 /// A rough token count of `messages` (4 bytes a token), for the count after compaction.
@@ -116,10 +138,39 @@ mod tests {
                 is_error: false,
             },
         ];
-        let got = from_hook(&returned, &before);
+        let got = from_hook(&returned, &before).unwrap();
         assert_eq!(got.len(), 3);
         assert_eq!(got[0].content, vec![Block::Text("a summary".into())]);
         assert_eq!(got[1].content, vec![Block::Text("ok".into())]);
         assert_eq!(got[2], before[1]);
+    }
+
+    #[test]
+    fn a_returned_history_is_checked() {
+        let before = vec![Message::user("task"), Message::tool("c1", "out".into(), false)];
+        let tool = to_hook(&before[1]);
+        let user = hook::Message {
+            role: "user".into(),
+            content: "\"s\"".into(),
+            tool_call_id: None,
+            is_error: false,
+        };
+        // The same original tool message twice: kept once.
+        let got = from_hook(&[user.clone(), tool.clone(), tool.clone()], &before).unwrap();
+        assert_eq!(got.len(), 2);
+        // Empty, or not starting with a user message: refused.
+        assert!(from_hook(&[], &before).is_err());
+        assert!(from_hook(&[tool.clone(), user.clone()], &before).is_err());
+        // A tool call smuggled into a user message is dropped.
+        let sneaky = hook::Message {
+            content:
+                r#"[{"type":"text","text":"hi"},{"type":"tool_call","id":"x","name":"bash","input":{}}]"#
+                    .into(),
+            ..user.clone()
+        };
+        let got = from_hook(&[sneaky], &before).unwrap();
+        assert_eq!(got[0].content, vec![Block::Text("hi".into())]);
+        // Too many messages.
+        assert!(from_hook(&vec![user; MAX_RETURNED + 1], &before).is_err());
     }
 }

@@ -70,10 +70,12 @@ pub struct Answer {
     pub output: Output,
 }
 
-/// A blocking hook that failed.
+/// A blocking hook that failed (or an event the async queue dropped).
 pub struct Failure {
     pub hook: String,
     pub error: String,
+    /// The hook is a compactor (bound to on-compaction with replace-context).
+    pub compactor: bool,
 }
 
 /// The blocking hooks' answers and failures at one lifecycle point.
@@ -133,6 +135,11 @@ impl Hooks {
         }
     }
 
+    /// Whether a compactor is bound (a blocking `on-compaction` hook with `replace-context`).
+    pub fn has_compactor(&self) -> bool {
+        self.blocking.iter().any(|h| h.spec.compacts())
+    }
+
     /// Whether a blocking hook fires at `b`.
     pub fn blocking_at(&self, b: Binding) -> bool {
         self.blocking.iter().any(|h| h.spec.fires_at(b))
@@ -156,6 +163,7 @@ impl Hooks {
                             "the async hook queue is full ({ASYNC_QUEUE} events): {} dropped",
                             b.as_str()
                         ),
+                        compactor: false,
                     });
                 }
             }
@@ -171,6 +179,7 @@ impl Hooks {
                 Err(error) => fired.failures.push(Failure {
                     hook: h.name.clone(),
                     error,
+                    compactor: h.spec.compacts(),
                 }),
             }
         }

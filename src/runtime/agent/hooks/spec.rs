@@ -86,6 +86,12 @@ impl Spec {
         }
     }
 
+    /// Whether this hook is a compactor: bound to `on-compaction` with `replace-context`
+    /// (its failure is the session's; an observer's is not).
+    pub fn compacts(&self) -> bool {
+        self.binding == Some(Binding::Compaction) && self.policy == Policy::ReplaceContext
+    }
+
     /// Whether the policy takes effect at the hook's binding.
     pub fn policy_effective(&self) -> bool {
         match self.policy {
@@ -165,6 +171,13 @@ pub fn parse(hook: &str, own: &serde_yaml::Value) -> Result<Spec, Diagnostic> {
             "on-stage must be blocking: staging completes before launch".into(),
         ));
     }
+    if mode == Mode::Async && binding == Some(Binding::Compaction) {
+        return Err(bad(
+            hook,
+            "execution_mode",
+            "on-compaction must be blocking: the history is replaced before the next turn".into(),
+        ));
+    }
     Ok(Spec {
         binding,
         mode,
@@ -192,6 +205,7 @@ mod tests {
             "execution_mode: async\ncommit_policy: write-manifests",
             "binding: on-task-end\nexecution_mode: async\ncommit_policy: reopen-task",
             "binding: on-stage\nexecution_mode: async",
+            "binding: on-compaction\nexecution_mode: async",
             "binding: on-lunch",
             "execution_mode: sometimes",
             "commit_policy: everything",

@@ -125,17 +125,7 @@ pub fn narrow(
     let (network_allow, mut warnings) = narrow_network(&ceiling.network_allow, &e.network_allow, artifact);
     let preopen = match &e.filesystem_scope {
         None => Some(ceiling_dir.try_clone().map_err(|x| io(artifact, x))?),
-        Some(s) if scope_within(ceiling.filesystem_scope.as_deref(), s) => {
-            Some(work.mkdirs(s, 0o755).map_err(|x| io(artifact, x))?)
-        }
-        Some(s) => {
-            warnings.push(Diagnostic::new(
-                code::SEC_OUTSIDE_CEILING,
-                format!("artifacts[{artifact}].capabilities.filesystem.scope"),
-                format!("scope '{s}' for artifact {artifact} is outside the capsule's filesystem scope; the artifact gets no directory"),
-            ));
-            None
-        }
+        Some(s) => scoped_dir(artifact, ceiling, s, work, &mut warnings)?,
     };
     Ok(Narrowed {
         network_allow,
@@ -165,17 +155,7 @@ pub fn narrow_hook(
     };
     let (network_allow, mut warnings) = narrow_network(&ceiling.network_allow, &e.network_allow, artifact);
     let preopen = match &e.filesystem_scope {
-        Some(s) if scope_within(ceiling.filesystem_scope.as_deref(), s) => {
-            Some(work.mkdirs(s, 0o755).map_err(|x| io(artifact, x))?)
-        }
-        Some(s) => {
-            warnings.push(Diagnostic::new(
-                code::SEC_OUTSIDE_CEILING,
-                format!("artifacts[{artifact}].capabilities.filesystem.scope"),
-                format!("scope '{s}' for hook {artifact} is outside the capsule's filesystem scope; the hook gets no directory"),
-            ));
-            None
-        }
+        Some(s) => scoped_dir(artifact, ceiling, s, work, &mut warnings)?,
         None => None,
     };
     Ok(Narrowed {
@@ -184,6 +164,26 @@ pub fn narrow_hook(
         env_names: Some(e.env_allow.clone()),
         warnings,
     })
+}
+
+/// `<workdir>/<scope>` (created) when `scope` lies within the capsule's scope; otherwise
+/// no directory and a W-SEC-007 warning.
+fn scoped_dir(
+    artifact: &str,
+    ceiling: &Capabilities,
+    scope: &str,
+    work: &Dir,
+    warnings: &mut Vec<Diagnostic>,
+) -> Result<Option<Dir>, Diagnostic> {
+    if scope_within(ceiling.filesystem_scope.as_deref(), scope) {
+        return Ok(Some(work.mkdirs(scope, 0o755).map_err(|x| io(artifact, x))?));
+    }
+    warnings.push(Diagnostic::new(
+        code::SEC_OUTSIDE_CEILING,
+        format!("artifacts[{artifact}].capabilities.filesystem.scope"),
+        format!("scope '{scope}' for artifact {artifact} is outside the capsule's filesystem scope; it gets no directory"),
+    ));
+    Ok(None)
 }
 
 fn io(artifact: &str, e: crate::fsx::FsError) -> Diagnostic {

@@ -2,12 +2,12 @@
 //! once and instantiated afresh for every lifecycle call on their own store, with their own
 //! grants, limiter and deadline, like tools and drivers.
 
-use super::host::{self, Host};
+use super::host::Host;
 use super::invoke::{bounded, classify, deadline_outcome};
-use super::{Outcome, EPOCH_TICK};
+use super::Outcome;
 use crate::diag::Diagnostic;
 use wasmtime::component::Component;
-use wasmtime::{Engine, Store};
+use wasmtime::Engine;
 
 mod bindings {
     wasmtime::component::bindgen!({
@@ -33,10 +33,11 @@ impl Prepared {
     /// Link `component`; an import the host does not offer, or a missing
     /// `murmur:hook/lifecycle@0.1.0` export, is an error naming the hook.
     pub fn new(engine: &Engine, component: &Component, name: &str) -> Result<Prepared, String> {
-        let linker = host::linker(engine).map_err(|e| format!("cannot link the host interfaces: {e:#}"))?;
-        let instance_pre = linker
-            .instantiate_pre(component)
-            .map_err(|e| format!("hook {name} does not fit the hook world: {e:#}"))?;
+        let instance_pre = super::link(
+            engine,
+            component,
+            &format!("hook {name} does not fit the hook world"),
+        )?;
         let pre = HookPre::new(instance_pre)
             .map_err(|e| format!("hook {name} does not export murmur:hook/lifecycle@0.1.0: {e:#}"))?;
         Ok(Prepared {
@@ -53,10 +54,7 @@ impl Prepared {
         deadline_secs: u64,
         event: &Event,
     ) -> Result<Result<Result<Output, String>, Outcome>, Diagnostic> {
-        let mut store = Store::new(&self.engine, host);
-        store.limiter(|h| &mut h.limiter);
-        let ticks = deadline_secs.saturating_mul(1000) / EPOCH_TICK.as_millis() as u64;
-        store.set_epoch_deadline(ticks.max(1));
+        let mut store = super::store(&self.engine, host, deadline_secs);
         let call = async {
             let hook: Hook = self.pre.instantiate_async(&mut store).await?;
             hook.murmur_hook_lifecycle()

@@ -2,12 +2,12 @@
 //! (`Prepared`) and instantiated afresh for every call, each call on its own store with
 //! its own grants, limiter and deadline.
 
-use super::host::{self, Host};
+use super::host::Host;
 use super::invoke::{bounded, classify, deadline_outcome};
-use super::{Outcome, TrapKind, EPOCH_TICK};
+use super::{Outcome, TrapKind};
 use crate::diag::Diagnostic;
 use wasmtime::component::Component;
-use wasmtime::{Engine, Store};
+use wasmtime::Engine;
 
 mod bindings {
     wasmtime::component::bindgen!({
@@ -68,10 +68,7 @@ impl Prepared {
     /// Link `component`; an import the host does not offer, or a missing
     /// `murmur:tool/run@0.1.0` export, is an error naming the artifact.
     pub fn new(engine: &Engine, component: &Component, name: &str) -> Result<Prepared, String> {
-        let linker = host::linker(engine).map_err(|e| format!("cannot link the host interfaces: {e:#}"))?;
-        let instance_pre = linker
-            .instantiate_pre(component)
-            .map_err(|e| format!("{name} does not fit the tool world: {e:#}"))?;
+        let instance_pre = super::link(engine, component, &format!("{name} does not fit the tool world"))?;
         let pre = ToolPre::new(instance_pre)
             .map_err(|e| format!("{name} does not export murmur:tool/run@0.1.0: {e:#}"))?;
         Ok(Prepared {
@@ -88,10 +85,7 @@ impl Prepared {
         deadline_secs: u64,
         data: String,
     ) -> Result<Result<ToolReply, Outcome>, Diagnostic> {
-        let mut store = Store::new(&self.engine, host);
-        store.limiter(|h| &mut h.limiter);
-        let ticks = deadline_secs.saturating_mul(1000) / EPOCH_TICK.as_millis() as u64;
-        store.set_epoch_deadline(ticks.max(1));
+        let mut store = super::store(&self.engine, host, deadline_secs);
         let input = ToolInput {
             data: Some(data),
             log_path: None,

@@ -72,11 +72,15 @@ fn sealed_background_processes_end_with_their_call() {
 fn sigterm_during_a_tool_call_kills_it_and_ends_the_session() {
     use common::capsule::{manifest_arg, trace, MUR};
     let w = World::new("agent-sigterm");
+    // An on-task-end hook that would block for its whole 30 s deadline: after the signal
+    // it gets a few seconds only.
+    common::agent::publish_hook_as(&w.reg, "sleepy-end", "hook-sleep", "binding: on-task-end\n");
     let p = Provider::start(vec![
         Step::tool("c1", "bash", json!({"command": "sleep 9876801"})),
         Step::text("never"),
     ]);
-    let spec = Spec::new(Drv::OpenAi, &p);
+    let mut spec = Spec::new(Drv::OpenAi, &p);
+    spec.artifacts = vec![common::agent::hook_entry("sleepy-end", None)];
     w.manifest(&spec);
     let child = std::process::Command::new(MUR)
         .args(["run", "--manifest", &manifest_arg(&w.dir), "--registry-path"])

@@ -22,6 +22,8 @@ use std::sync::atomic::{AtomicI32, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
+/// A hook's deadline once the session has been told to stop, seconds.
+pub const SHUTDOWN_HOOK_SECS: u64 = 2;
 /// The most bytes of a tool call's input written into the trace.
 pub const TRACE_INPUT_CAP: usize = 4096;
 
@@ -138,6 +140,9 @@ impl Session<'_> {
 
     /// Fire `b` and keep the answers; failures are traced.
     pub fn fire(&mut self, b: Binding, event: impl FnOnce() -> Event) -> Vec<hooks::Answer> {
+        if self.interrupted.load(Ordering::SeqCst) != 0 {
+            self.hooks.cap_deadlines(SHUTDOWN_HOOK_SECS);
+        }
         let fired = self.hooks.fire(b, event);
         self.hook_failures(b, fired.failures);
         fired.answers
@@ -395,6 +400,9 @@ impl Session<'_> {
         }
         let before: Vec<Message> = messages.clone();
         let (model, system, threshold) = (self.model.clone(), self.system.clone(), self.threshold);
+        if self.interrupted.load(Ordering::SeqCst) != 0 {
+            self.hooks.cap_deadlines(SHUTDOWN_HOOK_SECS);
+        }
         let fired = self.hooks.fire(Binding::Compaction, || {
             Event::Compaction(CompactionInfo {
                 messages: before.iter().map(convert::to_hook).collect(),

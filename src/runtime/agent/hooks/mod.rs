@@ -135,6 +135,14 @@ impl Hooks {
         }
     }
 
+    /// Cut every blocking hook's deadline to at most `secs` (after SIGTERM or SIGINT: the
+    /// hooks still fire, but cannot hold the shutdown for their full deadline).
+    pub fn cap_deadlines(&mut self, secs: u64) {
+        for h in &mut self.blocking {
+            h.grants.deadline = h.grants.deadline.min(secs);
+        }
+    }
+
     /// Whether a compactor is bound (a blocking `on-compaction` hook with `replace-context`).
     pub fn has_compactor(&self) -> bool {
         self.blocking.iter().any(|h| h.spec.compacts())

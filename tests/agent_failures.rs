@@ -346,3 +346,45 @@ fn an_answer_cut_at_max_tokens_ends_the_task_with_its_text() {
         "{log}"
     );
 }
+
+/// A session that started but cannot reach its task (here MURMUR.md cannot be written: a
+/// directory of that name sits in the reused workdir) still ends its trace and says why
+/// in `out/result.txt`.
+#[test]
+fn a_session_failing_before_its_task_still_ends_its_trace() {
+    let w = World::new("agent-early-failure");
+    let p = Provider::start(vec![Step::text("never asked")]);
+    w.manifest(&Spec::new(Drv::OpenAi, &p));
+    let work = w.t.path().join("reused");
+    std::fs::create_dir_all(work.join("MURMUR.md")).unwrap();
+    std::fs::write(work.join("MURMUR.md").join("keep"), "x").unwrap();
+    let out = common::capsule::mur(
+        &w.t,
+        &[
+            "--manifest",
+            &common::capsule::manifest_arg(&w.dir),
+            "--registry-path",
+            w.reg.to_str().unwrap(),
+            "--workdir",
+            work.to_str().unwrap(),
+            "--task",
+            "hello",
+        ],
+        &[(common::agent::KEY_VAR, common::agent::KEY)],
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr).to_string();
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("cannot write MURMUR.md"), "{stderr}");
+    assert!(p.requests().is_empty());
+    // The session id was never announced (announcing follows session_start): the one
+    // records directory is its.
+    let records: Vec<_> = std::fs::read_dir(w.t.path().join("records")).unwrap().collect();
+    assert_eq!(records.len(), 1);
+    let sid = records[0].as_ref().unwrap().file_name().into_string().unwrap();
+    let all = common::capsule::trace(&w.t, &sid);
+    let last = all.last().unwrap();
+    assert_eq!(last["event_type"], "session_end", "{all:?}");
+    assert_eq!(last["exit_status"], "failed");
+    let result = std::fs::read_to_string(work.join("out/result.txt")).unwrap();
+    assert!(result.starts_with("error: cannot write MURMUR.md"), "{result}");
+}

@@ -178,7 +178,10 @@ pub fn run(p: Prelude<'_>) -> Result<u8, Diagnostic> {
         Sink::redacting(f, wasm::sink::LOG_CAP, key_value.as_deref().map(str::as_bytes))
             .map_err(|e| io_diag("cannot open a guest log", e))
     };
-    let (out_sink, err_sink) = (sink("guest-stdout.log")?, sink("guest-stderr.log")?);
+    let (out_sink, err_sink) = (
+        sink("guest-stdout.log").map_err(|d| failed_start(&mut trace, &layout.work, d))?,
+        sink("guest-stderr.log").map_err(|d| failed_start(&mut trace, &layout.work, d))?,
+    );
     let mut warnings = Vec::new();
     let guest_grants = |r: &Resolved,
                         extra: &[(String, String)],
@@ -224,7 +227,8 @@ pub fn run(p: Prelude<'_>) -> Result<u8, Diagnostic> {
     if let Some(c) = &inf.driver_config {
         driver_env.push(("MURMUR_INFERENCE_DRIVER_CONFIG".to_string(), c.clone()));
     }
-    let driver_grants = guest_grants(driver_art, &driver_env, &mut warnings)?;
+    let driver_grants = guest_grants(driver_art, &driver_env, &mut warnings)
+        .map_err(|d| failed_start(&mut trace, &layout.work, d))?;
     if !driver_grants
         .network_allow
         .iter()
@@ -269,11 +273,13 @@ pub fn run(p: Prelude<'_>) -> Result<u8, Diagnostic> {
         })
         .collect();
     let workdir_real = std::fs::canonicalize(layout.preopen_dir.proc_path())
-        .map_err(|e| io_diag("cannot resolve the workdir", e))?;
+        .map_err(|e| io_diag("cannot resolve the workdir", e))
+        .map_err(|d| failed_start(&mut trace, &layout.work, d))?;
     layout
         .preopen_dir
         .mkdirs(".home", 0o700)
-        .map_err(|e| io_diag("cannot create the session home", e))?;
+        .map_err(|e| io_diag("cannot create the session home", e))
+        .map_err(|d| failed_start(&mut trace, &layout.work, d))?;
     let mut child_env = vec![
         ("PATH".to_string(), host_path.clone()),
         (
@@ -292,11 +298,12 @@ pub fn run(p: Prelude<'_>) -> Result<u8, Diagnostic> {
         Ok(c) => Some(c),
         Err(e) if p.achieved >= Class::Scoped => {
             door.close();
-            return Err(Diagnostic::new(
+            let d = Diagnostic::new(
                 code::RUN_CONTAINMENT,
                 "",
                 format!("cannot create the session's pids cgroup: {e}"),
-            ));
+            );
+            return Err(failed_start(&mut trace, &layout.work, d));
         }
         Err(_) => None,
     };
@@ -343,7 +350,8 @@ pub fn run(p: Prelude<'_>) -> Result<u8, Diagnostic> {
             stdout: &out_sink.write_end,
             stderr: &err_sink.write_end,
         },
-    )?;
+    )
+    .map_err(|d| failed_start(&mut trace, &layout.work, d))?;
     warnings.extend(hook_warnings);
     let staged = hooks::load::stage(&mut hook_set, &shell_allow, &layout.work);
     for n in hook_notes.iter().chain(&staged.notes) {
@@ -376,7 +384,8 @@ pub fn run(p: Prelude<'_>) -> Result<u8, Diagnostic> {
             }
             (Payload::Wasm(_), ArtifactRuntime::Tool) => {
                 let Some(prepared) = prepared else { continue };
-                let g = guest_grants(r, &[], &mut warnings)?;
+                let g = guest_grants(r, &[], &mut warnings)
+                    .map_err(|d| failed_start(&mut trace, &layout.work, d))?;
                 toolbox
                     .wasm
                     .push((r.bare.clone(), WasmTool { prepared, grants: g }));
@@ -430,7 +439,8 @@ pub fn run(p: Prelude<'_>) -> Result<u8, Diagnostic> {
     layout
         .work
         .replace("MURMUR.md", murmur_md::render(&inventory).as_bytes())
-        .map_err(|e| io_diag("cannot write MURMUR.md", e))?;
+        .map_err(|e| io_diag("cannot write MURMUR.md", e))
+        .map_err(|d| failed_start(&mut trace, &layout.work, d))?;
 
     let tools_declared: Vec<&str> = toolbox.specs.iter().map(|s| s.name.as_str()).collect();
     trace
@@ -448,7 +458,8 @@ pub fn run(p: Prelude<'_>) -> Result<u8, Diagnostic> {
                 "effective_grants": p.grants_json,
             }),
         )
-        .map_err(|e| io_diag("cannot write trace.jsonl", e))?;
+        .map_err(|e| io_diag("cannot write trace.jsonl", e))
+        .map_err(|d| failed_start(&mut trace, &layout.work, d))?;
     announce(
         p.opts,
         url.trim_start_matches("http://"),
@@ -463,8 +474,14 @@ pub fn run(p: Prelude<'_>) -> Result<u8, Diagnostic> {
         prompt.as_deref().unwrap_or(super::DEFAULT_SYSTEM_PROMPT)
     );
     let task = Task {
-        id: format!("tsk_{}", hex16()?),
-        context_id: format!("ctx_{}", hex16()?),
+        id: format!(
+            "tsk_{}",
+            hex16().map_err(|d| failed_start(&mut trace, &layout.work, d))?
+        ),
+        context_id: format!(
+            "ctx_{}",
+            hex16().map_err(|d| failed_start(&mut trace, &layout.work, d))?
+        ),
         source: "task.md",
         text: task_text,
     };
@@ -594,4 +611,15 @@ fn exhausted(reopens: u64, out_of_turns: bool, budget: u64, max_turns: u64) -> S
     } else {
         format!("a hook still asked to reopen the task after {reopens} reopen(s), its whole budget (inference.max_task_reopens = {budget})")
     }
+}
+
+/// A session that started (its trace is open) but failed before its task ran: the trace
+/// ends with `session_end` failed and `out/result.txt` says why, like any other failure.
+fn failed_start(trace: &mut Trace, work: &crate::fsx::Dir, d: Diagnostic) -> Diagnostic {
+    let _ = trace.event(
+        "session_end",
+        json!({"exit_status": "failed", "error": d.message, "turns": 0}),
+    );
+    let _ = work.replace("out/result.txt", format!("error: {}\n", d.message).as_bytes());
+    d
 }

@@ -6,6 +6,7 @@
 
 #![deny(unsafe_code)]
 
+pub mod a2a;
 pub mod agent;
 pub mod b64;
 pub mod cli;

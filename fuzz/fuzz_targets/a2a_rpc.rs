@@ -1,0 +1,77 @@
+//! The A2A door's JSON-RPC layer on arbitrary bytes: the first byte picks the `A2A-Version`
+//! header, the rest is the request body. Invariants: nothing panics; an error is a valid
+//! JSON-RPC error response with one of the listed codes (and id null for -32700); a parsed
+//! call renders, in its own generation, without panicking and as valid JSON.
+#![no_main]
+
+use libfuzzer_sys::fuzz_target;
+use murmur::a2a::rpc::{parse_call, result_response, to_body, Op, CODES, PARSE_ERROR};
+use murmur::a2a::shapes::{
+    render_artifact_update, render_list, render_send_result, render_status_update, render_task, Artifact,
+    Msg, Role, State, Task, RESPONSE_ARTIFACT,
+};
+use serde_json::Value;
+
+fuzz_target!(|data: &[u8]| {
+    let Some((&sel, body)) = data.split_first() else {
+        return;
+    };
+    let version = match sel % 4 {
+        0 => None,
+        1 => Some("1.0"),
+        2 => Some("0.3"),
+        _ => Some("1.0.0"),
+    };
+    match parse_call(body, version) {
+        Err(e) => {
+            assert!(CODES.contains(&e.code), "code {}", e.code);
+            let v: Value = serde_json::from_slice(&to_body(&e.to_json())).expect("valid JSON");
+            assert_eq!(v["jsonrpc"], "2.0");
+            assert!(v["id"].is_string() || v["id"].is_number() || v["id"].is_null());
+            assert_eq!(v["error"]["code"], e.code);
+            assert!(v["error"]["message"].is_string());
+            if e.code == PARSE_ERROR {
+                assert!(v["id"].is_null());
+            }
+        }
+        Ok(c) => {
+            let gen = c.generation;
+            let (text, ctx, hl) = match &c.op {
+                Op::Send(s) | Op::Stream(s) => (s.text.clone(), s.context_id.clone(), s.history_length),
+                Op::Get(t) | Op::Cancel(t) | Op::Subscribe(t) => (t.id.clone(), None, t.history_length),
+                Op::List(l) => (String::new(), l.context_id.clone(), l.history_length),
+            };
+            let task = Task {
+                id: "tsk_f".into(),
+                context_id: ctx.unwrap_or_else(|| "ctx_f".into()),
+                state: State::Completed,
+                status_message: None,
+                artifacts: vec![Artifact {
+                    artifact_id: "art_f".into(),
+                    name: RESPONSE_ARTIFACT.into(),
+                    text: text.clone(),
+                }],
+                history: vec![Msg {
+                    message_id: "m".into(),
+                    role: Role::User,
+                    text,
+                }],
+                created_ms: u64::from(sel) << 40,
+                updated_ms: u64::MAX >> (sel % 64),
+            };
+            let results = [
+                render_send_result(&task, gen, hl),
+                render_task(&task, gen, hl),
+                render_status_update(&task, gen),
+                render_artifact_update(&task, &task.artifacts[0], gen),
+                render_list(&[&task], hl, true, "", 50, 1),
+            ];
+            for r in results {
+                let b = to_body(&result_response(&c.id, r));
+                let v: Value = serde_json::from_slice(&b).expect("valid JSON");
+                assert_eq!(v["id"].is_null(), c.id.is_null());
+                assert!(v["result"].is_object());
+            }
+        }
+    }
+});

@@ -1,0 +1,194 @@
+//! The typed params of the A2A methods (send, get/cancel/subscribe, list), read from an
+//! untrusted JSON object with caps and type checks; errors are `Invalid params` texts.
+
+use super::rpc::{DEFAULT_PAGE_SIZE, MAX_ID, MAX_PAGE_SIZE, MAX_PARTS, MAX_TEXT};
+use super::shapes::{parse_rfc3339, State};
+use super::Generation;
+use serde_json::{Map, Value};
+
+/// A message to send: its text parts joined with `\n`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SendRequest {
+    pub message_id: String,
+    pub text: String,
+    pub context_id: Option<String>,
+    pub task_id: Option<String>,
+    /// 1.0 `configuration.returnImmediately: true`, 0.3 `configuration.blocking: false`;
+    /// otherwise the call holds until the task settles (the SDK server's default).
+    pub return_immediately: bool,
+    pub history_length: Option<u32>,
+}
+
+/// get/cancel/subscribe: a task id (and for get, how much history).
+#[derive(Debug, Clone, PartialEq)]
+pub struct TaskRequest {
+    pub id: String,
+    pub history_length: Option<u32>,
+}
+
+/// 1.0 ListTasks.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ListRequest {
+    pub context_id: Option<String>,
+    pub status: Option<State>,
+    /// 1..=MAX_PAGE_SIZE (0 or absent: DEFAULT_PAGE_SIZE; above the cap: clamped).
+    pub page_size: u32,
+    pub page_token: Option<String>,
+    pub history_length: Option<u32>,
+    /// Tasks whose status changed at or after this instant, unix ms.
+    pub status_after_ms: Option<i64>,
+    pub include_artifacts: bool,
+}
+
+/// A request's typed params.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Op {
+    Send(SendRequest),
+    Stream(SendRequest),
+    Get(TaskRequest),
+    Cancel(TaskRequest),
+    Subscribe(TaskRequest),
+    List(ListRequest),
+}
+
+/// A fully parsed request.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Call {
+    pub id: Value,
+    pub generation: Generation,
+    pub op: Op,
+}
+
+fn opt_str(o: &Map<String, Value>, key: &str) -> Result<Option<String>, String> {
+    match o.get(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(s)) if s.len() <= MAX_ID => Ok(Some(s.clone())),
+        Some(Value::String(_)) => Err(format!("{key} exceeds {MAX_ID} bytes")),
+        Some(_) => Err(format!("{key} must be a string")),
+    }
+}
+
+fn opt_bool(o: &Map<String, Value>, key: &str) -> Result<Option<bool>, String> {
+    match o.get(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::Bool(b)) => Ok(Some(*b)),
+        Some(_) => Err(format!("{key} must be a boolean")),
+    }
+}
+
+/// A non-negative integer (ProtoJSON also allows int32 as a decimal string).
+fn opt_u32(o: &Map<String, Value>, key: &str) -> Result<Option<u32>, String> {
+    let n = match o.get(key) {
+        None | Some(Value::Null) => return Ok(None),
+        Some(Value::Number(n)) => n.as_u64(),
+        Some(Value::String(s)) => s.parse::<u64>().ok(),
+        Some(_) => None,
+    };
+    match n {
+        Some(n) => Ok(Some(u32::try_from(n).unwrap_or(u32::MAX))),
+        None => Err(format!("{key} must be a non-negative integer")),
+    }
+}
+
+fn req_id(o: &Map<String, Value>, key: &str) -> Result<String, String> {
+    match opt_str(o, key)? {
+        Some(s) if !s.is_empty() => Ok(s),
+        _ => Err(format!("{key} is required")),
+    }
+}
+
+pub(crate) fn send_params(p: &Map<String, Value>, gen: Generation) -> Result<SendRequest, String> {
+    // `{"message": {...}}`, or (spec era) the message itself as params.
+    let msg = match p.get("message") {
+        Some(Value::Object(m)) => m,
+        Some(_) => return Err("message must be an object".into()),
+        None if p.contains_key("parts") => p,
+        None => return Err("message is required".into()),
+    };
+    let message_id = req_id(msg, "messageId")?;
+    match msg.get("role") {
+        None | Some(Value::Null) => {}
+        Some(Value::String(r)) if r == "user" || r == "ROLE_USER" => {}
+        Some(_) => return Err("message role must be user".into()),
+    }
+    let Some(Value::Array(parts)) = msg.get("parts") else {
+        return Err("message parts must be an array".into());
+    };
+    if parts.is_empty() || parts.len() > MAX_PARTS {
+        return Err(format!("message must have 1 to {MAX_PARTS} parts"));
+    }
+    let mut text = String::new();
+    for (i, part) in parts.iter().enumerate() {
+        let Value::Object(part) = part else {
+            return Err("a part must be an object".into());
+        };
+        let kind_ok = matches!(part.get("kind"), None | Some(Value::Null))
+            || part.get("kind").and_then(Value::as_str) == Some("text");
+        let Some(Value::String(t)) = part.get("text").filter(|_| kind_ok) else {
+            return Err("only text parts are accepted".into());
+        };
+        if text.len() + t.len() + usize::from(i > 0) > MAX_TEXT {
+            return Err(format!("message text exceeds {MAX_TEXT} bytes"));
+        }
+        if i > 0 {
+            text.push('\n');
+        }
+        text.push_str(t);
+    }
+    let context_id = opt_str(msg, "contextId")?;
+    let task_id = opt_str(msg, "taskId")?;
+    let (return_immediately, history_length) = match p.get("configuration") {
+        None | Some(Value::Null) => (false, None),
+        Some(Value::Object(c)) => {
+            let ri = match gen {
+                Generation::V10 => opt_bool(c, "returnImmediately")? == Some(true),
+                Generation::V03 => opt_bool(c, "blocking")? == Some(false),
+            };
+            (ri, opt_u32(c, "historyLength")?)
+        }
+        Some(_) => return Err("configuration must be an object".into()),
+    };
+    Ok(SendRequest {
+        message_id,
+        text,
+        context_id,
+        task_id,
+        return_immediately,
+        history_length,
+    })
+}
+
+pub(crate) fn task_params(p: &Map<String, Value>) -> Result<TaskRequest, String> {
+    Ok(TaskRequest {
+        id: req_id(p, "id")?,
+        history_length: opt_u32(p, "historyLength")?,
+    })
+}
+
+pub(crate) fn list_params(p: &Map<String, Value>) -> Result<ListRequest, String> {
+    let status = match opt_str(p, "status")?.as_deref() {
+        None | Some("TASK_STATE_UNSPECIFIED") | Some("") => None,
+        Some(s) => Some(State::from_wire(s).ok_or("status is not a task state")?),
+    };
+    let page_size = match opt_u32(p, "pageSize")? {
+        None | Some(0) => DEFAULT_PAGE_SIZE,
+        Some(n) => n.min(MAX_PAGE_SIZE),
+    };
+    let status_after_ms = match opt_str(p, "statusTimestampAfter")? {
+        None => None,
+        Some(s) => Some(parse_rfc3339(&s).ok_or("statusTimestampAfter must be an RFC 3339 timestamp")?),
+    };
+    Ok(ListRequest {
+        context_id: opt_str(p, "contextId")?.filter(|s| !s.is_empty()),
+        status,
+        page_size,
+        page_token: opt_str(p, "pageToken")?.filter(|s| !s.is_empty()),
+        history_length: opt_u32(p, "historyLength")?,
+        status_after_ms,
+        include_artifacts: opt_bool(p, "includeArtifacts")?.unwrap_or(false),
+    })
+}
+
+#[cfg(test)]
+#[path = "params_tests.rs"]
+mod tests;

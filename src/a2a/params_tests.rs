@@ -1,0 +1,147 @@
+//! Tests of `params` through `rpc::parse_call`: invalid params, caps, ListTasks filters.
+
+use super::*;
+use crate::a2a::rpc::*;
+use crate::a2a::shapes::State;
+use serde_json::json;
+
+const V1: Option<&str> = Some("1.0");
+
+fn body(v: Value) -> Vec<u8> {
+    serde_json::to_vec(&v).unwrap()
+}
+
+fn call(v: Value, ver: Option<&str>) -> Result<Call, RpcError> {
+    parse_call(&body(v), ver)
+}
+
+fn code(v: Value, ver: Option<&str>) -> (i64, Value) {
+    let e = call(v, ver).unwrap_err();
+    (e.code, e.id)
+}
+
+fn req(method: &str, params: Value) -> Value {
+    json!({"jsonrpc": "2.0", "id": "abc", "method": method, "params": params})
+}
+
+#[test]
+fn list_parses_filters_and_caps() {
+    let c = call(req("ListTasks", json!({})), V1).unwrap();
+    let Op::List(l) = c.op else { panic!() };
+    assert_eq!(
+        l,
+        ListRequest {
+            context_id: None,
+            status: None,
+            page_size: DEFAULT_PAGE_SIZE,
+            page_token: None,
+            history_length: None,
+            status_after_ms: None,
+            include_artifacts: false,
+        }
+    );
+    let c = call(
+        req(
+            "ListTasks",
+            json!({"contextId": "ctx_1", "status": "TASK_STATE_WORKING", "pageSize": 5000,
+                "pageToken": "p2", "historyLength": 0, "statusTimestampAfter": "2026-01-01T00:00:00Z",
+                "includeArtifacts": true}),
+        ),
+        V1,
+    )
+    .unwrap();
+    let Op::List(l) = c.op else { panic!() };
+    assert_eq!(l.page_size, MAX_PAGE_SIZE);
+    assert_eq!(l.status, Some(State::Working));
+    assert_eq!(l.status_after_ms, Some(1_767_225_600_000));
+    assert_eq!(
+        (l.context_id.as_deref(), l.page_token.as_deref()),
+        (Some("ctx_1"), Some("p2"))
+    );
+    assert!(l.include_artifacts && l.history_length == Some(0));
+    for bad in [
+        json!({"status": "TASK_STATE_BOGUS"}),
+        json!({"pageSize": -1}),
+        json!({"pageSize": "x"}),
+        json!({"statusTimestampAfter": "yesterday"}),
+        json!({"includeArtifacts": "yes"}),
+        json!({"contextId": 7}),
+    ] {
+        assert_eq!(code(req("ListTasks", bad.clone()), V1).0, INVALID_PARAMS, "{bad}");
+    }
+    // No ListTasks in 0.3.
+    assert_eq!(code(req("tasks/list", json!({})), None).0, METHOD_NOT_FOUND);
+}
+
+#[test]
+fn invalid_params_paths() {
+    let m = |msg: Value| json!({"message": msg});
+    let ok = json!({"messageId": "m", "role": "user", "parts": [{"text": "x"}]});
+    let mut cases = vec![
+        json!(null),
+        json!([]),
+        json!("s"),
+        json!({}),
+        json!({"message": "x"}),
+        m(json!({"role": "user", "parts": [{"text": "x"}]})),
+        m(json!({"messageId": "", "parts": [{"text": "x"}]})),
+        m(json!({"messageId": 5, "parts": [{"text": "x"}]})),
+        m(json!({"messageId": "m", "role": "agent", "parts": [{"text": "x"}]})),
+        m(json!({"messageId": "m", "role": 1, "parts": [{"text": "x"}]})),
+        m(json!({"messageId": "m", "parts": []})),
+        m(json!({"messageId": "m", "parts": {"text": "x"}})),
+        m(json!({"messageId": "m", "parts": ["x"]})),
+        m(json!({"messageId": "m", "parts": [{"text": 5}]})),
+        m(json!({"messageId": "m", "parts": [{"data": {"a": 1}}]})),
+        m(json!({"messageId": "m", "parts": [{"kind": "file", "text": "x"}]})),
+        m(json!({"messageId": "m", "parts": [{"text": "x"}], "contextId": 1})),
+        m(json!({"messageId": "m", "parts": [{"text": "x"}], "taskId": []})),
+        json!({"message": ok, "configuration": "x"}),
+        json!({"message": ok, "configuration": {"returnImmediately": "yes"}}),
+        json!({"message": ok, "configuration": {"historyLength": -2}}),
+    ];
+    cases.push(m(
+        json!({"messageId": "m", "parts": vec![json!({"text": "x"}); MAX_PARTS + 1]}),
+    ));
+    cases.push(m(
+        json!({"messageId": "m".repeat(MAX_ID + 1), "parts": [{"text": "x"}]}),
+    ));
+    for p in &cases {
+        for (method, ver) in [("SendMessage", V1), ("SendStreamingMessage", V1)] {
+            assert_eq!(
+                code(req(method, p.clone()), ver),
+                (INVALID_PARAMS, json!("abc")),
+                "{p}"
+            );
+        }
+    }
+    let c03 = json!({"message": ok, "configuration": {"blocking": "no"}});
+    assert_eq!(code(req("message/send", c03), None).0, INVALID_PARAMS);
+    for p in [
+        json!({}),
+        json!({"id": ""}),
+        json!({"id": 3}),
+        json!({"id": "t", "historyLength": "x"}),
+        json!(null),
+    ] {
+        for (method, ver) in [("GetTask", V1), ("tasks/cancel", None), ("SubscribeToTask", V1)] {
+            assert_eq!(
+                code(req(method, p.clone()), ver).0,
+                INVALID_PARAMS,
+                "{method} {p}"
+            );
+        }
+    }
+}
+
+#[test]
+fn text_cap_enforced() {
+    let at = "a".repeat(MAX_TEXT);
+    let p = json!({"message": {"messageId": "m", "parts": [{"text": at}]}});
+    assert!(call(req("message/send", p), None).is_ok());
+    let over = "a".repeat(MAX_TEXT / 2);
+    let p = json!({"message": {"messageId": "m", "parts": [{"text": over}, {"text": over}]}});
+    let e = call(req("message/send", p), None).unwrap_err();
+    assert_eq!(e.code, INVALID_PARAMS);
+    assert!(e.message.contains("exceeds"));
+}

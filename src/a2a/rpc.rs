@@ -1,0 +1,246 @@
+//! JSON-RPC 2.0 for the A2A door: the request envelope (untrusted bytes, capped), the
+//! method table of both A2A generations, the `A2A-Version` check, typed params, and the
+//! rendering of responses and errors. Every failure is an `RpcError`, never a panic.
+
+use super::params::{list_params, send_params, task_params};
+pub use super::params::{Call, ListRequest, Op, SendRequest, TaskRequest};
+use super::Generation;
+use serde_json::{json, Value};
+
+/// The largest request body parsed, bytes (a door is not an upload endpoint).
+pub const MAX_BODY: usize = 1 << 20;
+/// The most message text accepted (all text parts joined), bytes.
+pub const MAX_TEXT: usize = 256 << 10;
+/// The most parts one message may have.
+pub const MAX_PARTS: usize = 64;
+/// The longest request id, message/task/context id or page token accepted, bytes.
+pub const MAX_ID: usize = 256;
+/// ListTasks page size: the default and the cap (larger requests are clamped).
+pub const DEFAULT_PAGE_SIZE: u32 = 50;
+pub const MAX_PAGE_SIZE: u32 = 100;
+
+pub const PARSE_ERROR: i64 = -32700;
+pub const INVALID_REQUEST: i64 = -32600;
+pub const METHOD_NOT_FOUND: i64 = -32601;
+pub const INVALID_PARAMS: i64 = -32602;
+pub const INTERNAL_ERROR: i64 = -32603;
+pub const TASK_NOT_FOUND: i64 = -32001;
+pub const TASK_NOT_CANCELABLE: i64 = -32002;
+pub const PUSH_NOT_SUPPORTED: i64 = -32003;
+pub const UNSUPPORTED_OPERATION: i64 = -32004;
+pub const EXTENDED_CARD_NOT_CONFIGURED: i64 = -32007;
+pub const VERSION_NOT_SUPPORTED: i64 = -32009;
+
+/// Every code this layer (and the door above it) answers with.
+pub const CODES: [i64; 11] = [
+    PARSE_ERROR,
+    INVALID_REQUEST,
+    METHOD_NOT_FOUND,
+    INVALID_PARAMS,
+    INTERNAL_ERROR,
+    TASK_NOT_FOUND,
+    TASK_NOT_CANCELABLE,
+    PUSH_NOT_SUPPORTED,
+    UNSUPPORTED_OPERATION,
+    EXTENDED_CARD_NOT_CONFIGURED,
+    VERSION_NOT_SUPPORTED,
+];
+
+/// A JSON-RPC error answer: `id` is the request's when it was read, else null.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RpcError {
+    pub id: Value,
+    pub code: i64,
+    pub message: String,
+}
+
+impl RpcError {
+    pub fn new(id: &Value, code: i64, message: impl Into<String>) -> RpcError {
+        RpcError {
+            id: id.clone(),
+            code,
+            message: message.into(),
+        }
+    }
+
+    /// The whole response value.
+    pub fn to_json(&self) -> Value {
+        error_response(&self.id, self.code, &self.message, None)
+    }
+}
+
+/// `{"jsonrpc":"2.0","id":…,"result":…}`.
+pub fn result_response(id: &Value, result: Value) -> Value {
+    json!({"jsonrpc": "2.0", "id": id, "result": result})
+}
+
+/// `{"jsonrpc":"2.0","id":…,"error":{code,message,data?}}`.
+pub fn error_response(id: &Value, code: i64, message: &str, data: Option<Value>) -> Value {
+    let mut e = json!({"code": code, "message": message});
+    if let Some(d) = data {
+        e["data"] = d;
+    }
+    json!({"jsonrpc": "2.0", "id": id, "error": e})
+}
+
+/// A response value as body bytes.
+pub fn to_body(v: &Value) -> Vec<u8> {
+    serde_json::to_vec(v).unwrap_or_else(|_| {
+        br#"{"jsonrpc":"2.0","id":null,"error":{"code":-32603,"message":"Internal error"}}"#.to_vec()
+    })
+}
+
+/// The envelope of a well-formed request.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Envelope {
+    /// A string, a number, or null (also when absent: the door answers every request).
+    pub id: Value,
+    pub method: String,
+    pub params: Value,
+}
+
+/// Parse a request body's envelope. Batches (arrays) are not supported: -32600.
+pub fn parse_envelope(body: &[u8]) -> Result<Envelope, RpcError> {
+    let null = Value::Null;
+    if body.len() > MAX_BODY {
+        return Err(RpcError::new(
+            &null,
+            INVALID_REQUEST,
+            format!("Invalid Request: body exceeds {MAX_BODY} bytes"),
+        ));
+    }
+    let v: Value =
+        serde_json::from_slice(body).map_err(|_| RpcError::new(&null, PARSE_ERROR, "Parse error"))?;
+    let Value::Object(mut o) = v else {
+        return Err(RpcError::new(
+            &null,
+            INVALID_REQUEST,
+            "Invalid Request: not a JSON object",
+        ));
+    };
+    let id = match o.remove("id") {
+        None | Some(Value::Null) => Value::Null,
+        Some(Value::String(s)) if s.len() <= MAX_ID => Value::String(s),
+        Some(Value::Number(n)) => Value::Number(n),
+        Some(_) => {
+            return Err(RpcError::new(
+                &null,
+                INVALID_REQUEST,
+                "Invalid Request: id must be a string, a number or null",
+            ))
+        }
+    };
+    if o.get("jsonrpc").and_then(Value::as_str) != Some("2.0") {
+        return Err(RpcError::new(
+            &id,
+            INVALID_REQUEST,
+            "Invalid Request: jsonrpc must be \"2.0\"",
+        ));
+    }
+    let Some(Value::String(method)) = o.remove("method") else {
+        return Err(RpcError::new(
+            &id,
+            INVALID_REQUEST,
+            "Invalid Request: method must be a string",
+        ));
+    };
+    let params = o.remove("params").unwrap_or(Value::Null);
+    Ok(Envelope { id, method, params })
+}
+
+/// What a request asks for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Method {
+    Send,
+    Stream,
+    Get,
+    Cancel,
+    Subscribe,
+    List,
+}
+
+/// The method table: `Ok` for a served method, `Err(code, message)` otherwise
+/// (push-notification config -32003, extended card -32007, unknown -32601).
+pub fn classify(method: &str) -> Result<(Generation, Method), (i64, &'static str)> {
+    use Generation::*;
+    Ok(match method {
+        "message/send" => (V03, Method::Send),
+        "message/stream" => (V03, Method::Stream),
+        "tasks/get" => (V03, Method::Get),
+        "tasks/cancel" => (V03, Method::Cancel),
+        "tasks/resubscribe" => (V03, Method::Subscribe),
+        "SendMessage" => (V10, Method::Send),
+        "SendStreamingMessage" => (V10, Method::Stream),
+        "GetTask" => (V10, Method::Get),
+        "CancelTask" => (V10, Method::Cancel),
+        "ListTasks" => (V10, Method::List),
+        "SubscribeToTask" => (V10, Method::Subscribe),
+        m if m.starts_with("tasks/pushNotificationConfig/")
+            || matches!(
+                m,
+                "CreateTaskPushNotificationConfig"
+                    | "GetTaskPushNotificationConfig"
+                    | "ListTaskPushNotificationConfigs"
+                    | "DeleteTaskPushNotificationConfig"
+            ) =>
+        {
+            return Err((PUSH_NOT_SUPPORTED, "Push notifications are not supported"))
+        }
+        "GetExtendedAgentCard" | "agent/getAuthenticatedExtendedCard" => {
+            return Err((
+                EXTENDED_CARD_NOT_CONFIGURED,
+                "Extended agent card is not configured",
+            ))
+        }
+        _ => return Err((METHOD_NOT_FOUND, "Method not found")),
+    })
+}
+
+/// Whether an `A2A-Version` header value names 1.0 (`1.0`, `1.0.x`).
+pub fn is_supported_v10(header: &str) -> bool {
+    let mut it = header.trim().split('.');
+    let major = it.next().and_then(|p| p.parse::<u32>().ok());
+    let minor = it.next().and_then(|p| p.parse::<u32>().ok());
+    let rest_ok = it.all(|p| p.parse::<u32>().is_ok());
+    major == Some(1) && minor == Some(0) && rest_ok
+}
+
+/// Parse a POST body into a call. `a2a_version` is the `A2A-Version` header. A 1.0
+/// method needs it to name 1.0: a missing header counts as 0.3, as the SDK server has it,
+/// so a 1.0 method without it is -32009 (the SDK client always sends it). 0.3 methods
+/// are not version-checked (the card GET and old clients carry `1.0` or nothing).
+pub fn parse_call(body: &[u8], a2a_version: Option<&str>) -> Result<Call, RpcError> {
+    let env = parse_envelope(body)?;
+    let id = env.id;
+    let (generation, method) = classify(&env.method).map_err(|(c, m)| RpcError::new(&id, c, m))?;
+    if generation == Generation::V10 && !a2a_version.is_some_and(is_supported_v10) {
+        let named = a2a_version.map_or("0.3 (no A2A-Version header)".to_string(), |v| {
+            format!("{:?}", clip(v))
+        });
+        return Err(RpcError::new(
+            &id,
+            VERSION_NOT_SUPPORTED,
+            format!("A2A version {named} is not supported by {}", env.method),
+        ));
+    }
+    let bad = |m: String| RpcError::new(&id, INVALID_PARAMS, format!("Invalid params: {m}"));
+    let Value::Object(p) = env.params else {
+        return Err(bad("params must be an object".into()));
+    };
+    let op = match method {
+        Method::Send => Op::Send(send_params(&p, generation).map_err(bad)?),
+        Method::Stream => Op::Stream(send_params(&p, generation).map_err(bad)?),
+        Method::Get => Op::Get(task_params(&p).map_err(bad)?),
+        Method::Cancel => Op::Cancel(task_params(&p).map_err(bad)?),
+        Method::Subscribe => Op::Subscribe(task_params(&p).map_err(bad)?),
+        Method::List => Op::List(list_params(&p).map_err(bad)?),
+    };
+    Ok(Call { id, generation, op })
+}
+
+fn clip(s: &str) -> String {
+    s.chars().take(32).collect()
+}
+#[cfg(test)]
+#[path = "rpc_tests.rs"]
+mod tests;

@@ -6,6 +6,8 @@ pub mod card;
 pub mod params;
 pub mod rpc;
 pub mod shapes;
+#[cfg(test)]
+mod test_support;
 
 /// The protocol generation a request was made in; the method name decides it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

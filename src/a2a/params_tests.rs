@@ -5,24 +5,7 @@ use crate::a2a::rpc::*;
 use crate::a2a::shapes::State;
 use serde_json::json;
 
-const V1: Option<&str> = Some("1.0");
-
-fn body(v: Value) -> Vec<u8> {
-    serde_json::to_vec(&v).unwrap()
-}
-
-fn call(v: Value, ver: Option<&str>) -> Result<Call, RpcError> {
-    parse_call(&body(v), ver)
-}
-
-fn code(v: Value, ver: Option<&str>) -> (i64, Value) {
-    let e = call(v, ver).unwrap_err();
-    (e.code, e.id)
-}
-
-fn req(method: &str, params: Value) -> Value {
-    json!({"jsonrpc": "2.0", "id": "abc", "method": method, "params": params})
-}
+use crate::a2a::test_support::{call, code, req, V1};
 
 #[test]
 fn list_parses_filters_and_caps() {

@@ -3,24 +3,7 @@
 use super::*;
 use crate::a2a::Generation::{V03, V10};
 
-const V1: Option<&str> = Some("1.0");
-
-fn body(v: Value) -> Vec<u8> {
-    serde_json::to_vec(&v).unwrap()
-}
-
-fn call(v: Value, ver: Option<&str>) -> Result<Call, RpcError> {
-    parse_call(&body(v), ver)
-}
-
-fn code(v: Value, ver: Option<&str>) -> (i64, Value) {
-    let e = call(v, ver).unwrap_err();
-    (e.code, e.id)
-}
-
-fn req(method: &str, params: Value) -> Value {
-    json!({"jsonrpc": "2.0", "id": "abc", "method": method, "params": params})
-}
+use crate::a2a::test_support::{call, code, req, V1};
 
 #[test]
 fn sdk_v10_send_bodies_parse() {

@@ -383,3 +383,34 @@ fn follow_tails_a_growing_trace_until_the_session_ends() {
         "{o}"
     );
 }
+
+/// The events the agent runtime writes beside the documented ones: a retried model call
+/// and a failed hook, each shown as a failure line with its reason.
+#[test]
+fn retries_and_hook_failures_show_as_failures() {
+    let t = TempDir::new("trace-agent-extra");
+    let path = t.path().join("trace.jsonl");
+    let lines = [
+        json!({"event_type": "session_start", "session_id": "ses_x", "timestamp": 1, "capsule_name": "a", "capsule_version": "1"}),
+        json!({"event_type": "inference_retry", "session_id": "ses_x", "timestamp": 2, "turn": 1, "attempt": 1, "delay_ms": 500, "reason": "provider returned 429: slow down"}),
+        json!({"event_type": "hook_error", "session_id": "ses_x", "timestamp": 3, "hook_name": "h", "binding": "on-session-start", "error": "guest trapped (deadline): x"}),
+        json!({"event_type": "session_end", "session_id": "ses_x", "timestamp": 4, "exit_status": "ok"}),
+    ];
+    let body: String = lines.iter().map(|l| format!("{l}\n")).collect();
+    std::fs::write(&path, body).unwrap();
+    let out = trace_cmd(&[path.to_str().unwrap()], &[]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    let retry = line_with(&stdout, "retry 1 in 500 ms");
+    assert_eq!(mark(retry), '!', "{retry}");
+    assert!(
+        retry.ends_with("turn 1: retry 1 in 500 ms: provider returned 429: slow down"),
+        "{retry}"
+    );
+    let hook = line_with(&stdout, "hook h failed");
+    assert_eq!(mark(hook), '!', "{hook}");
+    assert!(
+        hook.ends_with("hook h failed on on-session-start: guest trapped (deadline): x"),
+        "{hook}"
+    );
+}

@@ -273,6 +273,27 @@ impl Timeline {
                     num(o, "duration_ms")
                 ),
             ),
+            "hook_error" => one(
+                '!',
+                i,
+                format!(
+                    "hook {} failed on {}: {}",
+                    s(o, "hook_name"),
+                    s(o, "binding"),
+                    s(o, "error")
+                ),
+            ),
+            "inference_retry" => one(
+                '!',
+                i + 2,
+                format!(
+                    "turn {}: retry {} in {} ms: {}",
+                    num(o, "turn"),
+                    num(o, "attempt"),
+                    num(o, "delay_ms"),
+                    s(o, "reason")
+                ),
+            ),
             "hook_dispatch_error" => one(
                 '!',
                 i,

@@ -376,3 +376,22 @@ fn a_hook_blocked_past_its_deadline_is_cut_at_it_and_the_session_ends_ok() {
         "cut at 2 s, not at the 30 s default: {elapsed:?}"
     );
 }
+
+/// A hook's own entry may lower its deadline below the capsule's (never raise it): a
+/// sleeping hook granted `limits: {deadline_seconds: 1}` is cut after about a second while
+/// the capsule keeps the 30 s hook default.
+#[test]
+fn a_hook_entry_lowers_its_own_deadline() {
+    let w = World::new("hooks-own-deadline");
+    publish_hook(&w.reg, "hook-sleep");
+    let p = Provider::start(vec![Step::text("all good")]);
+    let mut spec = Spec::new(Drv::OpenAi, &p);
+    spec.artifacts = vec![hook_entry("hook-sleep", Some("{limits: {deadline_seconds: 1}}"))];
+    w.manifest(&spec);
+    let run = w.run("carry on", &[]);
+    run.assert_ok();
+    assert!(run.elapsed < Duration::from_secs(10), "{:?}", run.elapsed);
+    let lines = hook_log_lines(&w, &run.sid(), "hook-sleep");
+    assert_eq!(lines.len(), 1, "{lines:?}");
+    assert!(lines[0].contains("deadline of 1 s exceeded"), "{lines:?}");
+}

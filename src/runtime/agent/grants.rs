@@ -90,6 +90,29 @@ pub fn narrow_network(
     (kept, warnings)
 }
 
+/// An artifact's limits: its entry's `capabilities.limits` can only lower the capsule's
+/// (each cap the smaller of the two; a deadline the entry sets, at most the ceiling's).
+/// The deadline returned is for a hook call when `hook`, else for a tool or driver call.
+pub fn narrow_limits(ceiling: &Limits, entry: Option<&Capabilities>, hook: bool) -> (Limits, u64) {
+    let base = if hook {
+        ceiling.hook_deadline()
+    } else {
+        ceiling.deadline()
+    };
+    let Some(e) = entry else {
+        return (*ceiling, base);
+    };
+    let l = &e.limits;
+    let limits = Limits {
+        memory_bytes: l.memory_bytes.min(ceiling.memory_bytes),
+        table_elements: l.table_elements.min(ceiling.table_elements),
+        instances: l.instances.min(ceiling.instances),
+        deadline_seconds: ceiling.deadline_seconds,
+    };
+    let deadline = l.deadline_seconds.map_or(base, |d| d.min(base));
+    (limits, deadline)
+}
+
 /// Whether `scope` (relative to the workdir) lies within the capsule's `ceiling` scope.
 pub fn scope_within(ceiling: Option<&str>, scope: &str) -> bool {
     match ceiling {
@@ -223,6 +246,25 @@ mod tests {
         assert!(w[0].message.contains("evil.example.com"));
         let (kept, w) = narrow_network(&ceiling, &[], "t");
         assert!(kept.is_empty() && w.is_empty());
+    }
+
+    #[test]
+    fn limits_only_go_down() {
+        let ceiling = Limits {
+            memory_bytes: 1 << 20,
+            deadline_seconds: Some(60),
+            ..Limits::default()
+        };
+        let mut entry = Capabilities::default();
+        entry.limits.memory_bytes = 1 << 30;
+        entry.limits.table_elements = 10;
+        entry.limits.deadline_seconds = Some(600);
+        let (l, d) = narrow_limits(&ceiling, Some(&entry), false);
+        assert_eq!((l.memory_bytes, l.table_elements, d), (1 << 20, 10, 60));
+        entry.limits.deadline_seconds = Some(5);
+        assert_eq!(narrow_limits(&ceiling, Some(&entry), true).1, 5);
+        assert_eq!(narrow_limits(&Limits::default(), None, true).1, 30);
+        assert_eq!(narrow_limits(&Limits::default(), None, false).1, 600);
     }
 
     #[test]

@@ -195,6 +195,7 @@ pub fn run(p: Prelude<'_>) -> Result<u8, Diagnostic> {
             &layout.preopen_dir,
         )?;
         warnings.extend(n.warnings);
+        let (limits, deadline) = grants::narrow_limits(&caps.limits, r.entry.capabilities.as_ref(), false);
         let mut env: Vec<(String, String)> = allowed_env
             .iter()
             .filter(|(k, _)| n.env_names.as_ref().is_none_or(|names| names.contains(k)))
@@ -206,8 +207,8 @@ pub fn run(p: Prelude<'_>) -> Result<u8, Diagnostic> {
             preopen: n.preopen,
             env,
             network_allow: n.network_allow,
-            limits: caps.limits,
-            deadline: caps.limits.deadline(),
+            limits,
+            deadline,
             stdout: out_sink
                 .write_end
                 .try_clone()

@@ -104,6 +104,8 @@ pub fn grant(
             .cloned()
             .collect();
         env.extend(base.identity.iter().cloned());
+        let (limits, deadline) =
+            grants::narrow_limits(&base.ceiling.limits, r.entry.capabilities.as_ref(), true);
         let log = base.records.append(&format!("logs/hook-{}.log", r.bare)).ok();
         hooks.push(Hook {
             name: r.bare.clone(),
@@ -113,8 +115,8 @@ pub fn grant(
                 preopen: n.preopen,
                 env,
                 network_allow: n.network_allow,
-                limits: base.ceiling.limits,
-                deadline: base.ceiling.limits.hook_deadline(),
+                limits,
+                deadline,
                 stdout: base.stdout.try_clone().map_err(io)?,
                 stderr: base.stderr.try_clone().map_err(io)?,
             },

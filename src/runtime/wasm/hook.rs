@@ -3,7 +3,7 @@
 //! grants, limiter and deadline, like tools and drivers.
 
 use super::host::Host;
-use super::invoke::{bounded, classify, deadline_outcome};
+use super::invoke::guest_call;
 use super::Outcome;
 use crate::diag::Diagnostic;
 use wasmtime::component::Component;
@@ -61,10 +61,6 @@ impl Prepared {
                 .call_on_event(&mut store, event)
                 .await
         };
-        Ok(match bounded(&self.engine, deadline_secs, call)? {
-            None => Err(deadline_outcome(deadline_secs, true)),
-            Some(Err(e)) => Err(classify(&e, deadline_secs)),
-            Some(Ok(r)) => Ok(r),
-        })
+        guest_call(&self.engine, deadline_secs, call)
     }
 }

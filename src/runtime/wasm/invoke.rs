@@ -50,7 +50,7 @@ pub enum Outcome {
     Trapped { kind: TrapKind, message: String },
 }
 
-pub(super) fn deadline_outcome(deadline_secs: u64, blocked: bool) -> Outcome {
+fn deadline_outcome(deadline_secs: u64, blocked: bool) -> Outcome {
     let how = if blocked { ", blocked in a host call" } else { "" };
     Outcome::Trapped {
         kind: TrapKind::Deadline,
@@ -60,7 +60,7 @@ pub(super) fn deadline_outcome(deadline_secs: u64, blocked: bool) -> Outcome {
     }
 }
 
-pub(super) fn classify(e: &wasmtime::Error, deadline_secs: u64) -> Outcome {
+fn classify(e: &wasmtime::Error, deadline_secs: u64) -> Outcome {
     if let Some(limit) = e.downcast_ref::<LimitExceeded>() {
         return Outcome::Trapped {
             kind: TrapKind::ResourceLimit,
@@ -201,6 +201,21 @@ pub fn bounded<F: Future>(
     drop(stop);
     let _ = clock.join();
     Ok(ended)
+}
+
+/// A tool, driver or hook call (`call`, one guest invocation on a store whose epoch
+/// deadline is `deadline_secs`) run to its value, or to the trap that ended it: the
+/// deadline (blocked in a host call or not), the limiter, or a panic.
+pub fn guest_call<T, F: Future<Output = wasmtime::Result<T>>>(
+    engine: &Engine,
+    deadline_secs: u64,
+    call: F,
+) -> Result<Result<T, Outcome>, Diagnostic> {
+    Ok(match bounded(engine, deadline_secs, call)? {
+        None => Err(deadline_outcome(deadline_secs, true)),
+        Some(Err(e)) => Err(classify(&e, deadline_secs)),
+        Some(Ok(v)) => Ok(v),
+    })
 }
 
 /// Instantiate `component` with `host` and call its `run`.

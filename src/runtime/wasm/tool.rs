@@ -3,7 +3,7 @@
 //! its own grants, limiter and deadline.
 
 use super::host::Host;
-use super::invoke::{bounded, classify, deadline_outcome};
+use super::invoke::guest_call;
 use super::{Outcome, TrapKind};
 use crate::diag::Diagnostic;
 use wasmtime::component::Component;
@@ -94,22 +94,18 @@ impl Prepared {
             let tool: Tool = self.pre.instantiate_async(&mut store).await?;
             tool.murmur_tool_run().call_run(&mut store, &input).await
         };
-        Ok(match bounded(&self.engine, deadline_secs, call)? {
-            None => Err(deadline_outcome(deadline_secs, true)),
-            Some(Err(e)) => Err(classify(&e, deadline_secs)),
-            Some(Ok(r)) => Ok(ToolReply {
-                status: match r.status {
-                    Status::Passed => ToolStatus::Passed,
-                    Status::Failed => ToolStatus::Failed,
-                    Status::Error => ToolStatus::Error,
-                },
-                summary: r.summary,
-                data: r.data,
-                data_path: r.data_path,
-                truncated: r.truncated,
-                metadata: r.metadata,
-            }),
-        })
+        Ok(guest_call(&self.engine, deadline_secs, call)?.map(|r| ToolReply {
+            status: match r.status {
+                Status::Passed => ToolStatus::Passed,
+                Status::Failed => ToolStatus::Failed,
+                Status::Error => ToolStatus::Error,
+            },
+            summary: r.summary,
+            data: r.data,
+            data_path: r.data_path,
+            truncated: r.truncated,
+            metadata: r.metadata,
+        }))
     }
 }
 

@@ -399,7 +399,7 @@ fn a_two_turn_task_traces_each_event_with_its_exact_fields() {
     assert_eq!(keys(t), sorted(&["task_id", "context_id", "source"]));
     assert!(hex_id(&t["task_id"], "tsk_"), "{t}");
     assert!(hex_id(&t["context_id"], "ctx_"), "{t}");
-    assert_eq!(t["source"], "task.md");
+    assert_eq!(t["source"], "file");
 
     let inference_keys = sorted(&[
         "turn",

@@ -88,7 +88,7 @@ fn a_recording_hook_bound_to_nothing_writes_one_line_per_session_event_in_order(
     let want = [
         "session-start".to_string(),
         format!(
-            "task-start task={task_id} context={context_id} source=task.md bytes={}",
+            "task-start task={task_id} context={context_id} source=file bytes={}",
             task.len()
         ),
         "inference turn=1 decision=tool_call input_tokens=10 output_tokens=5".into(),

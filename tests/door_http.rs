@@ -83,7 +83,7 @@ fn the_door_answers_only_its_own_loopback_host() {
         assert_eq!(status, 200, "{host}: {body}");
         let card: serde_json::Value = serde_json::from_str(&body).unwrap();
         assert_eq!(card["name"], "probe");
-        assert_eq!(card["url"], format!("http://localhost:{port}"));
+        assert_eq!(card["url"], format!("localhost:{port}"));
     }
     // The project's own client, given the URL the card advertises, is served.
     let resp = murmur::http::client::get(

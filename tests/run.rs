@@ -96,7 +96,7 @@ fn a_spinning_guest_is_trapped_by_the_deadline() {
         "tests/fixtures/spin/capsule.wasm",
         "capabilities:\n  limits:\n    deadline_seconds: 1\n",
     );
-    let out = mur(&t, &["--manifest", &manifest_arg(&dir)], &[]);
+    let out = mur(&t, &["--manifest", &manifest_arg(&dir), "--task", "go"], &[]);
     assert_eq!(out.status.code(), Some(1));
     let stderr = text(&out.stderr);
     assert!(
@@ -117,7 +117,7 @@ fn a_growing_guest_is_trapped_by_the_limiter() {
         "tests/fixtures/grow/capsule.wasm",
         "capabilities:\n  limits:\n    memory_bytes: 67108864\n    deadline_seconds: 30\n",
     );
-    let out = mur(&t, &["--manifest", &manifest_arg(&dir)], &[]);
+    let out = mur(&t, &["--manifest", &manifest_arg(&dir), "--task", "go"], &[]);
     assert_eq!(out.status.code(), Some(1));
     let stderr = text(&out.stderr);
     assert!(
@@ -133,7 +133,7 @@ fn a_growing_guest_is_trapped_by_the_limiter() {
 fn a_guest_panic_is_its_own_outcome() {
     let t = TempDir::new("run-panic");
     let dir = capsule(&t, "tests/fixtures/panic/capsule.wasm", "");
-    let out = mur(&t, &["--manifest", &manifest_arg(&dir)], &[]);
+    let out = mur(&t, &["--manifest", &manifest_arg(&dir), "--task", "go"], &[]);
     assert_eq!(out.status.code(), Some(1));
     let stderr = text(&out.stderr);
     assert!(
@@ -238,7 +238,7 @@ fn outbound_http_passes_the_gate_only_for_allowed_destinations() {
 fn an_unknown_tool_is_an_error_value_not_a_trap() {
     let t = TempDir::new("run-tool");
     let dir = capsule(&t, "tests/fixtures/tool/capsule.wasm", "");
-    let out = mur(&t, &["--manifest", &manifest_arg(&dir)], &[]);
+    let out = mur(&t, &["--manifest", &manifest_arg(&dir), "--task", "go"], &[]);
     assert_eq!(out.status.code(), Some(0), "stderr: {}", text(&out.stderr));
     let report =
         std::fs::read_to_string(dir.join("workdir").join(session_of(&out)).join("out/result.txt")).unwrap();
@@ -319,7 +319,16 @@ fn a_queue_sleep_capsule_serves_its_card_until_sigterm() {
     let body: serde_json::Value = serde_json::from_str(common::body_of(&card)).unwrap();
     assert_eq!(body["name"], "probe");
     assert_eq!(body["version"], "0.2.0");
-    assert_eq!(body["url"], format!("http://{}", line["url"].as_str().unwrap()));
+    // The spec's `url` is `localhost:<port>`; A2A clients use supportedInterfaces.
+    assert_eq!(body["url"], line["url"].as_str().unwrap());
+    let port = hostport.rsplit(':').next().unwrap();
+    for (i, version) in ["1.0", "0.3"].iter().enumerate() {
+        assert_eq!(body["supportedInterfaces"][i]["protocolVersion"], *version);
+        assert_eq!(
+            body["supportedInterfaces"][i]["url"],
+            format!("http://127.0.0.1:{port}/")
+        );
+    }
     assert!(body["capabilities"].is_object());
     let missing = get("/nope");
     assert_eq!(common::status_of(&missing), 404);
@@ -443,7 +452,7 @@ fn bad_components_are_clear_errors() {
         std::fs::create_dir_all(&dir).unwrap();
         std::fs::write(dir.join("murmur.yaml"), "name: bad\nversion: 0.1.0\n").unwrap();
         std::fs::write(dir.join("capsule.wasm"), bytes).unwrap();
-        let out = mur(&t, &["--manifest", &manifest_arg(&dir)], &[]);
+        let out = mur(&t, &["--manifest", &manifest_arg(&dir), "--task", "go"], &[]);
         assert_eq!(out.status.code(), Some(1), "{label}");
         let stderr = text(&out.stderr);
         assert!(stderr.starts_with(want), "{label}: {stderr}");
@@ -452,7 +461,7 @@ fn bad_components_are_clear_errors() {
     let dir = t.path().join("missing");
     std::fs::create_dir_all(&dir).unwrap();
     std::fs::write(dir.join("murmur.yaml"), "name: bad\nversion: 0.1.0\n").unwrap();
-    let out = mur(&t, &["--manifest", &manifest_arg(&dir)], &[]);
+    let out = mur(&t, &["--manifest", &manifest_arg(&dir), "--task", "go"], &[]);
     assert_eq!(out.status.code(), Some(1));
     assert!(
         text(&out.stderr).starts_with("error[E-BLD-003]: no capsule.wasm"),
@@ -489,9 +498,9 @@ fn the_second_launch_uses_the_cache_and_a_corrupt_entry_is_rebuilt() {
     let bootstrap = |out: &Output| {
         std::fs::read_to_string(records(&t, &session_of(out)).join("logs/bootstrap.log")).unwrap()
     };
-    let first = mur(&t, &["--manifest", &manifest_arg(&dir)], &[]);
+    let first = mur(&t, &["--manifest", &manifest_arg(&dir), "--task", "go"], &[]);
     assert!(bootstrap(&first).contains("Compiled { stored: true, rejected: None }"));
-    let second = mur(&t, &["--manifest", &manifest_arg(&dir)], &[]);
+    let second = mur(&t, &["--manifest", &manifest_arg(&dir), "--task", "go"], &[]);
     assert!(bootstrap(&second).contains(": Cached"), "{}", bootstrap(&second));
     let entry = std::fs::read_dir(t.path().join("cache"))
         .unwrap()
@@ -503,14 +512,14 @@ fn the_second_launch_uses_the_cache_and_a_corrupt_entry_is_rebuilt() {
     let last = bytes.len() - 1;
     bytes[last] ^= 0xff;
     std::fs::write(&entry, bytes).unwrap();
-    let third = mur(&t, &["--manifest", &manifest_arg(&dir)], &[]);
+    let third = mur(&t, &["--manifest", &manifest_arg(&dir), "--task", "go"], &[]);
     assert_eq!(third.status.code(), Some(0));
     let log = bootstrap(&third);
     assert!(
         log.contains("rejected: Some(\"the entry's checksum does not match its bytes\")"),
         "{log}"
     );
-    let fourth = mur(&t, &["--manifest", &manifest_arg(&dir)], &[]);
+    let fourth = mur(&t, &["--manifest", &manifest_arg(&dir), "--task", "go"], &[]);
     assert!(bootstrap(&fourth).contains(": Cached"));
 }
 

@@ -130,7 +130,7 @@ fn memory_bytes_caps_the_sum_of_all_memories() {
     let t = TempDir::new("hostile-multimem");
     let limits = |bytes: u64| format!("capabilities:\n  limits:\n    memory_bytes: {bytes}\n");
     let dir = capsule(&t, "tests/fixtures/multimem/capsule.wasm", &limits(128 << 20));
-    let out = mur(&t, &["--manifest", &manifest_arg(&dir)], &[]);
+    let out = mur(&t, &["--manifest", &manifest_arg(&dir), "--task", "go"], &[]);
     assert_eq!(out.status.code(), Some(1), "stdout: {}", text(&out.stdout));
     let stderr = text(&out.stderr);
     assert!(
@@ -141,7 +141,7 @@ fn memory_bytes_caps_the_sum_of_all_memories() {
     // With room for all three it runs: the cap is on the sum, nothing else refused it.
     let t2 = TempDir::new("hostile-multimem-ok");
     let dir = capsule(&t2, "tests/fixtures/multimem/capsule.wasm", &limits(256 << 20));
-    let out = mur(&t2, &["--manifest", &manifest_arg(&dir)], &[]);
+    let out = mur(&t2, &["--manifest", &manifest_arg(&dir), "--task", "go"], &[]);
     assert_eq!(out.status.code(), Some(0), "stderr: {}", text(&out.stderr));
 }
 
@@ -150,7 +150,7 @@ fn memory_bytes_caps_the_sum_of_all_memories() {
 fn the_number_of_memories_is_capped() {
     let t = TempDir::new("hostile-manymem");
     let dir = capsule(&t, "tests/fixtures/manymem/capsule.wasm", "");
-    let out = mur(&t, &["--manifest", &manifest_arg(&dir)], &[]);
+    let out = mur(&t, &["--manifest", &manifest_arg(&dir), "--task", "go"], &[]);
     assert_eq!(out.status.code(), Some(1), "stdout: {}", text(&out.stdout));
     let stderr = text(&out.stderr);
     assert!(stderr.contains("guest trapped (resource_limit)"), "{stderr}");
@@ -282,7 +282,7 @@ fn host_resources_a_guest_hoards_are_capped() {
 fn a_cache_entry_only_serves_the_component_it_was_compiled_from() {
     let t = TempDir::new("hostile-cache-swap");
     let hello = capsule(&t, "examples/hello/capsule.wasm", "");
-    let out = mur(&t, &["--manifest", &manifest_arg(&hello)], &[]);
+    let out = mur(&t, &["--manifest", &manifest_arg(&hello), "--task", "go"], &[]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     let cache = t.path().join("cache");
     let entry = std::fs::read_dir(&cache).unwrap().next().unwrap().unwrap().path();
@@ -297,7 +297,7 @@ fn a_cache_entry_only_serves_the_component_it_was_compiled_from() {
         "tests/fixtures/spin/capsule.wasm",
         "capabilities:\n  limits:\n    deadline_seconds: 1\n",
     );
-    let out = mur(&t, &["--manifest", &manifest_arg(&spin)], &[]);
+    let out = mur(&t, &["--manifest", &manifest_arg(&spin), "--task", "go"], &[]);
     assert_eq!(out.status.code(), Some(1), "the hello entry ran in spin's place");
     let sid = session_of(&out);
     assert_eq!(event(&trace(&t, &sid), "trap")["trap_kind"], "deadline");

@@ -1,10 +1,13 @@
-//! One connection's state machine: read the request, wait for the answer, write it, close.
+//! One connection's state machine: read the request, wait for the answer (or stream
+//! chunks of it), write it, close.
 
 use super::request::{Progress, Reader};
 use super::{Limits, Request, Response};
 use mio::net::TcpStream;
 use std::io::{self, ErrorKind, Read, Write};
 use std::net::Shutdown;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 const INTERIM_CONTINUE: &[u8] = b"HTTP/1.1 100 Continue\r\n\r\n";
@@ -13,6 +16,11 @@ const INTERIM_CONTINUE: &[u8] = b"HTTP/1.1 100 Continue\r\n\r\n";
 const LINGER_BYTES: usize = 64 * 1024;
 /// Longest wait for the peer to close after the response is out.
 const LINGER_TIME: Duration = Duration::from_secs(2);
+/// The comment line a stream writes when it has been quiet for `Limits::keepalive`.
+pub const KEEPALIVE: &[u8] = b": keep-alive\n\n";
+
+/// The answer made on the loop when a deferred request's wait runs out.
+pub type Fallback = Box<dyn FnOnce() -> Response + Send>;
 
 /// Where a connection is in its life.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -21,6 +29,9 @@ pub enum Phase {
     Reading,
     /// The handler deferred; waiting for its ticket.
     Waiting,
+    /// Writing a streamed response's chunks as they come; the body ends when the stream
+    /// does (the connection closes).
+    Streaming,
     /// Writing the response.
     Writing,
     /// Response sent and write side shut; draining input until the peer closes.
@@ -69,6 +80,24 @@ pub struct Conn {
     out: Vec<u8>,
     sent: usize,
     drained: usize,
+    /// What a deferred request answers when its wait runs out (else a 503).
+    pub fallback: Option<Fallback>,
+    /// A stream's "closed" flag, shared with its [`super::Stream`] handle.
+    pub closed: Option<Arc<AtomicBool>>,
+    keepalive: Duration,
+    max_backlog: usize,
+    /// A keep-alive found bytes of the previous one still unsent.
+    stalled: bool,
+    /// Unsent response bytes this connection has charged to the server's total.
+    pub queued: usize,
+}
+
+impl Drop for Conn {
+    fn drop(&mut self) {
+        if let Some(c) = &self.closed {
+            c.store(true, Ordering::SeqCst);
+        }
+    }
 }
 
 impl Conn {
@@ -86,7 +115,68 @@ impl Conn {
             out: Vec::new(),
             sent: 0,
             drained: 0,
+            fallback: None,
+            closed: None,
+            keepalive: limits.keepalive,
+            max_backlog: limits.max_stream_backlog,
+            stalled: false,
+            queued: 0,
         }
+    }
+
+    /// Response bytes written to this connection but not yet taken by the client.
+    pub fn unsent(&self) -> usize {
+        self.out.len() - self.sent
+    }
+
+    /// Start a streamed response with `head`; chunks follow through [`Conn::push`].
+    pub fn start_stream(&mut self, head: &Response, closed: Arc<AtomicBool>, now: Instant) -> Step {
+        self.out.extend_from_slice(&head.encode_stream_head());
+        self.closed = Some(closed);
+        self.phase = Phase::Streaming;
+        self.deadline = now + self.keepalive;
+        self.flush()
+    }
+
+    /// Queue a chunk of a stream. A client that leaves more than the backlog cap unread is
+    /// dropped.
+    pub fn push(&mut self, chunk: &[u8], now: Instant) -> Step {
+        if self.phase != Phase::Streaming {
+            return Step::Idle;
+        }
+        // A client that reads keeps up: a chunk is always taken when nothing is waiting.
+        let waiting = self.out.len() - self.sent;
+        if waiting > 0 && waiting + chunk.len() > self.max_backlog {
+            return Step::Close;
+        }
+        self.out.extend_from_slice(chunk);
+        self.deadline = now + self.keepalive;
+        self.flush()
+    }
+
+    /// The stream is over: write what is queued, then close.
+    pub fn end_stream(&mut self, now: Instant) -> Step {
+        if self.phase != Phase::Streaming {
+            return Step::Idle;
+        }
+        self.phase = Phase::Writing;
+        self.deadline = now + self.write_timeout;
+        self.flush()
+    }
+
+    /// A stream's quiet period ran out: write a keep-alive comment, unless the client has
+    /// not read the previous one either (then it is dropped).
+    pub fn keep_alive(&mut self, now: Instant) -> Step {
+        if self.sent < self.out.len() {
+            if self.stalled {
+                return Step::Close;
+            }
+            self.stalled = true;
+            self.deadline = now + self.keepalive;
+            return self.flush();
+        }
+        self.stalled = false;
+        self.push(KEEPALIVE, now)
     }
 
     /// Read what the socket has and advance the reader, charging the body bytes it holds
@@ -190,6 +280,11 @@ impl Conn {
                 Err(e) if e.kind() == ErrorKind::Interrupted => {}
                 Err(_) => return Step::Close,
             }
+        }
+        if self.phase == Phase::Streaming {
+            self.out = Vec::new();
+            self.sent = 0;
+            return Step::Idle;
         }
         if self.phase == Phase::Writing {
             self.out = Vec::new();

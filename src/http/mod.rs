@@ -1,9 +1,11 @@
 //! The small HTTP/1.1 layer every listener in the project uses: the roost, the capsule's
 //! A2A door and the `/resources/` planes.
 //!
-//! One thread runs a mio event loop ([`serve`]); a handler answers each request at once or
-//! defers it with a [`Ticket`] that another thread completes. Every response closes its
-//! connection. [`client`] is the matching blocking client for the runtime's own calls.
+//! One thread runs a mio event loop ([`serve`]); a handler answers each request at once,
+//! defers it with a [`Ticket`] that another thread completes (optionally with a fallback
+//! answer made on the loop when the wait runs out), or opens a server-sent-event stream
+//! whose chunks another thread pushes through a [`Stream`] while the loop writes keep-alive
+//! comments. Every response closes its connection. [`client`] is the matching blocking client for the runtime's own calls.
 //! [`guard`] keeps web pages out of every loopback listener (Host, Origin, content type).
 
 pub mod client;
@@ -16,7 +18,7 @@ mod server;
 pub use guard::require_json;
 pub use request::{Refusal, Request};
 pub use response::Response;
-pub use server::{serve, Controller, Exchange, Handler, Reply, Server, Ticket};
+pub use server::{serve, Controller, Exchange, Handler, Reply, Server, Stream, Ticket};
 
 use std::time::Duration;
 
@@ -48,6 +50,14 @@ pub struct Limits {
     /// `host` must be `127.0.0.1:P` or `localhost:P` (P the bound port) and there must be no
     /// `origin` (see [`guard`]). Checked on the head, before the body is read.
     pub loopback_only: bool,
+    /// A stream that has written nothing for this long gets a keep-alive comment line.
+    pub keepalive: Duration,
+    /// Most unsent bytes a stream may hold for a client that does not read; beyond it the
+    /// connection is dropped (a chunk is always taken when nothing is waiting).
+    pub max_stream_backlog: usize,
+    /// Most unsent response bytes held across all connections (responses and streams to
+    /// clients that do not read); a connection that takes the total past it is dropped.
+    pub max_unsent: usize,
 }
 
 impl Default for Limits {
@@ -62,6 +72,9 @@ impl Default for Limits {
             max_connections: 1024,
             max_buffered: 64 * 1024 * 1024,
             loopback_only: true,
+            keepalive: Duration::from_secs(3),
+            max_stream_backlog: 1024 * 1024,
+            max_unsent: 64 * 1024 * 1024,
         }
     }
 }

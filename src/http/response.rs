@@ -88,6 +88,23 @@ impl Response {
     }
 }
 
+impl Response {
+    /// The head of a response whose body is a stream ended by closing the connection: no
+    /// `content-length`, `connection: close`.
+    pub fn encode_stream_head(&self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(128);
+        out.extend_from_slice(format!("HTTP/1.1 {} {}\r\n", self.status, reason(self.status)).as_bytes());
+        for (name, value) in &self.headers {
+            out.extend_from_slice(name.as_bytes());
+            out.extend_from_slice(b": ");
+            out.extend_from_slice(value.as_bytes());
+            out.extend_from_slice(b"\r\n");
+        }
+        out.extend_from_slice(b"connection: close\r\n\r\n");
+        out
+    }
+}
+
 /// The standard reason phrase for the codes this project sends.
 pub fn reason(status: u16) -> &'static str {
     match status {

@@ -1,7 +1,8 @@
 //! The event loop: accepts, drives each connection's state machine, runs the handler, and
-//! completes deferred answers that other threads send back through a channel and a waker.
+//! completes deferred answers and stream chunks that other threads send back through a
+//! channel and a waker.
 
-use super::conn::{refuse_over_capacity, Budget, Conn, Phase, Step};
+use super::conn::{refuse_over_capacity, Budget, Conn, Fallback, Phase, Step};
 use super::{Limits, Request, Response};
 use mio::net::TcpListener;
 use mio::{Events, Interest, Poll, Token, Waker};
@@ -13,7 +14,7 @@ use std::net::SocketAddr;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{channel, Receiver, Sender};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 const LISTENER: Token = Token(usize::MAX - 1);
@@ -26,8 +27,12 @@ pub enum Reply {
     /// Answer now.
     Now(Response),
     /// Answer later through the [`Ticket`] from [`Exchange::defer`]. Without one, or if it is
-    /// never completed, the client gets a 503 at the deadline.
+    /// never completed, the client gets a 503 (or the fallback of [`Exchange::defer_or`]) at
+    /// the deadline.
     Later,
+    /// Start a streamed response with this head (its body is ignored); chunks follow through
+    /// the [`Stream`] from [`Exchange::stream`].
+    Stream(Response),
 }
 
 impl From<Response> for Reply {
@@ -49,10 +54,16 @@ impl<F: FnMut(&Request, &Exchange<'_>) -> Reply> Handler for F {
     }
 }
 
+enum Delivery {
+    Answer(Response),
+    Chunk(Vec<u8>),
+    End,
+}
+
 struct Completion {
     slot: usize,
     generation: u64,
-    resp: Response,
+    what: Delivery,
 }
 
 /// The context of one request: who sent it, and how to answer it later.
@@ -63,6 +74,8 @@ pub struct Exchange<'a> {
     tx: &'a Sender<Completion>,
     waker: &'a Arc<Waker>,
     deferred: Cell<Option<Duration>>,
+    fallback: Cell<Option<Fallback>>,
+    closed: Cell<Option<Arc<AtomicBool>>>,
 }
 
 impl Exchange<'_> {
@@ -81,6 +94,69 @@ impl Exchange<'_> {
             tx: self.tx.clone(),
             waker: Arc::clone(self.waker),
         }
+    }
+
+    /// [`Exchange::defer`], and when `timeout` passes without an answer the loop answers
+    /// with what `fallback` makes then (run on the loop thread: it must not block).
+    pub fn defer_or(
+        &self,
+        timeout: Duration,
+        fallback: impl FnOnce() -> Response + Send + 'static,
+    ) -> Ticket {
+        self.fallback.set(Some(Box::new(fallback)));
+        self.defer(timeout)
+    }
+
+    /// A handle to push the chunks of a streamed response from any thread; return
+    /// [`Reply::Stream`] with the head.
+    pub fn stream(&self) -> Stream {
+        let closed = Arc::new(AtomicBool::new(false));
+        self.closed.set(Some(Arc::clone(&closed)));
+        Stream {
+            slot: self.slot,
+            generation: self.generation,
+            tx: self.tx.clone(),
+            waker: Arc::clone(self.waker),
+            closed,
+        }
+    }
+}
+
+/// The sending end of one streamed response. `Send`; each call wakes the loop.
+pub struct Stream {
+    slot: usize,
+    generation: u64,
+    tx: Sender<Completion>,
+    waker: Arc<Waker>,
+    closed: Arc<AtomicBool>,
+}
+
+impl Stream {
+    fn deliver(&self, what: Delivery) -> bool {
+        if self.is_closed() {
+            return false;
+        }
+        let c = Completion {
+            slot: self.slot,
+            generation: self.generation,
+            what,
+        };
+        self.tx.send(c).is_ok() && self.waker.wake().is_ok()
+    }
+
+    /// Queue `chunk`; false once the connection is gone.
+    pub fn send(&self, chunk: Vec<u8>) -> bool {
+        self.deliver(Delivery::Chunk(chunk))
+    }
+
+    /// End the response: what is queued is written, then the connection closes.
+    pub fn end(self) {
+        self.deliver(Delivery::End);
+    }
+
+    /// Whether the connection has closed (the client left, or the stream ended).
+    pub fn is_closed(&self) -> bool {
+        self.closed.load(Ordering::SeqCst)
     }
 }
 
@@ -101,7 +177,7 @@ impl Ticket {
             .send(Completion {
                 slot: self.slot,
                 generation: self.generation,
-                resp,
+                what: Delivery::Answer(resp),
             })
             .is_ok();
         sent && self.waker.wake().is_ok()
@@ -113,12 +189,24 @@ impl Ticket {
 pub struct Controller {
     waker: Arc<Waker>,
     stop: Arc<AtomicBool>,
+    finish: Arc<Mutex<Option<Instant>>>,
 }
 
 impl Controller {
     /// Ask the loop to return; open connections are dropped.
     pub fn stop(&self) {
         self.stop.store(true, Ordering::SeqCst);
+        let _ = self.waker.wake();
+    }
+
+    /// Ask the loop to finish within `grace`: answers and stream chunks already sent are
+    /// delivered, no new connection is accepted, a request still being read is dropped, a
+    /// deferred one gets its fallback (or a 503) and a stream ends; the loop returns once
+    /// every connection is closed or `grace` has passed.
+    pub fn finish(&self, grace: Duration) {
+        if let Ok(mut f) = self.finish.lock() {
+            f.get_or_insert(Instant::now() + grace);
+        }
         let _ = self.waker.wake();
     }
 }
@@ -132,6 +220,7 @@ pub struct Server {
     limits: Limits,
     waker: Arc<Waker>,
     stop: Arc<AtomicBool>,
+    finish: Arc<Mutex<Option<Instant>>>,
     tx: Sender<Completion>,
     rx: Receiver<Completion>,
 }
@@ -159,6 +248,7 @@ impl Server {
             limits,
             waker,
             stop: Arc::new(AtomicBool::new(false)),
+            finish: Arc::new(Mutex::new(None)),
             tx,
             rx,
         })
@@ -174,6 +264,7 @@ impl Server {
         Controller {
             waker: Arc::clone(&self.waker),
             stop: Arc::clone(&self.stop),
+            finish: Arc::clone(&self.finish),
         }
     }
 
@@ -181,7 +272,20 @@ impl Server {
     pub fn run<H: Handler>(mut self, mut handler: H) -> io::Result<()> {
         let mut state = Loop::new(self.limits.max_buffered);
         let mut events = Events::with_capacity(1024);
+        let mut finishing: Option<Instant> = None;
         while !self.stop.load(Ordering::SeqCst) {
+            if finishing.is_none() {
+                finishing = self.finish.lock().ok().and_then(|f| *f);
+                if let Some(until) = finishing {
+                    self.complete_deferred(&mut state);
+                    self.wind_down(&mut state, until);
+                }
+            }
+            if let Some(until) = finishing {
+                if state.open == 0 || Instant::now() >= until {
+                    break;
+                }
+            }
             let timeout = state
                 .next_wakeup()
                 .map(|at| at.saturating_duration_since(Instant::now()));
@@ -193,6 +297,7 @@ impl Server {
             }
             for event in events.iter() {
                 match event.token() {
+                    LISTENER if finishing.is_some() => {}
                     LISTENER => self.accept_all(&mut state),
                     WAKER => self.complete_deferred(&mut state),
                     Token(slot) => {
@@ -213,7 +318,7 @@ impl Server {
             }
             self.expire(&mut state);
             state.compact_timers();
-            if state.accept_paused_until.is_some_and(|t| Instant::now() >= t) {
+            if finishing.is_none() && state.accept_paused_until.is_some_and(|t| Instant::now() >= t) {
                 state.accept_paused_until = None;
                 self.accept_all(&mut state);
             }
@@ -274,12 +379,43 @@ impl Server {
             let Some(conn) = state.conns.get_mut(c.slot).and_then(Option::as_mut) else {
                 continue;
             };
-            if conn.generation != c.generation || conn.phase != Phase::Waiting {
+            if conn.generation != c.generation {
                 continue;
             }
             let before = conn.deadline;
-            let step = conn.respond(&c.resp, Instant::now());
+            let now = Instant::now();
+            let step = match (c.what, conn.phase) {
+                (Delivery::Answer(resp), Phase::Waiting) => {
+                    conn.fallback = None;
+                    conn.respond(&resp, now)
+                }
+                (Delivery::Chunk(bytes), Phase::Streaming) => conn.push(&bytes, now),
+                (Delivery::End, Phase::Streaming) => conn.end_stream(now),
+                _ => continue,
+            };
             self.settle(state, c.slot, step, before);
+        }
+    }
+
+    /// Start finishing: stop accepting, drop requests being read, answer deferred ones
+    /// (fallback or 503), end streams; each connection then closes once written.
+    fn wind_down(&self, state: &mut Loop, until: Instant) {
+        let now = Instant::now();
+        for slot in 0..state.conns.len() {
+            let Some(conn) = state.conns[slot].as_mut() else {
+                continue;
+            };
+            let before = conn.deadline;
+            let step = match conn.phase {
+                Phase::Reading => Step::Close,
+                Phase::Waiting => give_up(conn, "the server is closing", now),
+                Phase::Streaming => conn.end_stream(now),
+                Phase::Writing | Phase::Lingering => Step::Idle,
+            };
+            if let Some(conn) = state.conns[slot].as_mut() {
+                conn.deadline = conn.deadline.min(until);
+            }
+            self.settle(state, slot, step, before);
         }
     }
 
@@ -298,6 +434,8 @@ impl Server {
             tx: &self.tx,
             waker: &self.waker,
             deferred: Cell::new(None),
+            fallback: Cell::new(None),
+            closed: Cell::new(None),
         };
         let reply = catch_unwind(AssertUnwindSafe(|| handler.handle(&req, &ex)))
             .unwrap_or_else(|_| Reply::Now(Response::error(500, "internal error")));
@@ -307,7 +445,12 @@ impl Server {
             Reply::Later => {
                 conn.phase = Phase::Waiting;
                 conn.deadline = now + ex.deferred.get().unwrap_or(self.limits.defer_timeout);
+                conn.fallback = ex.fallback.take();
                 Step::Idle
+            }
+            Reply::Stream(head) => {
+                let closed = ex.closed.take().unwrap_or_default();
+                conn.start_stream(&head, closed, now)
             }
         };
         self.settle(state, slot, step, before);
@@ -321,15 +464,24 @@ impl Server {
                 // from the epoll set: no separate deregister call is needed.
                 if let Some(mut conn) = state.conns[slot].take() {
                     conn.release(&mut state.budget);
+                    state.unsent = state.unsent.saturating_sub(conn.queued);
                     state.free.push(slot);
                     state.open -= 1;
                 }
             }
             Step::Idle | Step::Dispatch(_) => {
-                if let Some(conn) = state.conns[slot].as_ref() {
-                    if conn.deadline != before {
-                        state.timers.push(Reverse((conn.deadline, slot, conn.generation)));
-                    }
+                let Some(conn) = state.conns[slot].as_mut() else {
+                    return;
+                };
+                // Bytes queued for clients that do not read count against one total.
+                let now = conn.unsent();
+                state.unsent = state.unsent.saturating_sub(conn.queued).saturating_add(now);
+                conn.queued = now;
+                if now > 0 && state.unsent > self.limits.max_unsent {
+                    return self.settle(state, slot, Step::Close, before);
+                }
+                if conn.deadline != before {
+                    state.timers.push(Reverse((conn.deadline, slot, conn.generation)));
                 }
             }
         }
@@ -354,12 +506,24 @@ impl Server {
                     conn.release(&mut state.budget);
                     conn.respond(&Response::error(408, "request timeout"), now)
                 }
-                Phase::Waiting => conn.respond(&Response::error(503, "no answer in time"), now),
+                Phase::Waiting => give_up(conn, "no answer in time", now),
+                Phase::Streaming => conn.keep_alive(now),
                 Phase::Writing | Phase::Lingering => Step::Close,
             };
             self.settle(state, slot, step, before);
         }
     }
+}
+
+/// A deferred request whose wait is over: its fallback's answer, else a 503 saying `why`.
+fn give_up(conn: &mut Conn, why: &str, now: Instant) -> Step {
+    let resp = match conn.fallback.take() {
+        Some(f) => {
+            catch_unwind(AssertUnwindSafe(f)).unwrap_or_else(|_| Response::error(500, "internal error"))
+        }
+        None => Response::error(503, why),
+    };
+    conn.respond(&resp, now)
 }
 
 struct Loop {
@@ -371,6 +535,8 @@ struct Loop {
     accept_paused_until: Option<Instant>,
     /// Request-body bytes held across all connections, against `Limits::max_buffered`.
     budget: Budget,
+    /// Unsent response bytes across all connections, against `Limits::max_unsent`.
+    unsent: usize,
 }
 
 impl Loop {
@@ -383,6 +549,7 @@ impl Loop {
             timers: BinaryHeap::new(),
             accept_paused_until: None,
             budget: Budget::new(max_buffered),
+            unsent: 0,
         }
     }
 

@@ -2,11 +2,13 @@
 //! class, stage the workdir, open the door, run the guest, record the trace, honour the
 //! lifecycle.
 
+use super::component;
 use super::door;
 use super::explain::Scope;
+use super::lifecycle::{self, Lifecycle};
 use super::session::{self, Plan};
 use super::trace::Trace;
-use super::wasm::{self, cache, host};
+use super::wasm::{self, cache};
 use crate::diag::{code, Diagnostic};
 use crate::manifest::model::{AfterTask, Containment, Manifest, TaskAcceptance};
 use crate::manifest::{self, Resolve};
@@ -14,6 +16,8 @@ use crate::registry::{self, payload};
 use serde_json::json;
 use std::io::Write;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::AtomicI32;
+use std::sync::Arc;
 use std::time::Instant;
 
 /// The flags of `mur run`.
@@ -189,10 +193,10 @@ pub fn run(opts: RunOptions) -> Result<u8, Diagnostic> {
         });
     }
     let component_bytes = source.component?;
-    if sleeps {
-        crate::signals::block_termination()
-            .map_err(|e| Diagnostic::new(code::RUN_TRAP, "", format!("cannot block SIGTERM/SIGINT: {e}")))?;
-    }
+    // SIGTERM and SIGINT are taken by the session's signal thread (never the default
+    // action), so a session that is waiting or running ends with its trace closed.
+    crate::signals::block_termination()
+        .map_err(|e| Diagnostic::new(code::RUN_TRAP, "", format!("cannot block SIGTERM/SIGINT: {e}")))?;
     let layout = plan.create()?;
     if let Some(task) = &opts.task {
         session::write_task(&layout.work, task)?;
@@ -217,8 +221,22 @@ pub fn run(opts: RunOptions) -> Result<u8, Diagnostic> {
         declared.as_str(),
         achieved.as_str()
     ));
-
-    let (door, url) = door::open(m)?;
+    // The file task: task.md when there is one; under `none` the component runs once even
+    // without it (it may need no task).
+    let file_task = match layout.work.read("task.md", lifecycle::MAX_TASK_BYTES) {
+        Ok(b) => Some(String::from_utf8_lossy(&b).into_owned()),
+        Err(_) if m.lifecycle.task_acceptance == TaskAcceptance::None => Some(String::new()),
+        Err(_) => None,
+    };
+    let (idle, idle_warning) = lifecycle::idle_wait();
+    if let Some(w) = idle_warning {
+        eprintln!("{w}");
+        bootstrap.line(&w);
+    }
+    let stop = Arc::new(AtomicI32::new(0));
+    let life = Lifecycle::new(m, file_task.as_deref(), idle, stop.clone());
+    let bound = door::bind(m.internal_port)?;
+    let url = bound.url();
     let trace_path = layout.records.join("trace.jsonl");
     let trace_file = layout
         .records_dir
@@ -226,13 +244,6 @@ pub fn run(opts: RunOptions) -> Result<u8, Diagnostic> {
         .map_err(|e| io_err(&trace_path, e.into()))?;
     let mut trace = Trace::new(trace_file, &session_id);
     let s = scope(layout.preopen.display().to_string());
-    let tw = |e: std::io::Error| {
-        Diagnostic::new(
-            code::RUN_AGENT_LOOP,
-            "",
-            format!("cannot write {}: {e}", trace_path.display()),
-        )
-    };
     trace
         .event(
             "session_start",
@@ -245,53 +256,41 @@ pub fn run(opts: RunOptions) -> Result<u8, Diagnostic> {
                 "effective_grants": s.grants(),
             }),
         )
-        .map_err(tw)?;
-    announce(&opts, bound_port(&url), &session_id, m, &layout);
+        .map_err(|e| trace_err(&trace_path, e))?;
 
     let mut env = env_present.clone();
     env.push(("MURMUR_CAPSULE_NAME".into(), m.name.clone()));
     env.push(("MURMUR_CAPSULE_VERSION".into(), m.version.clone()));
     env.push(("MURMUR_SESSION_ID".into(), session_id.clone()));
     env.push(("MURMUR_CAPSULE_URL".into(), url.clone()));
-    let log = |name: &str| {
+    let sink = |name: &str| {
         let rel = format!("logs/{name}");
-        layout
+        let file = layout
             .records_dir
             .append(&rel)
-            .map_err(|e| io_err(&layout.records.join(&rel), e.into()))
-    };
-    let preopen = layout.preopen_dir.proc_path();
-    let sink = |name: &str| {
-        let file = log(name)?;
+            .map_err(|e| io_err(&layout.records.join(&rel), e.into()))?;
         wasm::sink::Sink::new(file, wasm::sink::LOG_CAP)
             .map_err(|e| io_err(&layout.records.join("logs").join(name), e))
     };
     let (out_sink, err_sink) = (sink("guest-stdout.log")?, sink("guest-stderr.log")?);
-    let host = host::Host::new(host::Grants {
-        preopen: Some(&preopen),
-        env: &env,
-        network_allow: &caps.network_allow,
-        limits: &caps.limits,
-        stdout: out_sink
-            .write_end
-            .try_clone()
-            .map_err(|e| io_err(&layout.records, e))?,
-        stderr: err_sink
-            .write_end
-            .try_clone()
-            .map_err(|e| io_err(&layout.records, e))?,
-        credential: None,
-        observer: None,
-    })
-    .map_err(|e| {
-        Diagnostic::new(
-            code::IO_READ,
-            "",
-            format!("cannot prepare the guest's grants: {e:#}"),
-        )
+    let door = bound.open(door::Setup {
+        manifest: m,
+        tools: Vec::new(),
+        tasks: life.tasks.clone(),
+        session_id: &session_id,
     })?;
-    let outcome = wasm::call_run(&engine, &component, host, caps.limits.deadline());
-    // The guest's store (holding the pipes' write ends) is gone: the copiers end.
+    announce(&opts, bound_port(&url), &session_id, m, &layout);
+    let runner = component::Runner {
+        engine: &engine,
+        component: &component,
+        layout: &layout,
+        env: &env,
+        caps,
+        stdout: &out_sink.write_end,
+        stderr: &err_sink.write_end,
+    };
+    let ended = component::serve(life, &runner, &mut trace, &mut bootstrap, stop);
+    // The guest's stores (holding the pipes' write ends) are gone: the copiers end.
     for (name, s) in [("stdout", out_sink), ("stderr", err_sink)] {
         match s.finish() {
             Ok(n) if n > wasm::sink::LOG_CAP => bootstrap.line(&format!(
@@ -302,8 +301,8 @@ pub fn run(opts: RunOptions) -> Result<u8, Diagnostic> {
             Err(e) => bootstrap.line(&format!("guest {name}: log copy failed: {e}")),
         }
     }
-    let outcome = match outcome {
-        Ok(o) => o,
+    let end = match ended {
+        Ok(end) => end,
         Err(d) => {
             let _ = trace.event(
                 "session_end",
@@ -313,44 +312,27 @@ pub fn run(opts: RunOptions) -> Result<u8, Diagnostic> {
             return Err(d);
         }
     };
-    let trapped = match &outcome {
-        wasm::Outcome::Returned => None,
-        wasm::Outcome::Trapped { kind, message } => {
-            trace
-                .event("trap", json!({"trap_kind": kind.as_str(), "message": message}))
-                .map_err(tw)?;
-            if let Err(e) = layout
-                .work
-                .replace("out/result.txt", format!("error: {message}\n").as_bytes())
-            {
-                bootstrap.line(&format!("cannot record the trap in out/result.txt: {e}"));
-            }
-            Some((*kind, message.clone()))
-        }
-    };
-    if sleeps && trapped.is_none() {
-        bootstrap.line("task done; sleeping until SIGTERM or SIGINT");
-        let sig = crate::signals::wait_for_termination().unwrap_or(0);
-        bootstrap.line(&format!("signal {sig}: ending the session"));
+    let mut fields =
+        json!({"exit_status": end.exit_status(), "duration_ms": ms(started), "tasks": end.tasks});
+    if let Some((kind, _)) = &end.trapped {
+        fields["trap_kind"] = kind.as_str().into();
     }
-    let exit_status = if trapped.is_some() { "failed" } else { "ok" };
-    let mut end = json!({"exit_status": exit_status, "duration_ms": ms(started)});
-    if let Some((kind, _)) = &trapped {
-        end["trap_kind"] = kind.as_str().into();
-    }
-    trace.event("session_end", end).map_err(tw)?;
+    trace
+        .event("session_end", fields)
+        .map_err(|e| trace_err(&trace_path, e))?;
     door.close();
     if !opts.json {
-        println!("status:  {}", if trapped.is_some() { "trapped" } else { "ok" });
+        println!("status:  {}", end.status_word());
     }
-    match trapped {
-        None => Ok(0),
-        Some((kind, message)) => Err(Diagnostic::new(
-            code::RUN_TRAP,
-            "",
-            format!("guest trapped ({}): {message}", kind.as_str()),
-        )),
-    }
+    end.into_exit()
+}
+
+fn trace_err(path: &Path, e: std::io::Error) -> Diagnostic {
+    Diagnostic::new(
+        code::RUN_AGENT_LOOP,
+        "",
+        format!("cannot write {}: {e}", path.display()),
+    )
 }
 
 fn ms(since: Instant) -> u64 {

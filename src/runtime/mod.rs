@@ -2,10 +2,12 @@
 //! the door (the capsule's own HTTP listener) runs on its own thread.
 
 pub mod agent;
+pub mod component;
 pub mod door;
 pub mod explain;
 pub mod gate;
 pub mod launch;
+pub mod lifecycle;
 pub mod session;
 pub mod trace;
 pub mod wasm;

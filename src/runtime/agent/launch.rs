@@ -4,20 +4,23 @@ use super::driver::Driver;
 use super::grants::{self, GuestGrants};
 use super::hooks;
 use super::murmur_md::{self, Inventory};
-use super::preflight::{
-    check, endpoint_covered, endpoint_origin, hex16, io_diag, key_of, no_driver, upstream_auth,
-};
+use super::preflight::{check, endpoint_covered, endpoint_origin, io_diag, key_of, no_driver, upstream_auth};
 use super::shell::Runner;
 use super::stage::{self, Payload, Resolved};
 use super::task::{self, Session, Task, TaskEnd};
 use super::tools::{self, Toolbox, WasmTool};
+use crate::a2a::shapes::State;
 use crate::agent::wire::ToolSpec;
 use crate::containment::cgroup::Cgroup;
 use crate::containment::class::Class;
 use crate::diag::{code, Diagnostic};
 use crate::manifest::model::ArtifactRuntime;
+use crate::manifest::model::TaskAcceptance;
+use crate::runtime::component;
 use crate::runtime::door;
+use crate::runtime::door::tasks::Acceptance;
 use crate::runtime::launch::{announce, Bootstrap, Prelude};
+use crate::runtime::lifecycle::{self, Lifecycle, MAX_TASK_BYTES};
 use crate::runtime::session;
 use crate::runtime::trace::Trace;
 use crate::runtime::wasm::hook::Event;
@@ -28,8 +31,6 @@ use std::sync::atomic::{AtomicI32, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-/// The largest task read from `task.md`, bytes.
-pub const MAX_TASK_BYTES: u64 = 1 << 20;
 /// The time limit of one shell or native tool call.
 pub const TOOL_TIME_LIMIT: Duration = Duration::from_secs(300);
 
@@ -131,13 +132,28 @@ pub fn run(p: Prelude<'_>) -> Result<u8, Diagnostic> {
         ));
     }
     stage::stage(&layout.work, &layout.records_dir, &resolved)?;
-    let task_text = layout.work.read("task.md", MAX_TASK_BYTES).map_err(|e| {
-        Diagnostic::new(code::RUN_AGENT_LOOP, "--task", format!("no task: {e}"))
-            .with_hint("give one with --task TEXT|FILE, or put task.md in the workdir")
-    })?;
-    let task_text = String::from_utf8_lossy(&task_text).into_owned();
-
-    let (door, url) = door::open(m)?;
+    // The file task: task.md when there is one. Under `none` it is the only task there can
+    // be, so its absence is an error; otherwise the session waits for an A2A task.
+    let file_task = match layout.work.read("task.md", MAX_TASK_BYTES) {
+        Ok(b) => Some(String::from_utf8_lossy(&b).into_owned()),
+        Err(e) if m.lifecycle.task_acceptance == TaskAcceptance::None => {
+            return Err(
+                Diagnostic::new(code::RUN_AGENT_LOOP, "--task", format!("no task: {e}")).with_hint(
+                    "give one with --task TEXT|FILE or put task.md in the workdir (lifecycle.task_acceptance: none takes no A2A task)",
+                ),
+            )
+        }
+        Err(_) => None,
+    };
+    let (idle, idle_warning) = lifecycle::idle_wait();
+    if let Some(w) = idle_warning {
+        eprintln!("{w}");
+        bootstrap.line(&w);
+    }
+    let interrupted = Arc::new(AtomicI32::new(0));
+    let mut life = Lifecycle::new(m, file_task.as_deref(), idle, interrupted.clone());
+    let bound = door::bind(m.internal_port)?;
+    let url = bound.url();
     let trace_file = layout
         .records_dir
         .append("trace.jsonl")
@@ -298,7 +314,6 @@ pub fn run(p: Prelude<'_>) -> Result<u8, Diagnostic> {
     let cgroup = match Cgroup::create(p.session_id, crate::containment::host_env::PIDS_MAX) {
         Ok(c) => Some(c),
         Err(e) if p.achieved >= Class::Scoped => {
-            door.close();
             let d = Diagnostic::new(
                 code::RUN_CONTAINMENT,
                 "",
@@ -312,17 +327,26 @@ pub fn run(p: Prelude<'_>) -> Result<u8, Diagnostic> {
     let reads = crate::containment::runtime_dirs::read_grants(p.achieved, &allowed_paths, caps);
     warnings.extend(reads.warnings);
     let cgroup = cgroup.map(Arc::new);
-    let interrupted = Arc::new(AtomicI32::new(0));
-    if !p.sleeps {
-        let (flag, cg) = (interrupted.clone(), cgroup.clone());
+    {
+        // A signal stops the running task (its children killed) and ends a waiting session.
+        let (flag, cg, tasks) = (interrupted.clone(), cgroup.clone(), life.tasks.clone());
         std::thread::spawn(move || {
             if let Ok(sig) = crate::signals::wait_for_termination() {
                 flag.store(sig, Ordering::SeqCst);
                 if let Some(cg) = cg {
                     cg.kill_all();
                 }
+                tasks.wake();
             }
         });
+        // A canceled task's contained children go at once; its loop stops at the next
+        // safe point.
+        let cg = cgroup.clone();
+        life.tasks.on_cancel(Box::new(move || {
+            if let Some(cg) = &cg {
+                cg.kill_all();
+            }
+        }));
     }
     let runner = Runner {
         class: p.achieved,
@@ -424,6 +448,7 @@ pub fn run(p: Prelude<'_>) -> Result<u8, Diagnostic> {
         eprintln!("{w}");
         bootstrap.line(&w.to_string());
     }
+    let listed_names: Vec<String> = listed.iter().map(|(n, _, _)| n.clone()).collect();
     let inventory = Inventory {
         name: &m.name,
         version: &m.version,
@@ -461,6 +486,14 @@ pub fn run(p: Prelude<'_>) -> Result<u8, Diagnostic> {
         )
         .map_err(|e| io_diag("cannot write trace.jsonl", e))
         .map_err(|d| failed_start(&mut trace, &layout.work, d))?;
+    let door = bound
+        .open(door::Setup {
+            manifest: m,
+            tools: listed_names,
+            tasks: life.tasks.clone(),
+            session_id: p.session_id,
+        })
+        .map_err(|d| failed_start(&mut trace, &layout.work, d))?;
     announce(
         p.opts,
         url.trim_start_matches("http://"),
@@ -474,18 +507,6 @@ pub fn run(p: Prelude<'_>) -> Result<u8, Diagnostic> {
         super::identity_block(&m.name, &m.version, p.session_id, &url),
         prompt.as_deref().unwrap_or(super::DEFAULT_SYSTEM_PROMPT)
     );
-    let task = Task {
-        id: format!(
-            "tsk_{}",
-            hex16().map_err(|d| failed_start(&mut trace, &layout.work, d))?
-        ),
-        context_id: format!(
-            "ctx_{}",
-            hex16().map_err(|d| failed_start(&mut trace, &layout.work, d))?
-        ),
-        source: "task.md",
-        text: task_text,
-    };
     let mut session = Session {
         driver,
         tools: toolbox,
@@ -511,39 +532,52 @@ pub fn run(p: Prelude<'_>) -> Result<u8, Diagnostic> {
         session.trace_hook_failure(hooks::spec::Binding::Stage, f);
     }
     session.fire(hooks::spec::Binding::SessionStart, || Event::SessionStart);
-    let (end, _) = session.run_task(&task);
-    let result = match &end {
-        TaskEnd::Done { text, truncated } => {
-            if *truncated {
-                bootstrap.line("the final answer was cut at inference.max_tokens");
+    let mut last: Option<TaskEnd> = None;
+    while let Some(taken) = life.next_task() {
+        let task = Task {
+            id: taken.id.clone(),
+            context_id: taken.context_id.clone(),
+            source: taken.source,
+            text: taken.text.clone(),
+            cancel: taken.cancel.clone(),
+        };
+        if taken.source == "a2a" {
+            session.event("a2a_task_received", component::received(&taken));
+            // Each A2A task's answer is its own: none is left from the one before.
+            if let Err(e) = layout.work.remove_file("out/result.txt") {
+                bootstrap.line(&format!("cannot remove out/result.txt: {e}"));
             }
-            format!("{text}\n")
         }
-        TaskEnd::MaxTurns => format!(
-            "error: the task reached inference.max_turns ({}) before the model finished\n",
-            inf.max_turns
-        ),
-        TaskEnd::Failed(e) => format!("error: {e}\n"),
-        TaskEnd::ReopenBudgetExhausted {
-            reopens,
-            out_of_turns,
-        } => format!(
-            "error: {}\n",
-            exhausted(*reopens, *out_of_turns, inf.max_task_reopens, inf.max_turns)
-        ),
-    };
-    let end = match layout.work.replace("out/result.txt", result.as_bytes()) {
-        Ok(()) => end,
-        Err(e) => {
-            bootstrap.line(&format!("cannot write out/result.txt: {e}"));
-            TaskEnd::Failed(format!("cannot write out/result.txt: {e}"))
+        let (end, _) = session.run_task(&task);
+        let end = write_result(&layout.work, end, inf, &mut bootstrap);
+        let state = match &end {
+            TaskEnd::Done { .. } => State::Completed,
+            TaskEnd::Canceled => State::Canceled,
+            _ => State::Failed,
+        };
+        life.finish(
+            &taken,
+            lifecycle::outcome(state, &layout.work, "error: no result"),
+        );
+        last = Some(end);
+        if session.interrupted.load(Ordering::SeqCst) != 0 || session.broken.is_some() || session.halted {
+            break;
         }
-    };
-    if p.sleeps && matches!(end, TaskEnd::Done { .. }) {
-        bootstrap.line("task done; sleeping until SIGTERM or SIGINT");
-        let sig = crate::signals::wait_for_termination().unwrap_or(0);
-        bootstrap.line(&format!("signal {sig}: ending the session"));
     }
+    life.close();
+    if last.is_none() {
+        bootstrap.line("no task arrived: the session ends idle");
+    }
+    let queue = matches!(life.tasks.acceptance(), Acceptance::Queue(_));
+    // A queue session's exit does not hang on its last task; others answer for their one.
+    let end = match last {
+        Some(end) if !queue => end,
+        Some(TaskEnd::Done { text, truncated }) => TaskEnd::Done { text, truncated },
+        _ => TaskEnd::Done {
+            text: String::new(),
+            truncated: false,
+        },
+    };
     // on-session-end: after the task loop exits (and after the sleep of a queue session).
     session.fire(hooks::spec::Binding::SessionEnd, || Event::SessionEnd);
     let totals = session.totals;
@@ -591,6 +625,7 @@ pub fn run(p: Prelude<'_>) -> Result<u8, Diagnostic> {
             ),
         )),
         TaskEnd::Failed(e) => Err(Diagnostic::new(code::RUN_AGENT_LOOP, "", e)),
+        TaskEnd::Canceled => Err(Diagnostic::new(code::RUN_AGENT_LOOP, "", "the task was canceled")),
         TaskEnd::ReopenBudgetExhausted {
             reopens,
             out_of_turns,
@@ -602,6 +637,44 @@ pub fn run(p: Prelude<'_>) -> Result<u8, Diagnostic> {
                 exhausted(reopens, out_of_turns, inf.max_task_reopens, inf.max_turns)
             ),
         )),
+    }
+}
+
+/// Write the task's answer (or why it has none) to `out/result.txt`; a failed write fails
+/// the task.
+fn write_result(
+    work: &crate::fsx::Dir,
+    end: TaskEnd,
+    inf: &crate::manifest::model::Inference,
+    bootstrap: &mut Bootstrap,
+) -> TaskEnd {
+    let result = match &end {
+        TaskEnd::Done { text, truncated } => {
+            if *truncated {
+                bootstrap.line("the final answer was cut at inference.max_tokens");
+            }
+            format!("{text}\n")
+        }
+        TaskEnd::MaxTurns => format!(
+            "error: the task reached inference.max_turns ({}) before the model finished\n",
+            inf.max_turns
+        ),
+        TaskEnd::Failed(e) => format!("error: {e}\n"),
+        TaskEnd::Canceled => "error: the task was canceled\n".to_string(),
+        TaskEnd::ReopenBudgetExhausted {
+            reopens,
+            out_of_turns,
+        } => format!(
+            "error: {}\n",
+            exhausted(*reopens, *out_of_turns, inf.max_task_reopens, inf.max_turns)
+        ),
+    };
+    match work.replace("out/result.txt", result.as_bytes()) {
+        Ok(()) => end,
+        Err(e) => {
+            bootstrap.line(&format!("cannot write out/result.txt: {e}"));
+            TaskEnd::Failed(format!("cannot write out/result.txt: {e}"))
+        }
     }
 }
 

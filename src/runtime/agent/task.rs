@@ -18,7 +18,7 @@ use crate::runtime::wasm::hook::{
     CallInfo, CompactionInfo, Event, InferenceInfo, Output, TaskEndInfo, TaskInfo, Usage as HookUsage,
 };
 use serde_json::{json, Value};
-use std::sync::atomic::{AtomicI32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -31,9 +31,11 @@ pub const TRACE_INPUT_CAP: usize = 4096;
 pub struct Task {
     pub id: String,
     pub context_id: String,
-    /// Where it came from: `task.md` (the file or `--task`).
+    /// Where it came from: `file` (`task.md` or `--task`) or `a2a`.
     pub source: &'static str,
     pub text: String,
+    /// Set when the task is canceled (over A2A): the loop stops at its next safe point.
+    pub cancel: Arc<AtomicBool>,
 }
 
 /// How a task ended.
@@ -46,6 +48,8 @@ pub enum TaskEnd {
     },
     MaxTurns,
     Failed(String),
+    /// Canceled over A2A; the loop stopped at a safe point.
+    Canceled,
     /// A hook still asked to reopen when the reopen budget (or the turns) ran out, after
     /// `reopens` reopens.
     ReopenBudgetExhausted {
@@ -60,6 +64,7 @@ impl TaskEnd {
             TaskEnd::Done { .. } => "ok",
             TaskEnd::MaxTurns => "max_turns_reached",
             TaskEnd::Failed(_) => "failed",
+            TaskEnd::Canceled => "canceled",
             TaskEnd::ReopenBudgetExhausted { .. } => "reopen_budget_exhausted",
         }
     }
@@ -115,7 +120,8 @@ fn input_for_trace(input: &Value) -> Value {
 }
 
 impl Session<'_> {
-    fn event(&mut self, kind: &str, fields: Value) {
+    /// Write one trace event; a failed write ends the task (`broken`).
+    pub fn event(&mut self, kind: &str, fields: Value) {
         if let Err(e) = self.trace.event(kind, fields) {
             self.notes.push(format!("trace: cannot write {kind}: {e}"));
             self.broken
@@ -169,10 +175,11 @@ impl Session<'_> {
         let mut text = task.text.clone();
         let mut reopens = 0u64;
         let end = loop {
-            let end = self.attempt(&text, &mut totals);
+            let end = self.attempt(&text, &task.cancel, &mut totals);
             let result_text = match &end {
                 TaskEnd::Done { text, .. } => text.clone(),
                 TaskEnd::Failed(e) => format!("error: {e}"),
+                TaskEnd::Canceled => "error: canceled".into(),
                 TaskEnd::MaxTurns => "error: max_turns reached".into(),
                 TaskEnd::ReopenBudgetExhausted { .. } => String::new(),
             };
@@ -191,8 +198,10 @@ impl Session<'_> {
                 _ => None,
             });
             let Some((hook, reason)) = reopen else { break end };
-            let stopped =
-                self.halted || self.broken.is_some() || self.interrupted.load(Ordering::SeqCst) != 0;
+            let stopped = self.halted
+                || self.broken.is_some()
+                || self.interrupted.load(Ordering::SeqCst) != 0
+                || task.cancel.load(Ordering::SeqCst);
             if stopped {
                 break end;
             }
@@ -241,11 +250,14 @@ impl Session<'_> {
     }
 
     /// One run of the loop on `text`, counting into `totals` (turns are cumulative).
-    fn attempt(&mut self, text: &str, totals: &mut Totals) -> TaskEnd {
+    fn attempt(&mut self, text: &str, cancel: &AtomicBool, totals: &mut Totals) -> TaskEnd {
         let mut messages = vec![Message::user(text)];
         loop {
             if let Some(e) = self.broken.clone() {
                 return TaskEnd::Failed(e);
+            }
+            if cancel.load(Ordering::SeqCst) {
+                return TaskEnd::Canceled;
             }
             let sig = self.interrupted.load(Ordering::SeqCst);
             if sig != 0 {
@@ -320,7 +332,7 @@ impl Session<'_> {
             }
             messages.push(assistant);
             for (id, name, input) in calls {
-                if self.interrupted.load(Ordering::SeqCst) != 0 {
+                if self.interrupted.load(Ordering::SeqCst) != 0 || cancel.load(Ordering::SeqCst) {
                     break;
                 }
                 let called = self.tools.call(&name, &input, self.records);

@@ -106,6 +106,50 @@ struct Alarm {
     waker: Option<Waker>,
 }
 
+/// A way to end a guest call early from another thread (a canceled task, a signal): firing
+/// it rings the call's hard deadline now, so the call is dropped wherever it is blocked. A
+/// guest spinning in WebAssembly is still ended by its epoch deadline. One per call.
+#[derive(Clone, Default)]
+pub struct Interrupt(Arc<Mutex<Interruption>>);
+
+#[derive(Default)]
+struct Interruption {
+    fired: bool,
+    alarm: Option<Arc<Mutex<Alarm>>>,
+}
+
+fn ring(alarm: &Mutex<Alarm>) {
+    let mut a = alarm.lock().unwrap_or_else(|p| p.into_inner());
+    a.fired = true;
+    if let Some(w) = a.waker.take() {
+        w.wake();
+    }
+}
+
+impl Interrupt {
+    /// End the call (now, or as soon as it starts).
+    pub fn fire(&self) {
+        let mut i = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        i.fired = true;
+        if let Some(a) = &i.alarm {
+            ring(a);
+        }
+    }
+
+    /// Whether it was fired.
+    pub fn is_fired(&self) -> bool {
+        self.0.lock().unwrap_or_else(|p| p.into_inner()).fired
+    }
+
+    fn arm(&self, alarm: &Arc<Mutex<Alarm>>) {
+        let mut i = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        if i.fired {
+            ring(alarm);
+        }
+        i.alarm = Some(alarm.clone());
+    }
+}
+
 /// The one epoch ticker of the process: every [`EPOCH_TICK`] it increments the epoch of
 /// each engine that has run a guest. One ticker for all calls, so guests running at the
 /// same time (an async hook beside the driver) do not speed up each other's deadlines.
@@ -150,11 +194,7 @@ fn alarm_clock(
             if let Err(RecvTimeoutError::Timeout) =
                 stopped.recv_timeout(hard.saturating_duration_since(Instant::now()))
             {
-                let mut a = alarm.lock().unwrap_or_else(|p| p.into_inner());
-                a.fired = true;
-                if let Some(w) = a.waker.take() {
-                    w.wake();
-                }
+                ring(&alarm);
             }
         })
         .map_err(|e| {
@@ -193,8 +233,21 @@ pub fn bounded<F: Future>(
     deadline_secs: u64,
     call: F,
 ) -> Result<Option<F::Output>, Diagnostic> {
+    bounded_or(engine, deadline_secs, call, None)
+}
+
+/// [`bounded`], also ended (`None`) when `interrupt` fires.
+fn bounded_or<F: Future>(
+    engine: &Engine,
+    deadline_secs: u64,
+    call: F,
+    interrupt: Option<&Interrupt>,
+) -> Result<Option<F::Output>, Diagnostic> {
     let hard = Instant::now() + Duration::from_secs(deadline_secs.min(u64::from(u32::MAX))) + GRACE;
     let alarm = Arc::new(Mutex::new(Alarm::default()));
+    if let Some(i) = interrupt {
+        i.arm(&alarm);
+    }
     ensure_ticking(engine)?;
     let (stop, clock) = alarm_clock(hard, alarm.clone())?;
     let ended = wasmtime_wasi::runtime::in_tokio(race(call, &alarm));
@@ -218,12 +271,14 @@ pub fn guest_call<T, F: Future<Output = wasmtime::Result<T>>>(
     })
 }
 
-/// Instantiate `component` with `host` and call its `run`.
+/// Instantiate `component` with `host` and call its `run`; `interrupt` may end it early
+/// (the outcome is then the deadline's: check [`Interrupt::is_fired`]).
 pub fn call_run(
     engine: &Engine,
     component: &Component,
     host: Host,
     deadline_secs: u64,
+    interrupt: Option<&Interrupt>,
 ) -> Result<Outcome, Diagnostic> {
     let bad = |what: &str, e: wasmtime::Error| {
         Diagnostic::new(code::RUN_COMPONENT, "", format!("{what}: {e:#}"))
@@ -250,7 +305,7 @@ pub fn call_run(
             Err(e) => Ended::NotInstantiated(e),
         }
     };
-    match bounded(engine, deadline_secs, call)? {
+    match bounded_or(engine, deadline_secs, call, interrupt)? {
         None => Ok(deadline_outcome(deadline_secs, true)),
         Some(Ended::Ran(r)) => Ok(r.err().unwrap_or(Outcome::Returned)),
         Some(Ended::NotInstantiated(e)) => match classify(&e, deadline_secs) {

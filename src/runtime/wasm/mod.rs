@@ -9,7 +9,7 @@ pub mod invoke;
 pub mod sink;
 pub mod tool;
 
-pub use invoke::{call_run, Outcome, TrapKind};
+pub use invoke::{call_run, Interrupt, Outcome, TrapKind};
 
 /// Epoch ticks happen every 100 ms; a deadline is counted in ticks.
 pub const EPOCH_TICK: std::time::Duration = std::time::Duration::from_millis(100);

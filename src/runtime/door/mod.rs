@@ -1,35 +1,32 @@
 //! The capsule's door: its own loopback HTTP listener, on its own thread, open while the
-//! session lives. Routes are a list, so the A2A task interface and `/resources/` are added
-//! beside the agent card rather than rewritten into it.
+//! session lives. Routes are a list: the agent card, the A2A task interface (`a2a`) on the
+//! task table (`tasks`), and the `/resources/` planes beside them.
 //!
 //! Every route sits behind the HTTP layer's loopback guard (the same one the roost uses):
 //! `host` must name `127.0.0.1:P` or `localhost:P` for the door's own port, and a request
 //! carrying `origin` is refused, so neither a web page nor a DNS-rebound name reaches the
 //! capsule. A route that takes a JSON body (A2A) also calls `http::require_json`.
 
+pub mod a2a;
+pub mod tasks;
+
+use crate::a2a::card::{agent_card_body, CardInfo};
 use crate::diag::{code, Diagnostic};
-use crate::http::{Controller, Limits, Reply, Request, Response, Server};
+use crate::http::{Controller, Exchange, Limits, Reply, Request, Response, Server};
 use std::net::TcpListener;
+use std::sync::Arc;
 use std::thread::JoinHandle;
+use std::time::Duration;
+
+/// The most connections the door holds at once (1,024 streams and room beside them).
+pub const MAX_CONNECTIONS: usize = 2048;
+/// How long a closing door may take to deliver answers and final stream events.
+pub const CLOSE_GRACE: Duration = Duration::from_secs(2);
 
 /// One family of endpoints on the door.
 pub trait Route: Send {
     /// The answer, or `None` when the request is not this route's.
-    fn answer(&self, req: &Request) -> Option<Response>;
-}
-
-/// Bind the door for `m` (`network.internal_port`, else OS-assigned) and serve its agent
-/// card; the door and the capsule's URL (`http://localhost:P`).
-pub fn open(m: &crate::manifest::model::Manifest) -> Result<(Door, String), Diagnostic> {
-    let bound = bind(m.internal_port)?;
-    let url = format!("http://localhost:{}", bound.port);
-    let routes: Vec<Box<dyn Route>> = vec![Box::new(AgentCard::new(
-        &m.name,
-        &m.version,
-        &url,
-        m.description.as_deref(),
-    ))];
-    Ok((bound.serve(routes)?, url))
+    fn answer(&self, req: &Request, ex: &Exchange<'_>) -> Option<Reply>;
 }
 
 /// A bound, not yet serving, door: the port is known so the routes can name the URL.
@@ -62,19 +59,58 @@ pub fn bind(port: Option<u16>) -> Result<Bound, Diagnostic> {
     Ok(Bound { listener, port })
 }
 
-/// A serving door; `close` stops it and waits for its thread.
+/// What the door of a session serves.
+pub struct Setup<'a> {
+    pub manifest: &'a crate::manifest::model::Manifest,
+    /// Model-visible tool names, for the card.
+    pub tools: Vec<String>,
+    pub tasks: Arc<tasks::Tasks>,
+    pub session_id: &'a str,
+}
+
+/// A serving door; `close` finishes it and waits for its thread.
 pub struct Door {
     controller: Controller,
     thread: Option<JoinHandle<()>>,
 }
 
 impl Bound {
+    /// The capsule's URL, `http://localhost:P`.
+    pub fn url(&self) -> String {
+        format!("http://localhost:{}", self.port)
+    }
+
+    /// Serve the card and the A2A interface of `s`.
+    pub fn open(self, s: Setup<'_>) -> Result<Door, Diagnostic> {
+        let m = s.manifest;
+        let caps = &m.capabilities;
+        let card = AgentCard {
+            body: agent_card_body(&CardInfo {
+                name: &m.name,
+                version: &m.version,
+                description: m.description.as_deref(),
+                port: self.port,
+                tools: &s.tools,
+                shell: caps.shell_allow.as_ref().is_some_and(|a| !a.is_empty()),
+                network: !caps.network_allow.is_empty(),
+                streaming: true,
+            }),
+        };
+        let a2a = a2a::A2a {
+            tasks: s.tasks,
+            session_id: s.session_id.to_string(),
+        };
+        self.serve(vec![Box::new(card), Box::new(a2a)])
+    }
+
     /// Serve `routes` on a thread of its own.
     pub fn serve(self, routes: Vec<Box<dyn Route>>) -> Result<Door, Diagnostic> {
+        crate::http::raise_fd_limit(2 * MAX_CONNECTIONS as u64 + 256);
         // 1 MiB bodies, at most 64 MiB of them buffered across all connections at once.
         let limits = Limits {
             loopback_only: true,
             max_buffered: 64 * 1024 * 1024,
+            max_connections: MAX_CONNECTIONS,
             ..Limits::default()
         };
         let server = Server::bind(self.listener, limits)
@@ -83,12 +119,11 @@ impl Bound {
         let thread = std::thread::Builder::new()
             .name("door".into())
             .spawn(move || {
-                let _ = server.run(move |req: &Request, _: &crate::http::Exchange<'_>| {
-                    let resp = routes
+                let _ = server.run(move |req: &Request, ex: &Exchange<'_>| {
+                    routes
                         .iter()
-                        .find_map(|r| r.answer(req))
-                        .unwrap_or_else(|| Response::error(404, "not found"));
-                    Reply::Now(resp)
+                        .find_map(|r| r.answer(req, ex))
+                        .unwrap_or_else(|| Reply::Now(Response::error(404, "not found")))
                 });
             })
             .map_err(|e| {
@@ -106,13 +141,10 @@ impl Bound {
 }
 
 impl Door {
-    /// Stop serving; the listener is closed when this returns.
+    /// Stop taking connections, deliver what is already answered (final stream events, a
+    /// blocking send's result) within [`CLOSE_GRACE`], then close.
     pub fn close(mut self) {
-        self.shut();
-    }
-
-    fn shut(&mut self) {
-        self.controller.stop();
+        self.controller.finish(CLOSE_GRACE);
         if let Some(t) = self.thread.take() {
             let _ = t.join();
         }
@@ -121,7 +153,10 @@ impl Door {
 
 impl Drop for Door {
     fn drop(&mut self) {
-        self.shut();
+        self.controller.stop();
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
     }
 }
 
@@ -130,36 +165,14 @@ pub struct AgentCard {
     body: Vec<u8>,
 }
 
-impl AgentCard {
-    pub fn new(name: &str, version: &str, url: &str, description: Option<&str>) -> AgentCard {
-        let card = serde_json::json!({
-            "name": name,
-            "version": version,
-            "url": url,
-            "description": description.unwrap_or(""),
-            "capabilities": {
-                "streaming": false,
-                "pushNotifications": false,
-                "stateTransitionHistory": false,
-            },
-            "defaultInputModes": ["text/plain"],
-            "defaultOutputModes": ["text/plain"],
-            "skills": [],
-        });
-        AgentCard {
-            body: serde_json::to_vec(&card).unwrap_or_default(),
-        }
-    }
-}
-
 impl Route for AgentCard {
-    fn answer(&self, req: &Request) -> Option<Response> {
+    fn answer(&self, req: &Request, _: &Exchange<'_>) -> Option<Reply> {
         if req.path() != "/.well-known/agent-card.json" {
             return None;
         }
-        Some(match req.method.as_str() {
+        Some(Reply::Now(match req.method.as_str() {
             "GET" | "HEAD" => Response::json(200, self.body.clone()),
             _ => Response::error(405, "method not allowed"),
-        })
+        }))
     }
 }

@@ -1,0 +1,250 @@
+//! The tasks of a WASM capsule: each one runs the component's `run` once, under the
+//! session's grants and limits, on a fresh store. An A2A task's text is written to
+//! `task.md` and any previous `out/result.txt` removed first (through the workdir's
+//! descriptor); the task's answer is what `out/result.txt` then holds.
+
+use super::door::tasks::Taken;
+use super::launch::Bootstrap;
+use super::lifecycle::{self, Lifecycle};
+use super::session::Layout;
+use super::trace::Trace;
+use super::wasm::{self, host, Interrupt, Outcome, TrapKind};
+use crate::a2a::shapes::State;
+use crate::diag::{code, Diagnostic};
+use crate::manifest::model::Capabilities;
+use serde_json::json;
+use std::sync::atomic::{AtomicI32, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+use wasmtime::component::Component;
+use wasmtime::Engine;
+
+/// What every run of the component gets.
+pub struct Runner<'a> {
+    pub engine: &'a Engine,
+    pub component: &'a Component,
+    pub layout: &'a Layout,
+    pub env: &'a [(String, String)],
+    pub caps: &'a Capabilities,
+    pub stdout: &'a std::fs::File,
+    pub stderr: &'a std::fs::File,
+}
+
+/// How the session's tasks went.
+#[derive(Debug, Default)]
+pub struct Ended {
+    pub tasks: u64,
+    /// The last task's state.
+    pub last: Option<State>,
+    /// The last task's trap.
+    pub trapped: Option<(TrapKind, String)>,
+    /// A signal ended the session.
+    pub signal: i32,
+    /// A `queue` session's exit does not hang on the last task's outcome.
+    pub queue: bool,
+}
+
+impl Ended {
+    pub fn exit_status(&self) -> &'static str {
+        match self.last {
+            Some(State::Completed) | None => "ok",
+            Some(State::Canceled) => "canceled",
+            Some(_) => "failed",
+        }
+    }
+
+    pub fn status_word(&self) -> &'static str {
+        match (&self.trapped, self.last) {
+            (Some(_), _) => "trapped",
+            (None, None) => "idle",
+            (None, Some(State::Completed)) => "ok",
+            (None, Some(State::Canceled)) => "canceled",
+            (None, Some(_)) => "failed",
+        }
+    }
+
+    /// The exit: the last task's trap, unless the session is a queue's.
+    pub fn into_exit(self) -> Result<u8, Diagnostic> {
+        match self.trapped {
+            Some((kind, message)) if !self.queue => Err(Diagnostic::new(
+                code::RUN_TRAP,
+                "",
+                format!("guest trapped ({}): {message}", kind.as_str()),
+            )),
+            _ => Ok(0),
+        }
+    }
+}
+
+/// Run the session's tasks until the lifecycle ends it.
+pub(crate) fn serve(
+    mut life: Lifecycle,
+    r: &Runner<'_>,
+    trace: &mut Trace,
+    bootstrap: &mut Bootstrap,
+    stop: Arc<AtomicI32>,
+) -> Result<Ended, Diagnostic> {
+    let current = Arc::new(Mutex::new(Interrupt::default()));
+    let fire = |c: &Mutex<Interrupt>| c.lock().unwrap_or_else(|p| p.into_inner()).fire();
+    {
+        let c = current.clone();
+        life.tasks.on_cancel(Box::new(move || fire(&c)));
+    }
+    {
+        let (c, stop, tasks) = (current.clone(), stop.clone(), life.tasks.clone());
+        std::thread::Builder::new()
+            .name("signals".into())
+            .spawn(move || {
+                if let Ok(sig) = crate::signals::wait_for_termination() {
+                    stop.store(sig, Ordering::SeqCst);
+                    fire(&c);
+                    tasks.wake();
+                }
+            })
+            .map_err(|e| {
+                Diagnostic::new(code::RUN_TRAP, "", format!("cannot start the signal thread: {e}"))
+            })?;
+    }
+    let mut ended = Ended {
+        queue: matches!(life.tasks.acceptance(), super::door::tasks::Acceptance::Queue(_)),
+        ..Ended::default()
+    };
+    let tw = |e: std::io::Error| {
+        Diagnostic::new(code::RUN_AGENT_LOOP, "", format!("cannot write trace.jsonl: {e}"))
+    };
+    while let Some(task) = life.next_task() {
+        let started = Instant::now();
+        ended.tasks += 1;
+        if task.source == "a2a" {
+            trace.event("a2a_task_received", received(&task)).map_err(tw)?;
+        }
+        trace
+            .event(
+                "task_start",
+                json!({"task_id": task.id, "context_id": task.context_id, "source": task.source,
+                       "origin": task.origin.origin, "trust": task.origin.trust,
+                       "message_parts_bytes": task.text.len()}),
+            )
+            .map_err(tw)?;
+        let interrupt = Interrupt::default();
+        *current.lock().unwrap_or_else(|p| p.into_inner()) = interrupt.clone();
+        let (state, fallback) = run_one(r, &task, &interrupt, &stop, trace, bootstrap, &mut ended)?;
+        life.finish(&task, lifecycle::outcome(state, &r.layout.work, &fallback));
+        let status = match state {
+            State::Completed => "ok",
+            State::Canceled => "canceled",
+            _ => "failed",
+        };
+        trace
+            .event(
+                "task_end",
+                json!({"task_id": task.id, "exit_status": status, "duration_ms": started.elapsed().as_millis() as u64}),
+            )
+            .map_err(tw)?;
+        ended.last = Some(state);
+        if stop.load(Ordering::SeqCst) != 0 {
+            break;
+        }
+    }
+    life.close();
+    ended.signal = stop.load(Ordering::SeqCst);
+    if life.ran() == 0 {
+        bootstrap.line("no task arrived: the session ends idle");
+    }
+    Ok(ended)
+}
+
+/// The `a2a_task_received` fields of `task`.
+pub fn received(task: &Taken) -> serde_json::Value {
+    json!({
+        "task_id": task.id,
+        "context_id": task.context_id,
+        "message_id": task.message_id,
+        "origin": task.origin.origin,
+        "trust": task.origin.trust,
+        "traceparent_from_caller": task.origin.traceparent,
+    })
+}
+
+/// One run of the component for `task`: its state, and the text for `out/result.txt` when
+/// the component left none.
+fn run_one(
+    r: &Runner<'_>,
+    task: &Taken,
+    interrupt: &Interrupt,
+    stop: &AtomicI32,
+    trace: &mut Trace,
+    bootstrap: &mut Bootstrap,
+    ended: &mut Ended,
+) -> Result<(State, String), Diagnostic> {
+    let work = &r.layout.work;
+    let io = |what: &str, e: crate::fsx::FsError| Diagnostic::new(code::IO_READ, "", format!("{what}: {e}"));
+    ended.trapped = None;
+    if task.source == "a2a" {
+        work.replace("task.md", task.text.as_bytes())
+            .map_err(|e| io("cannot write task.md", e))?;
+        work.remove_file("out/result.txt")
+            .map_err(|e| io("cannot remove out/result.txt", e))?;
+    }
+    if task.cancel.load(Ordering::SeqCst) {
+        return Ok((State::Canceled, "error: canceled before it started\n".into()));
+    }
+    let preopen = r.layout.preopen_dir.proc_path();
+    let clone = |f: &std::fs::File| {
+        f.try_clone()
+            .map_err(|e| Diagnostic::new(code::IO_READ, "", format!("guest log: {e}")))
+    };
+    let h = host::Host::new(host::Grants {
+        preopen: Some(&preopen),
+        env: r.env,
+        network_allow: &r.caps.network_allow,
+        limits: &r.caps.limits,
+        stdout: clone(r.stdout)?,
+        stderr: clone(r.stderr)?,
+        credential: None,
+        observer: None,
+    })
+    .map_err(|e| {
+        Diagnostic::new(
+            code::IO_READ,
+            "",
+            format!("cannot prepare the guest's grants: {e:#}"),
+        )
+    })?;
+    let outcome = wasm::call_run(
+        r.engine,
+        r.component,
+        h,
+        r.caps.limits.deadline(),
+        Some(interrupt),
+    )?;
+    if interrupt.is_fired() {
+        if task.cancel.load(Ordering::SeqCst) {
+            return Ok((State::Canceled, "error: canceled\n".into()));
+        }
+        let why = format!("error: interrupted by signal {}\n", stop.load(Ordering::SeqCst));
+        if let Err(e) = work.replace("out/result.txt", why.as_bytes()) {
+            bootstrap.line(&format!("cannot record the interruption in out/result.txt: {e}"));
+        }
+        return Ok((State::Failed, why));
+    }
+    match outcome {
+        Outcome::Returned => Ok((State::Completed, String::new())),
+        Outcome::Trapped { kind, message } => {
+            trace
+                .event(
+                    "trap",
+                    json!({"trap_kind": kind.as_str(), "message": message, "task_id": task.id}),
+                )
+                .map_err(|e| {
+                    Diagnostic::new(code::RUN_AGENT_LOOP, "", format!("cannot write trace.jsonl: {e}"))
+                })?;
+            let text = format!("error: {message}\n");
+            if let Err(e) = work.replace("out/result.txt", text.as_bytes()) {
+                bootstrap.line(&format!("cannot record the trap in out/result.txt: {e}"));
+            }
+            ended.trapped = Some((kind, message));
+            Ok((State::Failed, text))
+        }
+    }
+}

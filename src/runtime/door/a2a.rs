@@ -1,0 +1,310 @@
+//! `POST /`: the A2A task interface of both protocol generations over JSON-RPC 2.0, on the
+//! door's task table. Every answer is HTTP 200 (JSON-RPC errors included, as A2A clients
+//! read them only from a 2xx), except what the HTTP layer refuses before the body is read
+//! (413, 431, the loopback guard) and a body not declared as JSON (415).
+
+use super::tasks::{self, answer, Origin, Tasks, Watch};
+use super::Route;
+use crate::a2a::params::{Call, Op, SendRequest};
+use crate::a2a::rpc::{self, RpcError, INVALID_PARAMS, METHOD_NOT_FOUND, UNSUPPORTED_OPERATION};
+use crate::a2a::shapes;
+use crate::http::{Exchange, Reply, Request, Response};
+use serde_json::Value;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// How long a send without `returnImmediately` (0.3: `blocking: true`) holds for the task to
+/// settle before it answers with the task as it stands. Below the 5 s an A2A SDK client
+/// waits by default.
+pub const BLOCKING_WAIT: Duration = Duration::from_secs(4);
+/// The JSON-RPC error of a completion addressed to another session (the reference's code).
+pub const COMPLETION_MISADDRESSED: i64 = -31001;
+/// The JSON-RPC error of a stream refused because [`tasks::MAX_STREAMS`] are open.
+pub const TOO_MANY_STREAMS: i64 = -32603;
+
+/// The A2A route.
+pub struct A2a {
+    pub tasks: Arc<Tasks>,
+    pub session_id: String,
+}
+
+/// Unix milliseconds now.
+pub fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0)
+}
+
+fn err(id: &Value, code: i64, message: impl Into<String>) -> Reply {
+    Reply::Now(answer(&RpcError::new(id, code, message).to_json()))
+}
+
+fn ok(id: &Value, result: Value) -> Reply {
+    Reply::Now(answer(&rpc::result_response(id, result)))
+}
+
+fn sse_head() -> Response {
+    Response::new(200)
+        .header("content-type", "text/event-stream")
+        .header("cache-control", "no-store")
+}
+
+/// A W3C `traceparent` (`00-<32 hex>-<16 hex>-<2 hex>`), or nothing: anything else is not
+/// recorded.
+fn traceparent(req: &Request) -> Option<String> {
+    let v = req.header("traceparent")?.trim();
+    let parts: Vec<&str> = v.split('-').collect();
+    let hex = |s: &str, n: usize| s.len() == n && s.bytes().all(|b| b.is_ascii_hexdigit());
+    let ok =
+        parts.len() == 4 && hex(parts[0], 2) && hex(parts[1], 32) && hex(parts[2], 16) && hex(parts[3], 2);
+    ok.then(|| v.to_ascii_lowercase())
+}
+
+/// The task's origin and trust from the murmur headers: only `peer` and `completion` are
+/// taken from the wire (their trust claim `trusted` or else `untrusted`); anything else is
+/// an `event`, untrusted.
+pub fn origin_of(req: &Request) -> Origin {
+    let claimed = req.header("x-murmur-task-origin").map(str::trim);
+    let (origin, trust) = match claimed {
+        Some(o @ ("peer" | "completion")) => {
+            let trust = match req.header("x-murmur-task-trust").map(str::trim) {
+                Some("trusted") => "trusted",
+                _ => "untrusted",
+            };
+            (o, trust)
+        }
+        _ => ("event", "untrusted"),
+    };
+    Origin {
+        origin: origin.into(),
+        trust: trust.into(),
+        traceparent: traceparent(req),
+    }
+}
+
+impl A2a {
+    /// A `completion` must name this session in `x-murmur-completion-session`.
+    fn misaddressed(&self, req: &Request, origin: &Origin) -> Option<String> {
+        if origin.origin != "completion" {
+            return None;
+        }
+        let named = req.header("x-murmur-completion-session").unwrap_or("").trim();
+        if named == self.session_id {
+            return None;
+        }
+        let shown: String = named.chars().filter(|c| !c.is_control()).take(64).collect();
+        Some(format!(
+            "completion is addressed to session {shown}, which is not the session running here"
+        ))
+    }
+
+    fn send(&self, req: &Request, ex: &Exchange<'_>, call: &Call, s: &SendRequest, stream: bool) -> Reply {
+        let id = &call.id;
+        if self.tasks.acceptance() == tasks::Acceptance::None {
+            let why = "this capsule accepts no tasks (lifecycle.task_acceptance: none)";
+            return if stream {
+                err(id, UNSUPPORTED_OPERATION, format!("Unsupported operation: {why}"))
+            } else {
+                err(id, METHOD_NOT_FOUND, format!("Method not found: {why}"))
+            };
+        }
+        let origin = origin_of(req);
+        if let Some(m) = self.misaddressed(req, &origin) {
+            return err(id, COMPLETION_MISADDRESSED, m);
+        }
+        if let Some(t) = &s.task_id {
+            return match self.tasks.get(t) {
+                None => err(id, rpc::TASK_NOT_FOUND, "Task not found"),
+                Some(_) => err(
+                    id,
+                    UNSUPPORTED_OPERATION,
+                    "Unsupported operation: a task takes no further messages; send a new message without taskId",
+                ),
+            };
+        }
+        let gen = call.generation;
+        if stream {
+            if !self.tasks.stream_room() {
+                return too_many_streams(id);
+            }
+            let watch = Watch::Stream {
+                stream: ex.stream(),
+                id: id.clone(),
+                gen,
+            };
+            self.tasks.submit(s, origin, watch, now_ms());
+            return Reply::Stream(sse_head());
+        }
+        if s.return_immediately {
+            let t = self.tasks.submit(s, origin, Watch::None, now_ms());
+            return ok(id, shapes::render_send_result(&t, gen, s.history_length));
+        }
+        let (tasks, rid, history) = (self.tasks.clone(), id.clone(), s.history_length);
+        let task_id = Arc::new(std::sync::OnceLock::<String>::new());
+        let tid = task_id.clone();
+        let ticket = ex.defer_or(BLOCKING_WAIT, move || {
+            let t = tid.get().and_then(|t| tasks.get(t));
+            match t {
+                Some(t) => answer(&rpc::result_response(
+                    &rid,
+                    shapes::render_send_result(&t, gen, history),
+                )),
+                None => answer(
+                    &RpcError::new(&rid, rpc::INTERNAL_ERROR, "Internal error: the task is gone").to_json(),
+                ),
+            }
+        });
+        let watch = Watch::Wait {
+            ticket,
+            id: id.clone(),
+            gen,
+            history,
+        };
+        let t = self.tasks.submit(s, origin, watch, now_ms());
+        let _ = task_id.set(t.id.clone());
+        if t.state.is_terminal() {
+            return ok(id, shapes::render_send_result(&t, gen, history));
+        }
+        Reply::Later
+    }
+
+    fn call(&self, req: &Request, ex: &Exchange<'_>, call: Call) -> Reply {
+        let id = &call.id;
+        let gen = call.generation;
+        match &call.op {
+            Op::Send(s) => self.send(req, ex, &call, s, false),
+            Op::Stream(s) => self.send(req, ex, &call, s, true),
+            Op::Get(t) => match self.tasks.get(&t.id) {
+                Some(task) => ok(id, shapes::render_task(&task, gen, t.history_length)),
+                None => err(id, rpc::TASK_NOT_FOUND, "Task not found"),
+            },
+            Op::Cancel(t) => match self.tasks.cancel(&t.id, now_ms()) {
+                Ok(task) => ok(id, shapes::render_task(&task, gen, t.history_length)),
+                Err((code, m)) => err(id, code, m),
+            },
+            Op::Subscribe(t) => {
+                if !self.tasks.stream_room() {
+                    return too_many_streams(id);
+                }
+                match self.tasks.subscribe(&t.id, ex.stream(), id.clone(), gen) {
+                    Ok(()) => Reply::Stream(sse_head()),
+                    Err((code, m)) => err(id, code, m),
+                }
+            }
+            Op::List(l) => match self.tasks.list(l) {
+                Ok(v) => ok(id, v),
+                Err(m) => err(id, INVALID_PARAMS, format!("Invalid params: {m}")),
+            },
+        }
+    }
+}
+
+fn too_many_streams(id: &Value) -> Reply {
+    err(
+        id,
+        TOO_MANY_STREAMS,
+        format!(
+            "too many open streams: this capsule holds at most {}; poll with tasks/get (GetTask) instead",
+            tasks::MAX_STREAMS
+        ),
+    )
+}
+
+impl Route for A2a {
+    fn answer(&self, req: &Request, ex: &Exchange<'_>) -> Option<Reply> {
+        if !matches!(req.path(), "/" | "") {
+            return None;
+        }
+        if req.method != "POST" {
+            return Some(Reply::Now(
+                Response::error(405, "method not allowed: A2A calls are POST /").header("allow", "POST"),
+            ));
+        }
+        if let Err(resp) = crate::http::require_json(req) {
+            return Some(Reply::Now(resp));
+        }
+        let version = req.header("a2a-version");
+        Some(match rpc::parse_call(&req.body, version) {
+            Ok(call) => self.call(req, ex, call),
+            Err(e) => Reply::Now(answer(&e.to_json())),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn req(headers: &[(&str, &str)]) -> Request {
+        Request::new("POST", "/", headers, b"{}")
+    }
+
+    #[test]
+    fn only_peer_and_completion_origins_come_from_the_wire() {
+        let o = origin_of(&req(&[
+            ("x-murmur-task-origin", "user"),
+            ("x-murmur-task-trust", "trusted"),
+        ]));
+        assert_eq!((o.origin.as_str(), o.trust.as_str()), ("event", "untrusted"));
+        let o = origin_of(&req(&[
+            ("x-murmur-task-origin", "peer"),
+            ("x-murmur-task-trust", "trusted"),
+        ]));
+        assert_eq!((o.origin.as_str(), o.trust.as_str()), ("peer", "trusted"));
+        let o = origin_of(&req(&[
+            ("x-murmur-task-origin", "completion"),
+            ("x-murmur-task-trust", "yes"),
+        ]));
+        assert_eq!((o.origin.as_str(), o.trust.as_str()), ("completion", "untrusted"));
+        let o = origin_of(&req(&[]));
+        assert_eq!((o.origin.as_str(), o.trust.as_str()), ("event", "untrusted"));
+    }
+
+    #[test]
+    fn only_a_well_formed_traceparent_is_recorded() {
+        let good = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+        assert_eq!(
+            origin_of(&req(&[("traceparent", good)])).traceparent.as_deref(),
+            Some(good)
+        );
+        for bad in [
+            "00-xyz-00f067aa0ba902b7-01",
+            "junk",
+            "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01-extra",
+        ] {
+            assert_eq!(
+                origin_of(&req(&[("traceparent", bad)])).traceparent,
+                None,
+                "{bad}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_completion_must_name_the_running_session() {
+        let a = A2a {
+            tasks: Tasks::new(tasks::Acceptance::Single),
+            session_id: "ses_1".into(),
+        };
+        let r = req(&[
+            ("x-murmur-task-origin", "completion"),
+            ("x-murmur-completion-session", "ses_2"),
+        ]);
+        assert_eq!(
+            a.misaddressed(&r, &origin_of(&r)).as_deref(),
+            Some("completion is addressed to session ses_2, which is not the session running here")
+        );
+        let r = req(&[
+            ("x-murmur-task-origin", "completion"),
+            ("x-murmur-completion-session", "ses_1"),
+        ]);
+        assert_eq!(a.misaddressed(&r, &origin_of(&r)), None);
+        let r = req(&[("x-murmur-completion-session", "ses_2")]);
+        assert_eq!(
+            a.misaddressed(&r, &origin_of(&r)),
+            None,
+            "only a completion is checked"
+        );
+    }
+}

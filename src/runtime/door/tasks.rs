@@ -1,0 +1,699 @@
+//! The door's task table: every task the capsule was given (over A2A or from its `task.md`),
+//! the queue of accepted tasks, who waits on each (a blocking send, streams), and the
+//! lifecycle's acceptance rule. The door thread submits, reads and cancels; the session
+//! thread takes the next task and reports its end. One mutex, held only to update the
+//! table and hand rendered bytes to the HTTP loop's channel: nothing here blocks on I/O.
+//!
+//! Bounded: at most [`MAX_QUEUE`] waiting tasks, [`MAX_STREAMS`] open streams, and finished
+//! tasks kept for `tasks/get` up to [`MAX_FINISHED`] or [`MAX_TABLE_BYTES`] of text (oldest
+//! dropped first).
+
+use crate::a2a::params::{ListRequest, SendRequest};
+use crate::a2a::rpc::{self, TASK_NOT_CANCELABLE, TASK_NOT_FOUND, UNSUPPORTED_OPERATION};
+use crate::a2a::shapes::{self, Artifact, Msg, Role, State, Task, RESPONSE_ARTIFACT};
+use crate::a2a::Generation;
+use crate::http::Response;
+use crate::http::{Stream, Ticket};
+use serde_json::Value;
+use std::collections::{HashMap, VecDeque};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+/// Finished tasks kept for `tasks/get` (oldest dropped beyond it).
+pub const MAX_FINISHED: usize = 1000;
+/// Text held by the table (messages, answers), bytes; finished tasks are dropped to stay
+/// under it and a send that would pass it is rejected as busy.
+pub const MAX_TABLE_BYTES: usize = 64 << 20;
+/// The most waiting tasks, whatever `lifecycle.queue_depth` says.
+pub const MAX_QUEUE: usize = 1024;
+/// The most open streams (`message/stream`, `tasks/resubscribe` and their 1.0 names).
+pub const MAX_STREAMS: usize = 1024;
+/// The longest answer taken from `out/result.txt` into the `response` artifact, bytes.
+pub const MAX_RESULT_BYTES: u64 = 1 << 20;
+
+/// The status message of a send refused while a task runs or waits.
+pub const BUSY: &str = "task rejected: capsule is busy";
+/// ... of a task that was still waiting when the session ended.
+pub const ENDED: &str = "task rejected: the session ended before this task started";
+/// ... of a send after the capsule has taken its last task.
+pub const CLOSING: &str = "task rejected: the capsule is closing";
+
+/// `lifecycle.task_acceptance`, with the queue's depth.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Acceptance {
+    None,
+    Single,
+    Queue(usize),
+}
+
+/// Where a task came from, as recorded (never enforced): `x-murmur-task-origin`,
+/// `x-murmur-task-trust`, `traceparent`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Origin {
+    pub origin: String,
+    pub trust: String,
+    pub traceparent: Option<String>,
+}
+
+impl Origin {
+    /// The operator's own `task.md`.
+    pub fn file() -> Origin {
+        Origin {
+            origin: "user".into(),
+            trust: "trusted".into(),
+            traceparent: None,
+        }
+    }
+}
+
+/// A task the session is to run.
+#[derive(Debug, Clone)]
+pub struct Taken {
+    pub id: String,
+    pub context_id: String,
+    pub message_id: Option<String>,
+    pub text: String,
+    /// `file` or `a2a`.
+    pub source: &'static str,
+    pub origin: Origin,
+    /// Set when the task is canceled: the loop stops at its next safe point.
+    pub cancel: Arc<AtomicBool>,
+}
+
+/// What [`Tasks::next`] found.
+#[derive(Debug)]
+pub enum Next {
+    Task(Taken),
+    /// The wait ran out with nothing to do.
+    Idle,
+    /// The session was told to stop.
+    Stopped,
+}
+
+/// How a task ended, as the session reports it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Outcome {
+    /// Completed, Failed or Canceled.
+    pub state: State,
+    /// The `response` artifact's text (`out/result.txt`).
+    pub answer: Option<String>,
+    /// The status message (why it failed).
+    pub message: Option<String>,
+}
+
+/// Who hears of a task's progress.
+pub enum Watch {
+    None,
+    /// A blocking send: answered when the task settles.
+    Wait {
+        ticket: Ticket,
+        id: Value,
+        gen: Generation,
+        history: Option<u32>,
+    },
+    /// A stream: every event, then the end.
+    Stream {
+        stream: Stream,
+        id: Value,
+        gen: Generation,
+    },
+}
+
+struct Sub {
+    stream: Stream,
+    id: Value,
+    gen: Generation,
+}
+
+struct Waiter {
+    ticket: Ticket,
+    id: Value,
+    gen: Generation,
+    history: Option<u32>,
+}
+
+struct Entry {
+    task: Task,
+    seq: u64,
+    subs: Vec<Sub>,
+    waiters: Vec<Waiter>,
+    cancel: Arc<AtomicBool>,
+    /// Until the session takes it: the text and where it came from.
+    run: Option<(String, Option<String>, &'static str, Origin)>,
+    bytes: usize,
+}
+
+struct Inner {
+    acceptance: Acceptance,
+    entries: HashMap<String, Entry>,
+    /// Ids in creation order.
+    order: VecDeque<String>,
+    pending: VecDeque<String>,
+    running: Option<String>,
+    accepted: u64,
+    /// The session has taken its last task: every send is rejected with this.
+    closed: Option<&'static str>,
+    seq: u64,
+    bytes: usize,
+    finished: usize,
+}
+
+/// The table; shared (`Arc`) by the door and the session.
+pub struct Tasks {
+    inner: Mutex<Inner>,
+    wake: Condvar,
+    generation: AtomicU64,
+    on_cancel: Mutex<Option<Box<dyn Fn() + Send>>>,
+}
+
+/// The SSE frame of one JSON-RPC result.
+pub fn frame(id: &Value, result: Value) -> Vec<u8> {
+    let body = rpc::to_body(&rpc::result_response(id, result));
+    let mut out = Vec::with_capacity(body.len() + 8);
+    out.extend_from_slice(b"data: ");
+    out.extend_from_slice(&body);
+    out.extend_from_slice(b"\n\n");
+    out
+}
+
+/// A JSON-RPC answer as an HTTP 200.
+pub fn answer(v: &Value) -> Response {
+    Response::json(200, rpc::to_body(v))
+}
+
+fn id_of(prefix: &str) -> String {
+    let hex = crate::token::random_hex16().unwrap_or_else(|_| {
+        // No randomness: a process-unique counter still keeps ids distinct.
+        static N: AtomicU64 = AtomicU64::new(0);
+        format!("{:032x}", N.fetch_add(1, Ordering::SeqCst))
+    });
+    format!("{prefix}_{hex}")
+}
+
+fn text_bytes(t: &Task) -> usize {
+    let m = t.status_message.as_ref().map_or(0, |m| m.text.len());
+    m + t.history.iter().map(|h| h.text.len()).sum::<usize>()
+        + t.artifacts.iter().map(|a| a.text.len()).sum::<usize>()
+}
+
+impl Tasks {
+    pub fn new(acceptance: Acceptance) -> Arc<Tasks> {
+        let acceptance = match acceptance {
+            Acceptance::Queue(d) => Acceptance::Queue(d.clamp(1, MAX_QUEUE)),
+            a => a,
+        };
+        Arc::new(Tasks {
+            inner: Mutex::new(Inner {
+                acceptance,
+                entries: HashMap::new(),
+                order: VecDeque::new(),
+                pending: VecDeque::new(),
+                running: None,
+                accepted: 0,
+                closed: None,
+                seq: 0,
+                bytes: 0,
+                finished: 0,
+            }),
+            wake: Condvar::new(),
+            generation: AtomicU64::new(0),
+            on_cancel: Mutex::new(None),
+        })
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Inner> {
+        self.inner.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// How many tasks reached a terminal state in this process (the resource plane's
+    /// generation).
+    pub fn generation(&self) -> u64 {
+        self.generation.load(Ordering::SeqCst)
+    }
+
+    pub fn acceptance(&self) -> Acceptance {
+        self.lock().acceptance
+    }
+
+    /// What runs when a running task is canceled (kill its contained children), besides
+    /// setting its cancel flag.
+    pub fn on_cancel(&self, f: Box<dyn Fn() + Send>) {
+        *self.on_cancel.lock().unwrap_or_else(|p| p.into_inner()) = Some(f);
+    }
+
+    fn insert(
+        &self,
+        inner: &mut Inner,
+        task: Task,
+        run: Option<(String, Option<String>, &'static str, Origin)>,
+    ) {
+        inner.seq += 1;
+        let bytes = text_bytes(&task);
+        inner.bytes += bytes;
+        inner.order.push_back(task.id.clone());
+        let id = task.id.clone();
+        inner.entries.insert(
+            id,
+            Entry {
+                task,
+                seq: inner.seq,
+                subs: Vec::new(),
+                waiters: Vec::new(),
+                cancel: Arc::new(AtomicBool::new(false)),
+                run,
+                bytes,
+            },
+        );
+    }
+
+    /// Register the session's own task (`task.md`) as running, before the door serves: in
+    /// `single` it is the capsule's one task.
+    pub fn start_file(&self, text: &str, now_ms: u64) -> Taken {
+        let mut inner = self.lock();
+        let (id, context_id) = (id_of("tsk"), id_of("ctx"));
+        let task = Task {
+            id: id.clone(),
+            context_id: context_id.clone(),
+            state: State::Working,
+            status_message: None,
+            artifacts: Vec::new(),
+            history: vec![Msg {
+                message_id: id_of("msg"),
+                role: Role::User,
+                text: text.to_string(),
+            }],
+            created_ms: now_ms,
+            updated_ms: now_ms,
+        };
+        self.insert(&mut inner, task, None);
+        inner.accepted += 1;
+        inner.running = Some(id.clone());
+        let cancel = inner
+            .entries
+            .get(&id)
+            .map(|e| e.cancel.clone())
+            .unwrap_or_default();
+        Taken {
+            id,
+            context_id,
+            message_id: None,
+            text: text.to_string(),
+            source: "file",
+            origin: Origin::file(),
+            cancel,
+        }
+    }
+
+    /// Why a new task cannot be accepted now, if it cannot.
+    fn refusal(&self, inner: &Inner, text_len: usize) -> Option<&'static str> {
+        if let Some(why) = inner.closed {
+            return Some(why);
+        }
+        let busy = inner.running.is_some() || !inner.pending.is_empty();
+        match inner.acceptance {
+            Acceptance::None => Some(CLOSING),
+            Acceptance::Single if inner.accepted > 0 && !busy => Some(CLOSING),
+            Acceptance::Single if inner.accepted > 0 => Some(BUSY),
+            Acceptance::Queue(depth) if inner.pending.len() >= depth => Some(BUSY),
+            _ if inner.bytes + text_len > MAX_TABLE_BYTES => Some(BUSY),
+            _ => None,
+        }
+    }
+
+    /// A new task from `req`: accepted (submitted, queued) or rejected (kept, terminal).
+    /// `watch` is attached before anyone else can see the task, so it misses no event; a
+    /// stream gets the task as its first event at once. The task as it stands is returned.
+    pub fn submit(&self, req: &SendRequest, origin: Origin, watch: Watch, now_ms: u64) -> Task {
+        let mut inner = self.lock();
+        self.evict(&mut inner);
+        let refusal = self.refusal(&inner, req.text.len());
+        let id = id_of("tsk");
+        let context_id = req.context_id.clone().unwrap_or_else(|| id_of("ctx"));
+        let mut task = Task {
+            id: id.clone(),
+            context_id,
+            state: State::Submitted,
+            status_message: None,
+            artifacts: Vec::new(),
+            history: vec![Msg {
+                message_id: req.message_id.clone(),
+                role: Role::User,
+                text: req.text.clone(),
+            }],
+            created_ms: now_ms,
+            updated_ms: now_ms,
+        };
+        if let Some(why) = refusal {
+            task.state = State::Rejected;
+            task.history.clear();
+            task.status_message = Some(agent_msg(why));
+            self.insert(&mut inner, task.clone(), None);
+            inner.finished += 1;
+            self.generation.fetch_add(1, Ordering::SeqCst);
+            if let Watch::Stream { stream, id, gen } = watch {
+                stream.send(frame(&id, shapes::render_send_result(&task, gen, None)));
+                stream.send(frame(&id, shapes::render_status_update(&task, gen)));
+                stream.end();
+            }
+            return task;
+        }
+        let run = Some((req.text.clone(), Some(req.message_id.clone()), "a2a", origin));
+        self.insert(&mut inner, task.clone(), run);
+        inner.accepted += 1;
+        inner.pending.push_back(id.clone());
+        if let Some(e) = inner.entries.get_mut(&id) {
+            attach(e, watch);
+        }
+        drop(inner);
+        self.wake.notify_all();
+        task
+    }
+
+    /// The task `id`.
+    pub fn get(&self, id: &str) -> Option<Task> {
+        self.lock().entries.get(id).map(|e| e.task.clone())
+    }
+
+    /// Open streams right now (closed ones are forgotten on the way).
+    fn live_streams(inner: &mut Inner) -> usize {
+        let mut n = 0;
+        for id in inner.pending.iter().chain(inner.running.iter()) {
+            if let Some(e) = inner.entries.get(id) {
+                n += e.subs.iter().filter(|s| !s.stream.is_closed()).count();
+            }
+        }
+        let ids: Vec<String> = inner
+            .pending
+            .iter()
+            .chain(inner.running.iter())
+            .cloned()
+            .collect();
+        for id in ids {
+            if let Some(e) = inner.entries.get_mut(&id) {
+                e.subs.retain(|s| !s.stream.is_closed());
+            }
+        }
+        n
+    }
+
+    /// Whether another stream may open.
+    pub fn stream_room(&self) -> bool {
+        Self::live_streams(&mut self.lock()) < MAX_STREAMS
+    }
+
+    /// Attach a stream to a task that is still moving: the task first, then its events.
+    pub fn subscribe(
+        &self,
+        task_id: &str,
+        stream: Stream,
+        id: Value,
+        gen: Generation,
+    ) -> Result<(), (i64, String)> {
+        let mut inner = self.lock();
+        let Some(e) = inner.entries.get_mut(task_id) else {
+            return Err((TASK_NOT_FOUND, "Task not found".into()));
+        };
+        if e.task.state.is_terminal() {
+            return Err((
+                UNSUPPORTED_OPERATION,
+                format!(
+                    "Task {task_id} is {}: there is nothing left to stream",
+                    e.task.state.wire(Generation::V03)
+                ),
+            ));
+        }
+        stream.send(frame(&id, shapes::render_send_result(&e.task, gen, None)));
+        e.subs.push(Sub { stream, id, gen });
+        Ok(())
+    }
+
+    /// Cancel `id`: a waiting task is dropped from the queue, a running one has its flag set
+    /// (the loop stops at its next safe point) and its children killed. Either is
+    /// `canceled` at once. A finished task is not cancelable.
+    pub fn cancel(&self, id: &str, now_ms: u64) -> Result<Task, (i64, String)> {
+        let mut inner = self.lock();
+        let running = inner.running.as_deref() == Some(id);
+        let Some(e) = inner.entries.get_mut(id) else {
+            return Err((TASK_NOT_FOUND, "Task not found".into()));
+        };
+        if e.task.state.is_terminal() {
+            return Err((
+                TASK_NOT_CANCELABLE,
+                format!(
+                    "Task cannot be canceled: it is {}",
+                    e.task.state.wire(Generation::V03)
+                ),
+            ));
+        }
+        e.cancel.store(true, Ordering::SeqCst);
+        e.run = None;
+        let before = e.bytes;
+        settle(
+            e,
+            State::Canceled,
+            None,
+            Some(agent_msg("canceled by request")),
+            now_ms,
+        );
+        let (task, after) = (e.task.clone(), e.bytes);
+        inner.bytes = inner.bytes.saturating_sub(before) + after;
+        inner.pending.retain(|p| p != id);
+        inner.finished += 1;
+        self.generation.fetch_add(1, Ordering::SeqCst);
+        drop(inner);
+        if running {
+            if let Some(f) = self.on_cancel.lock().unwrap_or_else(|p| p.into_inner()).as_ref() {
+                f();
+            }
+        }
+        Ok(task)
+    }
+
+    /// A 1.0 ListTasks page, newest first.
+    pub fn list(&self, req: &ListRequest) -> Result<Value, String> {
+        let inner = self.lock();
+        let start = match &req.page_token {
+            None => u64::MAX,
+            Some(t) => t
+                .parse::<u64>()
+                .map_err(|_| "pageToken is not one this door issued".to_string())?,
+        };
+        let matches = |t: &Task| {
+            req.context_id.as_ref().is_none_or(|c| &t.context_id == c)
+                && req.status.is_none_or(|s| t.state == s)
+                && req.status_after_ms.is_none_or(|a| t.updated_ms as i64 >= a)
+        };
+        let mut total = 0usize;
+        let mut page: Vec<&Task> = Vec::new();
+        let mut next = String::new();
+        for id in inner.order.iter().rev() {
+            let Some(e) = inner.entries.get(id) else { continue };
+            if !matches(&e.task) {
+                continue;
+            }
+            total += 1;
+            if e.seq > start {
+                continue;
+            }
+            if page.len() < req.page_size as usize {
+                page.push(&e.task);
+            } else if next.is_empty() {
+                next = e.seq.to_string();
+            }
+        }
+        Ok(shapes::render_list(
+            &page,
+            req.history_length,
+            req.include_artifacts,
+            &next,
+            req.page_size,
+            total,
+        ))
+    }
+
+    /// The session's next task: the first waiting one, now or within `wait` (`None`:
+    /// forever), unless `stop` is set (a signal) first.
+    pub fn next(&self, wait: Option<Duration>, stop: &AtomicI32, now_ms: impl Fn() -> u64) -> Next {
+        let until = wait.map(|w| Instant::now() + w);
+        let mut inner = self.lock();
+        loop {
+            if stop.load(Ordering::SeqCst) != 0 {
+                return Next::Stopped;
+            }
+            while let Some(id) = inner.pending.pop_front() {
+                let Some(e) = inner.entries.get_mut(&id) else {
+                    continue;
+                };
+                let Some((text, message_id, source, origin)) = e.run.take() else {
+                    continue;
+                };
+                e.task.state = State::Working;
+                e.task.updated_ms = now_ms();
+                for s in &e.subs {
+                    s.stream
+                        .send(frame(&s.id, shapes::render_status_update(&e.task, s.gen)));
+                }
+                let taken = Taken {
+                    id: id.clone(),
+                    context_id: e.task.context_id.clone(),
+                    message_id,
+                    text,
+                    source,
+                    origin,
+                    cancel: e.cancel.clone(),
+                };
+                inner.running = Some(id);
+                return Next::Task(taken);
+            }
+            let left = match until {
+                None => Duration::from_secs(3600),
+                Some(u) => match u.checked_duration_since(Instant::now()) {
+                    Some(d) if !d.is_zero() => d,
+                    _ => return Next::Idle,
+                },
+            };
+            inner = self
+                .wake
+                .wait_timeout(inner, left)
+                .map(|(g, _)| g)
+                .unwrap_or_else(|p| p.into_inner().0);
+        }
+    }
+
+    /// Wake a session waiting in [`Tasks::next`] (a signal arrived).
+    pub fn wake(&self) {
+        self.wake.notify_all();
+    }
+
+    /// The running task `id` ended. A task already canceled stays canceled.
+    pub fn finish(&self, id: &str, outcome: Outcome, now_ms: u64) {
+        let mut inner = self.lock();
+        if inner.running.as_deref() == Some(id) {
+            inner.running = None;
+        }
+        let Some(e) = inner.entries.get_mut(id) else {
+            return;
+        };
+        if e.task.state.is_terminal() {
+            return;
+        }
+        let before = e.bytes;
+        settle(
+            e,
+            outcome.state,
+            outcome.answer,
+            outcome.message.map(|m| agent_msg(&m)),
+            now_ms,
+        );
+        let after = e.bytes;
+        inner.bytes = inner.bytes.saturating_sub(before) + after;
+        inner.finished += 1;
+        self.generation.fetch_add(1, Ordering::SeqCst);
+        self.evict(&mut inner);
+    }
+
+    /// The session takes no more tasks: waiting ones are rejected, and so is every later send.
+    pub fn close(&self, now_ms: u64) {
+        let mut inner = self.lock();
+        if inner.closed.is_none() {
+            inner.closed = Some(CLOSING);
+        }
+        let pending: Vec<String> = inner.pending.drain(..).collect();
+        for id in pending {
+            if let Some(e) = inner.entries.get_mut(&id) {
+                e.run = None;
+                let before = e.bytes;
+                settle(e, State::Rejected, None, Some(agent_msg(ENDED)), now_ms);
+                let after = e.bytes;
+                inner.bytes = inner.bytes.saturating_sub(before) + after;
+                inner.finished += 1;
+                self.generation.fetch_add(1, Ordering::SeqCst);
+            }
+        }
+        drop(inner);
+        self.wake.notify_all();
+    }
+
+    /// Drop the oldest finished tasks beyond the count and byte caps.
+    fn evict(&self, inner: &mut Inner) {
+        while inner.finished > MAX_FINISHED || inner.bytes > MAX_TABLE_BYTES {
+            let Some(pos) = inner
+                .order
+                .iter()
+                .position(|id| inner.entries.get(id).is_some_and(|e| e.task.state.is_terminal()))
+            else {
+                break;
+            };
+            if let Some(id) = inner.order.remove(pos) {
+                if let Some(e) = inner.entries.remove(&id) {
+                    inner.bytes = inner.bytes.saturating_sub(e.bytes);
+                    inner.finished = inner.finished.saturating_sub(1);
+                }
+            }
+        }
+    }
+}
+
+fn agent_msg(text: &str) -> Msg {
+    Msg {
+        message_id: id_of("msg"),
+        role: Role::Agent,
+        text: text.to_string(),
+    }
+}
+
+fn attach(e: &mut Entry, watch: Watch) {
+    match watch {
+        Watch::None => {}
+        Watch::Wait {
+            ticket,
+            id,
+            gen,
+            history,
+        } => e.waiters.push(Waiter {
+            ticket,
+            id,
+            gen,
+            history,
+        }),
+        Watch::Stream { stream, id, gen } => {
+            stream.send(frame(&id, shapes::render_send_result(&e.task, gen, None)));
+            e.subs.push(Sub { stream, id, gen });
+        }
+    }
+}
+
+/// Move `e` to a terminal `state`, tell its streams (the answer, then the final status,
+/// then the end) and answer its waiters.
+fn settle(e: &mut Entry, state: State, text: Option<String>, message: Option<Msg>, now_ms: u64) {
+    let t = &mut e.task;
+    t.state = state;
+    t.updated_ms = now_ms;
+    t.status_message = message;
+    if let Some(text) = text {
+        t.artifacts.push(Artifact {
+            artifact_id: format!("{}-response", t.id),
+            name: RESPONSE_ARTIFACT.into(),
+            text,
+        });
+    }
+    e.bytes = text_bytes(t);
+    for s in e.subs.drain(..) {
+        for a in &t.artifacts {
+            s.stream
+                .send(frame(&s.id, shapes::render_artifact_update(t, a, s.gen)));
+        }
+        s.stream
+            .send(frame(&s.id, shapes::render_status_update(t, s.gen)));
+        s.stream.end();
+    }
+    for w in e.waiters.drain(..) {
+        let v = rpc::result_response(&w.id, shapes::render_send_result(t, w.gen, w.history));
+        w.ticket.complete(answer(&v));
+    }
+}
+
+#[cfg(test)]
+#[path = "tasks_tests.rs"]
+mod tests;

@@ -1,0 +1,221 @@
+use super::*;
+use crate::a2a::params::SendRequest;
+
+fn send(text: &str) -> SendRequest {
+    SendRequest {
+        message_id: "m".into(),
+        text: text.into(),
+        context_id: None,
+        task_id: None,
+        return_immediately: true,
+        history_length: None,
+    }
+}
+
+fn submit(t: &Tasks, text: &str) -> Task {
+    t.submit(&send(text), Origin::file(), Watch::None, 1)
+}
+
+fn take(t: &Tasks) -> Taken {
+    match t.next(Some(Duration::ZERO), &AtomicI32::new(0), || 2) {
+        Next::Task(k) => k,
+        other => panic!("no task: {other:?}"),
+    }
+}
+
+fn done(text: &str) -> Outcome {
+    Outcome {
+        state: State::Completed,
+        answer: Some(text.into()),
+        message: None,
+    }
+}
+
+fn busy_text(task: &Task) -> &str {
+    task.status_message.as_ref().map_or("", |m| m.text.as_str())
+}
+
+#[test]
+fn single_takes_one_task_and_rejects_the_rest() {
+    let t = Tasks::new(Acceptance::Single);
+    let first = submit(&t, "one");
+    assert_eq!(first.state, State::Submitted);
+    assert!(first.id.starts_with("tsk_") && first.context_id.starts_with("ctx_"));
+    let waiting = submit(&t, "two");
+    assert_eq!((waiting.state, busy_text(&waiting)), (State::Rejected, BUSY));
+    let k = take(&t);
+    assert_eq!(
+        (k.id.as_str(), k.text.as_str(), k.source),
+        (first.id.as_str(), "one", "a2a")
+    );
+    assert_eq!(t.get(&k.id).unwrap().state, State::Working);
+    let running = submit(&t, "three");
+    assert_eq!(busy_text(&running), BUSY);
+    t.finish(&k.id, done("answer\n"), 3);
+    let after = submit(&t, "four");
+    assert_eq!(busy_text(&after), CLOSING, "single ran its one task");
+    let got = t.get(&k.id).unwrap();
+    assert_eq!(got.state, State::Completed);
+    assert_eq!(got.artifacts[0].name, "response");
+    assert_eq!(got.artifacts[0].text, "answer\n");
+}
+
+#[test]
+fn a_file_task_is_the_single_task() {
+    let t = Tasks::new(Acceptance::Single);
+    let f = t.start_file("from the file", 1);
+    assert_eq!(f.source, "file");
+    assert_eq!(t.get(&f.id).unwrap().state, State::Working);
+    assert_eq!(busy_text(&submit(&t, "x")), BUSY);
+}
+
+#[test]
+fn the_queue_holds_its_depth_and_runs_in_order() {
+    let t = Tasks::new(Acceptance::Queue(2));
+    let a = submit(&t, "a");
+    let b = submit(&t, "b");
+    let c = submit(&t, "c");
+    assert_eq!((a.state, b.state), (State::Submitted, State::Submitted));
+    assert_eq!(busy_text(&c), BUSY);
+    let k = take(&t);
+    assert_eq!(k.id, a.id);
+    let d = submit(&t, "d");
+    assert_eq!(d.state, State::Submitted, "room again once one started");
+    t.finish(&k.id, done("x"), 3);
+    assert_eq!(take(&t).id, b.id);
+    assert!(matches!(
+        t.next(Some(Duration::ZERO), &AtomicI32::new(0), || 4),
+        Next::Task(k) if k.id == d.id
+    ));
+    assert!(matches!(
+        t.next(Some(Duration::from_millis(5)), &AtomicI32::new(0), || 5),
+        Next::Idle
+    ));
+    assert!(matches!(t.next(None, &AtomicI32::new(15), || 5), Next::Stopped));
+}
+
+#[test]
+fn queue_depth_is_clamped() {
+    let t = Tasks::new(Acceptance::Queue(usize::MAX));
+    assert_eq!(t.acceptance(), Acceptance::Queue(MAX_QUEUE));
+    assert_eq!(
+        Tasks::new(Acceptance::Queue(0)).acceptance(),
+        Acceptance::Queue(1)
+    );
+}
+
+#[test]
+fn cancel_of_waiting_running_and_finished_tasks() {
+    let t = Tasks::new(Acceptance::Queue(4));
+    let killed = Arc::new(AtomicU64::new(0));
+    let k2 = killed.clone();
+    t.on_cancel(Box::new(move || {
+        k2.fetch_add(1, Ordering::SeqCst);
+    }));
+    let a = submit(&t, "a");
+    let b = submit(&t, "b");
+    let running = take(&t);
+    assert_eq!(running.id, a.id);
+    // A waiting task: canceled, never handed out, no child killed.
+    assert_eq!(t.cancel(&b.id, 5).unwrap().state, State::Canceled);
+    assert_eq!(killed.load(Ordering::SeqCst), 0);
+    // The running task: its flag is set, its children go, and its end keeps it canceled.
+    assert_eq!(t.cancel(&a.id, 6).unwrap().state, State::Canceled);
+    assert!(running.cancel.load(Ordering::SeqCst));
+    assert_eq!(killed.load(Ordering::SeqCst), 1);
+    t.finish(&a.id, done("late"), 7);
+    let after = t.get(&a.id).unwrap();
+    assert_eq!((after.state, after.artifacts.len()), (State::Canceled, 0));
+    assert!(matches!(
+        t.next(Some(Duration::ZERO), &AtomicI32::new(0), || 8),
+        Next::Idle
+    ));
+    assert_eq!(t.cancel(&a.id, 9).unwrap_err().0, TASK_NOT_CANCELABLE);
+    assert_eq!(t.cancel("tsk_nope", 9).unwrap_err().0, TASK_NOT_FOUND);
+    assert_eq!(t.generation(), 2, "two tasks reached a terminal state");
+}
+
+#[test]
+fn close_rejects_what_waits_and_every_later_send() {
+    let t = Tasks::new(Acceptance::Queue(4));
+    let a = submit(&t, "a");
+    t.close(5);
+    let got = t.get(&a.id).unwrap();
+    assert_eq!((got.state, busy_text(&got)), (State::Rejected, ENDED));
+    assert_eq!(busy_text(&submit(&t, "b")), CLOSING);
+    assert!(matches!(
+        t.next(Some(Duration::ZERO), &AtomicI32::new(0), || 6),
+        Next::Idle
+    ));
+}
+
+#[test]
+fn the_generation_counts_terminal_states() {
+    let t = Tasks::new(Acceptance::Queue(4));
+    assert_eq!(t.generation(), 0);
+    submit(&t, "a");
+    let k = take(&t);
+    assert_eq!(t.generation(), 0);
+    t.finish(&k.id, done("x"), 2);
+    assert_eq!(t.generation(), 1);
+    t.finish(&k.id, done("again"), 3);
+    assert_eq!(t.generation(), 1, "a finished task does not finish twice");
+}
+
+#[test]
+fn finished_tasks_are_dropped_oldest_first_beyond_the_cap() {
+    let t = Tasks::new(Acceptance::Queue(4));
+    let first = submit(&t, "first");
+    let k = take(&t);
+    t.finish(&k.id, done("x"), 2);
+    for i in 0..MAX_FINISHED {
+        submit(&t, &format!("t{i}"));
+        let k = take(&t);
+        t.finish(&k.id, done("x"), 2);
+    }
+    assert!(t.get(&first.id).is_none(), "the oldest finished task went");
+    let inner = t.lock();
+    assert_eq!(inner.finished, MAX_FINISHED);
+    assert_eq!(inner.entries.len(), MAX_FINISHED);
+    assert_eq!(inner.order.len(), MAX_FINISHED);
+}
+
+#[test]
+fn list_pages_newest_first_with_filters() {
+    let t = Tasks::new(Acceptance::Queue(8));
+    let mut ids = Vec::new();
+    for i in 0..5 {
+        let mut r = send(&format!("t{i}"));
+        r.context_id = Some(if i % 2 == 0 { "ctx_even" } else { "ctx_odd" }.into());
+        ids.push(t.submit(&r, Origin::file(), Watch::None, 1).id);
+    }
+    let req = |size: u32, token: Option<String>| ListRequest {
+        context_id: None,
+        status: None,
+        page_size: size,
+        page_token: token,
+        history_length: None,
+        status_after_ms: None,
+        include_artifacts: false,
+    };
+    let page = t.list(&req(2, None)).unwrap();
+    let got: Vec<&str> = page["tasks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(got, [ids[4].as_str(), ids[3].as_str()]);
+    assert_eq!(page["totalSize"], 5);
+    let token = page["nextPageToken"].as_str().unwrap().to_string();
+    let next = t.list(&req(2, Some(token))).unwrap();
+    assert_eq!(next["tasks"][0]["id"], ids[2].as_str());
+    let even = ListRequest {
+        context_id: Some("ctx_even".into()),
+        ..req(50, None)
+    };
+    let page = t.list(&even).unwrap();
+    assert_eq!(page["totalSize"], 3);
+    assert_eq!(page["nextPageToken"], "");
+    assert!(t.list(&req(2, Some("junk".into()))).is_err());
+}

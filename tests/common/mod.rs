@@ -105,6 +105,7 @@ impl Drop for TempDir {
     }
 }
 pub mod agent;
+pub mod agent_door;
 pub mod capsule;
 pub mod provider;
 pub mod roost;

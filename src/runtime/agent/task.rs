@@ -318,6 +318,10 @@ impl Session<'_> {
             let (i, o) = (response.usage.input_tokens, response.usage.output_tokens);
             let decision = response.stop_reason.as_str();
             self.fire(Binding::Inference, || inference_event(turn, decision, i, o));
+            // A cancel that arrived while the model answered: the answer is not the task's.
+            if cancel.load(Ordering::SeqCst) {
+                return TaskEnd::Canceled;
+            }
             let assistant = Message {
                 role: Role::Assistant,
                 content: response.content.clone(),

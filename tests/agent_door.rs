@@ -420,7 +420,7 @@ fn task_hooks_fire_per_a2a_task_and_session_hooks_once_with_each_task_traced() {
 }
 
 /// A --task under `queue` runs first and is traced `source: "file"` (no
-/// `a2a_task_received`); the A2A task after it is `a2a`; the file task is in the table too.
+/// `a2a_task_received`); the A2A task after it is `a2a`; the door does not show the file task.
 #[test]
 fn a_file_task_is_traced_as_source_file_before_the_a2a_tasks() {
     let p = Provider::start(vec![
@@ -434,22 +434,18 @@ fn a_file_task_is_traced_as_source_file_before_the_a2a_tasks() {
         s.settled(&id(&t), SETTLE)["status"]["state"],
         "TASK_STATE_COMPLETED"
     );
-    // The file task is a task of the door too: GetTask finds it completed with its answer.
+    // The file task holds the slot but is the operator's, not a client's: the door does
+    // not show it (GetTask and CancelTask say not found, ListTasks leaves it out).
     let file_id = events(&w.trace(&s.sid), "task_start")[0]["task_id"]
         .as_str()
         .unwrap()
         .to_string();
-    let file_task = s.get_task(&file_id);
-    assert_eq!(
-        file_task["status"]["state"], "TASK_STATE_COMPLETED",
-        "{file_task}"
-    );
-    assert_eq!(response_10(&file_task), "file answer\n");
-    assert_eq!(
-        file_task["history"][0]["parts"],
-        json!([{"text": "from the file"}]),
-        "{file_task}"
-    );
+    for method in ["GetTask", "CancelTask"] {
+        let v = s.rpc(method, json!({"id": file_id}), &[]);
+        assert_eq!(v["error"]["code"], -32001, "{method}: {v}");
+    }
+    let listed = s.rpc("ListTasks", json!({}), &[]);
+    assert!(!listed.to_string().contains(&file_id), "{listed}");
     assert_eq!(s.stop(), Some(0), "{}", s.both());
     let all = w.trace(&s.sid);
     assert_eq!(

@@ -84,6 +84,8 @@ pub struct Conn {
     pub fallback: Option<Fallback>,
     /// A stream's "closed" flag, shared with its [`super::Stream`] handle.
     pub closed: Option<Arc<AtomicBool>>,
+    /// A stream's bytes on their way from its handle, shared with it.
+    pub in_flight: Option<Arc<std::sync::atomic::AtomicUsize>>,
     keepalive: Duration,
     max_backlog: usize,
     /// A keep-alive found bytes of the previous one still unsent.
@@ -117,6 +119,7 @@ impl Conn {
             drained: 0,
             fallback: None,
             closed: None,
+            in_flight: None,
             keepalive: limits.keepalive,
             max_backlog: limits.max_stream_backlog,
             stalled: false,

@@ -12,7 +12,7 @@ use std::collections::BinaryHeap;
 use std::io::{self, ErrorKind};
 use std::net::SocketAddr;
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::mpsc::{channel, Receiver, Sender};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -58,6 +58,8 @@ enum Delivery {
     Answer(Response),
     Chunk(Vec<u8>),
     End,
+    /// The stream was refused a chunk (its client is too far behind): close at once.
+    Abort,
 }
 
 struct Completion {
@@ -75,7 +77,10 @@ pub struct Exchange<'a> {
     waker: &'a Arc<Waker>,
     deferred: Cell<Option<Duration>>,
     fallback: Cell<Option<Fallback>>,
-    closed: Cell<Option<Arc<AtomicBool>>>,
+    closed: Cell<Option<(Arc<AtomicBool>, Arc<AtomicUsize>)>>,
+    /// Stream bytes sent into the channel and not yet taken by the loop, server-wide.
+    in_flight: &'a Arc<AtomicUsize>,
+    limits: &'a super::Limits,
 }
 
 impl Exchange<'_> {
@@ -111,13 +116,18 @@ impl Exchange<'_> {
     /// [`Reply::Stream`] with the head.
     pub fn stream(&self) -> Stream {
         let closed = Arc::new(AtomicBool::new(false));
-        self.closed.set(Some(Arc::clone(&closed)));
+        let mine = Arc::new(AtomicUsize::new(0));
+        self.closed.set(Some((Arc::clone(&closed), Arc::clone(&mine))));
         Stream {
             slot: self.slot,
             generation: self.generation,
             tx: self.tx.clone(),
             waker: Arc::clone(self.waker),
             closed,
+            mine,
+            all: Arc::clone(self.in_flight),
+            max_mine: self.limits.max_stream_backlog,
+            max_all: self.limits.max_unsent,
         }
     }
 }
@@ -129,6 +139,11 @@ pub struct Stream {
     tx: Sender<Completion>,
     waker: Arc<Waker>,
     closed: Arc<AtomicBool>,
+    /// This stream's bytes on their way to the loop, and every stream's.
+    mine: Arc<AtomicUsize>,
+    all: Arc<AtomicUsize>,
+    max_mine: usize,
+    max_all: usize,
 }
 
 impl Stream {
@@ -146,7 +161,42 @@ impl Stream {
 
     /// Queue `chunk`; false once the connection is gone.
     pub fn send(&self, chunk: Vec<u8>) -> bool {
-        self.deliver(Delivery::Chunk(chunk))
+        let len = chunk.len();
+        self.send_with(len, || chunk)
+    }
+
+    /// Queue the `len` bytes `build` makes, building them only if there is room: a stream
+    /// whose client is behind by more than `Limits::max_stream_backlog` (a chunk is always
+    /// taken when none is on its way), or that would take every stream's bytes on their way
+    /// past `Limits::max_unsent`, is closed instead. False when nothing was queued.
+    pub fn send_with(&self, len: usize, build: impl FnOnce() -> Vec<u8>) -> bool {
+        if self.is_closed() {
+            return false;
+        }
+        let mine = self.mine.load(Ordering::SeqCst);
+        let all = self.all.fetch_add(len, Ordering::SeqCst);
+        if (mine > 0 && mine + len > self.max_mine) || all + len > self.max_all {
+            self.all.fetch_sub(len, Ordering::SeqCst);
+            self.abort();
+            return false;
+        }
+        self.mine.fetch_add(len, Ordering::SeqCst);
+        let sent = self.deliver(Delivery::Chunk(build()));
+        if !sent {
+            self.all.fetch_sub(len, Ordering::SeqCst);
+        }
+        sent
+    }
+
+    fn abort(&self) {
+        if !self.closed.swap(true, Ordering::SeqCst) {
+            let c = Completion {
+                slot: self.slot,
+                generation: self.generation,
+                what: Delivery::Abort,
+            };
+            let _ = self.tx.send(c).is_ok() && self.waker.wake().is_ok();
+        }
     }
 
     /// End the response: what is queued is written, then the connection closes.
@@ -223,6 +273,7 @@ pub struct Server {
     finish: Arc<Mutex<Option<Instant>>>,
     tx: Sender<Completion>,
     rx: Receiver<Completion>,
+    in_flight: Arc<AtomicUsize>,
 }
 
 /// Run `handler` on `listener` with `limits` until an I/O error of the poller itself.
@@ -249,6 +300,7 @@ impl Server {
             waker,
             stop: Arc::new(AtomicBool::new(false)),
             finish: Arc::new(Mutex::new(None)),
+            in_flight: Arc::new(AtomicUsize::new(0)),
             tx,
             rx,
         })
@@ -376,6 +428,9 @@ impl Server {
             done.push(c);
         }
         for c in done {
+            if let Delivery::Chunk(bytes) = &c.what {
+                self.in_flight.fetch_sub(bytes.len(), Ordering::SeqCst);
+            }
             let Some(conn) = state.conns.get_mut(c.slot).and_then(Option::as_mut) else {
                 continue;
             };
@@ -389,8 +444,14 @@ impl Server {
                     conn.fallback = None;
                     conn.respond(&resp, now)
                 }
-                (Delivery::Chunk(bytes), Phase::Streaming) => conn.push(&bytes, now),
+                (Delivery::Chunk(bytes), Phase::Streaming) => {
+                    if let Some(mine) = &conn.in_flight {
+                        mine.fetch_sub(bytes.len(), Ordering::SeqCst);
+                    }
+                    conn.push(&bytes, now)
+                }
                 (Delivery::End, Phase::Streaming) => conn.end_stream(now),
+                (Delivery::Abort, Phase::Streaming) => Step::Close,
                 _ => continue,
             };
             self.settle(state, c.slot, step, before);
@@ -436,6 +497,8 @@ impl Server {
             deferred: Cell::new(None),
             fallback: Cell::new(None),
             closed: Cell::new(None),
+            in_flight: &self.in_flight,
+            limits: &self.limits,
         };
         let reply = catch_unwind(AssertUnwindSafe(|| handler.handle(&req, &ex)))
             .unwrap_or_else(|_| Reply::Now(Response::error(500, "internal error")));
@@ -449,7 +512,8 @@ impl Server {
                 Step::Idle
             }
             Reply::Stream(head) => {
-                let closed = ex.closed.take().unwrap_or_default();
+                let (closed, mine) = ex.closed.take().unwrap_or_default();
+                conn.in_flight = Some(mine);
                 conn.start_stream(&head, closed, now)
             }
         };

@@ -84,11 +84,18 @@ pub(crate) fn serve(
     bootstrap: &mut Bootstrap,
     stop: Arc<AtomicI32>,
 ) -> Result<Ended, Diagnostic> {
-    let current = Arc::new(Mutex::new(Interrupt::default()));
-    let fire = |c: &Mutex<Interrupt>| c.lock().unwrap_or_else(|p| p.into_inner()).fire();
+    // The running task's id and the Interrupt of its run: a cancel fires it only while that
+    // task is still the one running; a signal fires whatever runs.
+    let current = Arc::new(Mutex::new((String::new(), Interrupt::default())));
+    let fire = |c: &Mutex<(String, Interrupt)>, only: Option<&str>| {
+        let cur = c.lock().unwrap_or_else(|p| p.into_inner());
+        if only.is_none_or(|id| id == cur.0) {
+            cur.1.fire();
+        }
+    };
     {
         let c = current.clone();
-        life.tasks.on_cancel(Box::new(move || fire(&c)));
+        life.tasks.on_cancel(Box::new(move |id| fire(&c, Some(id))));
     }
     {
         let (c, stop, tasks) = (current.clone(), stop.clone(), life.tasks.clone());
@@ -97,7 +104,7 @@ pub(crate) fn serve(
             .spawn(move || {
                 if let Ok(sig) = crate::signals::wait_for_termination() {
                     stop.store(sig, Ordering::SeqCst);
-                    fire(&c);
+                    fire(&c, None);
                     tasks.wake();
                 }
             })
@@ -127,9 +134,15 @@ pub(crate) fn serve(
             )
             .map_err(tw)?;
         let interrupt = Interrupt::default();
-        *current.lock().unwrap_or_else(|p| p.into_inner()) = interrupt.clone();
-        let (state, fallback) = run_one(r, &task, &interrupt, &stop, trace, bootstrap, &mut ended)?;
-        life.finish(&task, lifecycle::outcome(state, &r.layout.work, &fallback));
+        *current.lock().unwrap_or_else(|p| p.into_inner()) = (task.id.clone(), interrupt.clone());
+        // A signal that came before the Interrupt was in place fired the previous one.
+        if stop.load(Ordering::SeqCst) != 0 {
+            interrupt.fire();
+        }
+        let (state, fallback, ran) = run_one(r, &task, &interrupt, &stop, trace, bootstrap, &mut ended)?;
+        // A run that never happened has no out/result.txt of its own to report.
+        let read = ran.then_some(&r.layout.work);
+        life.finish(&task, lifecycle::outcome(state, read, &fallback));
         let status = match state {
             State::Completed => "ok",
             State::Canceled => "canceled",
@@ -166,8 +179,8 @@ pub fn received(task: &Taken) -> serde_json::Value {
     })
 }
 
-/// One run of the component for `task`: its state, and the text for `out/result.txt` when
-/// the component left none.
+/// One run of the component for `task`: its state, the text for `out/result.txt` when the
+/// component left none, and whether the component ran (else its answer is that text).
 fn run_one(
     r: &Runner<'_>,
     task: &Taken,
@@ -176,18 +189,36 @@ fn run_one(
     trace: &mut Trace,
     bootstrap: &mut Bootstrap,
     ended: &mut Ended,
-) -> Result<(State, String), Diagnostic> {
+) -> Result<(State, String, bool), Diagnostic> {
     let work = &r.layout.work;
-    let io = |what: &str, e: crate::fsx::FsError| Diagnostic::new(code::IO_READ, "", format!("{what}: {e}"));
     ended.trapped = None;
     if task.source == "a2a" {
-        work.replace("task.md", task.text.as_bytes())
-            .map_err(|e| io("cannot write task.md", e))?;
-        work.remove_file("out/result.txt")
-            .map_err(|e| io("cannot remove out/result.txt", e))?;
+        // What the previous run left in the way (a directory named task.md, out/ gone or a
+        // symlink) fails this task, not the session.
+        if let Err(e) = work.replace("task.md", task.text.as_bytes()) {
+            return Ok((
+                State::Failed,
+                format!("error: cannot write task.md: {e}\n"),
+                false,
+            ));
+        }
+        let cleared = work
+            .mkdirs("out", 0o755)
+            .and_then(|_| work.remove_file("out/result.txt"));
+        if let Err(e) = cleared {
+            return Ok((
+                State::Failed,
+                format!("error: cannot clear out/result.txt: {e}\n"),
+                false,
+            ));
+        }
     }
     if task.cancel.load(Ordering::SeqCst) {
-        return Ok((State::Canceled, "error: canceled before it started\n".into()));
+        return Ok((
+            State::Canceled,
+            "error: canceled before it started\n".into(),
+            false,
+        ));
     }
     let preopen = r.layout.preopen_dir.proc_path();
     let clone = |f: &std::fs::File| {
@@ -220,16 +251,16 @@ fn run_one(
     )?;
     if interrupt.is_fired() {
         if task.cancel.load(Ordering::SeqCst) {
-            return Ok((State::Canceled, "error: canceled\n".into()));
+            return Ok((State::Canceled, "error: canceled\n".into(), true));
         }
         let why = format!("error: interrupted by signal {}\n", stop.load(Ordering::SeqCst));
         if let Err(e) = work.replace("out/result.txt", why.as_bytes()) {
             bootstrap.line(&format!("cannot record the interruption in out/result.txt: {e}"));
         }
-        return Ok((State::Failed, why));
+        return Ok((State::Failed, why, true));
     }
     match outcome {
-        Outcome::Returned => Ok((State::Completed, String::new())),
+        Outcome::Returned => Ok((State::Completed, String::new(), true)),
         Outcome::Trapped { kind, message } => {
             trace
                 .event(
@@ -244,7 +275,7 @@ fn run_one(
                 bootstrap.line(&format!("cannot record the trap in out/result.txt: {e}"));
             }
             ended.trapped = Some((kind, message));
-            Ok((State::Failed, text))
+            Ok((State::Failed, text, true))
         }
     }
 }

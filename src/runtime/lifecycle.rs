@@ -122,15 +122,16 @@ impl Lifecycle {
     }
 }
 
-/// The outcome of a task whose `out/result.txt` says `result` (what the runtime wrote there,
-/// or what a component left), in `state`; a failure's first line is its status message.
-pub fn outcome(state: State, work: &Dir, fallback: &str) -> Outcome {
-    let answer = match work.read("out/result.txt", super::door::tasks::MAX_RESULT_BYTES) {
-        Ok(b) => String::from_utf8_lossy(&b).into_owned(),
-        Err(crate::fsx::FsError::TooLarge { cap, .. }) => {
+/// The outcome of a task in `state`: its answer is what `out/result.txt` in `work` holds
+/// (what the runtime wrote there, or what a component left), else `fallback`; a failure's
+/// first line is its status message.
+pub fn outcome(state: State, work: Option<&Dir>, fallback: &str) -> Outcome {
+    let answer = match work.map(|w| w.read("out/result.txt", super::door::tasks::MAX_RESULT_BYTES)) {
+        Some(Ok(b)) => String::from_utf8_lossy(&b).into_owned(),
+        Some(Err(crate::fsx::FsError::TooLarge { cap, .. })) => {
             format!("(out/result.txt is larger than {cap} bytes: read it from the capsule's workdir)")
         }
-        Err(_) => fallback.to_string(),
+        _ => fallback.to_string(),
     };
     let message = match state {
         State::Completed => None,

@@ -232,21 +232,25 @@ impl World {
     /// `mur run --manifest .. --registry-path .. --task TASK` with the key in the
     /// environment and `env` added.
     pub fn run(&self, task: &str, env: &[(&str, &str)]) -> Run {
+        self.run_opt(Some(task), env)
+    }
+
+    /// [`World::run`], with `--task` only when `task` is given.
+    pub fn run_opt(&self, task: Option<&str>, env: &[(&str, &str)]) -> Run {
         let mut all: Vec<(&str, &str)> = vec![(KEY_VAR, KEY)];
         all.extend_from_slice(env);
+        let manifest = manifest_arg(&self.dir);
+        let mut args = vec![
+            "--manifest",
+            &manifest,
+            "--registry-path",
+            self.reg.to_str().unwrap(),
+        ];
+        if let Some(t) = task {
+            args.extend(["--task", t]);
+        }
         let started = Instant::now();
-        let out = mur(
-            &self.t,
-            &[
-                "--manifest",
-                &manifest_arg(&self.dir),
-                "--registry-path",
-                self.reg.to_str().unwrap(),
-                "--task",
-                task,
-            ],
-            &all,
-        );
+        let out = mur(&self.t, &args, &all);
         Run {
             elapsed: started.elapsed(),
             out,

@@ -137,23 +137,7 @@ impl World {
 
     /// `mur run --manifest .. --registry-path ..` without `--task`, to its end.
     pub fn run_without_task(&self, env: &[(&str, &str)]) -> Run {
-        let mut all: Vec<(&str, &str)> = vec![(KEY_VAR, KEY)];
-        all.extend_from_slice(env);
-        let started = Instant::now();
-        let out = mur(
-            &self.t,
-            &[
-                "--manifest",
-                &manifest_arg(&self.dir),
-                "--registry-path",
-                self.reg.to_str().unwrap(),
-            ],
-            &all,
-        );
-        Run {
-            elapsed: started.elapsed(),
-            out,
-        }
+        self.run_opt(None, env)
     }
 }
 

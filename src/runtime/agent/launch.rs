@@ -339,14 +339,6 @@ pub fn run(p: Prelude<'_>) -> Result<u8, Diagnostic> {
                 tasks.wake();
             }
         });
-        // A canceled task's contained children go at once; its loop stops at the next
-        // safe point.
-        let cg = cgroup.clone();
-        life.tasks.on_cancel(Box::new(move || {
-            if let Some(cg) = &cg {
-                cg.kill_all();
-            }
-        }));
     }
     let runner = Runner {
         class: p.achieved,
@@ -360,6 +352,7 @@ pub fn run(p: Prelude<'_>) -> Result<u8, Diagnostic> {
         read_unlisted: reads.unlisted,
         cgroup,
         time_limit: TOOL_TIME_LIMIT,
+        cancel: Arc::default(),
     };
 
     // Hooks: default-deny grants, then on-stage (its manifests feed the shell tools below).
@@ -557,7 +550,7 @@ pub fn run(p: Prelude<'_>) -> Result<u8, Diagnostic> {
         };
         life.finish(
             &taken,
-            lifecycle::outcome(state, &layout.work, "error: no result"),
+            lifecycle::outcome(state, Some(&layout.work), "error: no result"),
         );
         last = Some(end);
         if session.interrupted.load(Ordering::SeqCst) != 0 || session.broken.is_some() || session.halted {

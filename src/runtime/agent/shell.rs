@@ -40,7 +40,13 @@ pub struct Runner {
     /// The session's pids cgroup (shared with the signal handler thread, which empties it).
     pub cgroup: Option<Arc<Cgroup>>,
     pub time_limit: Duration,
+    /// The running task's cancel flag: a call in progress when it is set is killed (checked
+    /// every [`CANCEL_TICK`] on the session's own thread, so it never touches the next task).
+    pub cancel: Arc<std::sync::atomic::AtomicBool>,
 }
+
+/// How often a running call looks at its task's cancel flag.
+pub const CANCEL_TICK: Duration = Duration::from_millis(50);
 
 /// How one call went.
 #[derive(Debug)]
@@ -281,13 +287,28 @@ impl Runner {
             kill_group();
             let _ = tx.send(child.wait());
         });
-        let (status, timed_out) = match rx.recv_timeout(self.time_limit) {
-            Ok(s) => (s.ok(), false),
-            Err(_) => {
+        let deadline = Instant::now() + self.time_limit;
+        let mut canceled = false;
+        let waited = loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match rx.recv_timeout(left.min(CANCEL_TICK)) {
+                Ok(s) => break Some(s),
+                Err(mpsc::RecvTimeoutError::Timeout) if left > CANCEL_TICK => {
+                    if self.cancel.load(Ordering::SeqCst) {
+                        canceled = true;
+                        break None;
+                    }
+                }
+                Err(_) => break None,
+            }
+        };
+        let (status, timed_out) = match waited {
+            Some(s) => (s.ok(), false),
+            None => {
                 kill_group();
                 (
                     rx.recv_timeout(Duration::from_secs(5)).ok().and_then(Result::ok),
-                    true,
+                    !canceled,
                 )
             }
         };
@@ -324,6 +345,7 @@ impl Runner {
                 "killed: the command ran past its time limit of {} s\n",
                 self.time_limit.as_secs()
             )),
+            _ if canceled => text.push_str("killed: the task was canceled\n"),
             (Some(c), _, _) => text.push_str(&format!("exit code: {c}\n")),
             (None, Some(sig), _) => text.push_str(&format!("killed by signal {sig}\n")),
             _ => text.push_str("exit status unknown\n"),

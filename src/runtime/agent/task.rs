@@ -172,6 +172,8 @@ impl Session<'_> {
                 input_bytes: task.text.len() as u64,
             })
         });
+        // A shell or native call in progress is killed when this task is canceled.
+        self.tools.runner.cancel = task.cancel.clone();
         let mut text = task.text.clone();
         let mut reopens = 0u64;
         let end = loop {

@@ -29,6 +29,8 @@ pub const MAX_TABLE_BYTES: usize = 64 << 20;
 pub const MAX_QUEUE: usize = 1024;
 /// The most open streams (`message/stream`, `tasks/resubscribe` and their 1.0 names).
 pub const MAX_STREAMS: usize = 1024;
+/// The most task text one ListTasks page carries, bytes (the rest is on later pages).
+pub const MAX_PAGE_BYTES: usize = 4 << 20;
 /// The longest answer taken from `out/result.txt` into the `response` artifact, bytes.
 pub const MAX_RESULT_BYTES: u64 = 1 << 20;
 
@@ -142,6 +144,8 @@ struct Entry {
     /// Until the session takes it: the text and where it came from.
     run: Option<(String, Option<String>, &'static str, Origin)>,
     bytes: usize,
+    /// The session's own task (`task.md`): it holds the slot, but no client sees it.
+    file: bool,
 }
 
 struct Inner {
@@ -159,22 +163,63 @@ struct Inner {
     finished: usize,
 }
 
+/// What a cancel of a running task also does, given its id.
+pub type OnCancel = Box<dyn Fn(&str) + Send>;
+
 /// The table; shared (`Arc`) by the door and the session.
 pub struct Tasks {
     inner: Mutex<Inner>,
     wake: Condvar,
     generation: AtomicU64,
-    on_cancel: Mutex<Option<Box<dyn Fn() + Send>>>,
+    on_cancel: Mutex<Option<OnCancel>>,
 }
 
 /// The SSE frame of one JSON-RPC result.
 pub fn frame(id: &Value, result: Value) -> Vec<u8> {
-    let body = rpc::to_body(&rpc::result_response(id, result));
-    let mut out = Vec::with_capacity(body.len() + 8);
-    out.extend_from_slice(b"data: ");
-    out.extend_from_slice(&body);
-    out.extend_from_slice(b"\n\n");
+    let result = serde_json::to_vec(&result).unwrap_or_else(|_| b"null".to_vec());
+    let id = serde_json::to_vec(id).unwrap_or_else(|_| b"null".to_vec());
+    let mut out = Vec::new();
+    for part in parts(&id, &result) {
+        out.extend_from_slice(part);
+    }
     out
+}
+
+/// `data: {"id":…,"jsonrpc":"2.0","result":…}` and a blank line, from serialised parts: its
+/// length, and how to build it (only once there is room for it).
+fn framed<'a>(id: &'a [u8], result: &'a [u8]) -> (usize, impl FnOnce() -> Vec<u8> + 'a) {
+    let len = parts(id, result).iter().map(|p| p.len()).sum();
+    (len, move || {
+        let mut out = Vec::with_capacity(len);
+        for part in parts(id, result) {
+            out.extend_from_slice(part);
+        }
+        out
+    })
+}
+
+fn parts<'a>(id: &'a [u8], result: &'a [u8]) -> [&'a [u8]; 5] {
+    [
+        b"data: {\"id\":",
+        id,
+        b",\"jsonrpc\":\"2.0\",\"result\":",
+        result,
+        b"}\n\n",
+    ]
+}
+
+/// Send one event to every subscriber still listening, its JSON rendered once per
+/// protocol generation and each frame built only when its stream has room for it.
+fn broadcast(subs: &[Sub], render: impl Fn(Generation) -> Value) {
+    let mut cache: [Option<Vec<u8>>; 2] = [None, None];
+    for s in subs.iter().filter(|s| !s.stream.is_closed()) {
+        let slot = usize::from(s.gen == Generation::V10);
+        let result = cache[slot]
+            .get_or_insert_with(|| serde_json::to_vec(&render(s.gen)).unwrap_or_else(|_| b"null".to_vec()));
+        let id = serde_json::to_vec(&s.id).unwrap_or_else(|_| b"null".to_vec());
+        let (len, build) = framed(&id, result);
+        s.stream.send_with(len, build);
+    }
 }
 
 /// A JSON-RPC answer as an HTTP 200.
@@ -238,7 +283,7 @@ impl Tasks {
 
     /// What runs when a running task is canceled (kill its contained children), besides
     /// setting its cancel flag.
-    pub fn on_cancel(&self, f: Box<dyn Fn() + Send>) {
+    pub fn on_cancel(&self, f: OnCancel) {
         *self.on_cancel.lock().unwrap_or_else(|p| p.into_inner()) = Some(f);
     }
 
@@ -249,7 +294,8 @@ impl Tasks {
         run: Option<(String, Option<String>, &'static str, Origin)>,
     ) {
         inner.seq += 1;
-        let bytes = text_bytes(&task);
+        // A waiting task holds its text twice: in its history and to run.
+        let bytes = text_bytes(&task) + run.as_ref().map_or(0, |r| r.0.len());
         inner.bytes += bytes;
         inner.order.push_back(task.id.clone());
         let id = task.id.clone();
@@ -263,6 +309,7 @@ impl Tasks {
                 cancel: Arc::new(AtomicBool::new(false)),
                 run,
                 bytes,
+                file: false,
             },
         );
     }
@@ -289,11 +336,13 @@ impl Tasks {
         self.insert(&mut inner, task, None);
         inner.accepted += 1;
         inner.running = Some(id.clone());
-        let cancel = inner
-            .entries
-            .get(&id)
-            .map(|e| e.cancel.clone())
-            .unwrap_or_default();
+        let cancel = match inner.entries.get_mut(&id) {
+            Some(e) => {
+                e.file = true;
+                e.cancel.clone()
+            }
+            None => Arc::default(),
+        };
         Taken {
             id,
             context_id,
@@ -326,8 +375,8 @@ impl Tasks {
     /// stream gets the task as its first event at once. The task as it stands is returned.
     pub fn submit(&self, req: &SendRequest, origin: Origin, watch: Watch, now_ms: u64) -> Task {
         let mut inner = self.lock();
-        self.evict(&mut inner);
-        let refusal = self.refusal(&inner, req.text.len());
+        self.evict(&mut inner, 2 * req.text.len());
+        let refusal = self.refusal(&inner, 2 * req.text.len());
         let id = id_of("tsk");
         let context_id = req.context_id.clone().unwrap_or_else(|| id_of("ctx"));
         let mut task = Task {
@@ -372,7 +421,11 @@ impl Tasks {
 
     /// The task `id`.
     pub fn get(&self, id: &str) -> Option<Task> {
-        self.lock().entries.get(id).map(|e| e.task.clone())
+        self.lock()
+            .entries
+            .get(id)
+            .filter(|e| !e.file)
+            .map(|e| e.task.clone())
     }
 
     /// Open streams right now (closed ones are forgotten on the way).
@@ -411,7 +464,7 @@ impl Tasks {
         gen: Generation,
     ) -> Result<(), (i64, String)> {
         let mut inner = self.lock();
-        let Some(e) = inner.entries.get_mut(task_id) else {
+        let Some(e) = inner.entries.get_mut(task_id).filter(|e| !e.file) else {
             return Err((TASK_NOT_FOUND, "Task not found".into()));
         };
         if e.task.state.is_terminal() {
@@ -434,7 +487,7 @@ impl Tasks {
     pub fn cancel(&self, id: &str, now_ms: u64) -> Result<Task, (i64, String)> {
         let mut inner = self.lock();
         let running = inner.running.as_deref() == Some(id);
-        let Some(e) = inner.entries.get_mut(id) else {
+        let Some(e) = inner.entries.get_mut(id).filter(|e| !e.file) else {
             return Err((TASK_NOT_FOUND, "Task not found".into()));
         };
         if e.task.state.is_terminal() {
@@ -464,7 +517,7 @@ impl Tasks {
         drop(inner);
         if running {
             if let Some(f) = self.on_cancel.lock().unwrap_or_else(|p| p.into_inner()).as_ref() {
-                f();
+                f(id);
             }
         }
         Ok(task)
@@ -487,8 +540,11 @@ impl Tasks {
         let mut total = 0usize;
         let mut page: Vec<&Task> = Vec::new();
         let mut next = String::new();
+        let mut page_bytes = 0usize;
         for id in inner.order.iter().rev() {
-            let Some(e) = inner.entries.get(id) else { continue };
+            let Some(e) = inner.entries.get(id).filter(|e| !e.file) else {
+                continue;
+            };
             if !matches(&e.task) {
                 continue;
             }
@@ -496,7 +552,10 @@ impl Tasks {
             if e.seq > start {
                 continue;
             }
-            if page.len() < req.page_size as usize {
+            // A page holds at most MAX_PAGE_BYTES of text (and at least one task).
+            let room = page.is_empty() || page_bytes + e.bytes <= MAX_PAGE_BYTES;
+            if next.is_empty() && page.len() < req.page_size as usize && room {
+                page_bytes += e.bytes;
                 page.push(&e.task);
             } else if next.is_empty() {
                 next = e.seq.to_string();
@@ -530,10 +589,8 @@ impl Tasks {
                 };
                 e.task.state = State::Working;
                 e.task.updated_ms = now_ms();
-                for s in &e.subs {
-                    s.stream
-                        .send(frame(&s.id, shapes::render_status_update(&e.task, s.gen)));
-                }
+                let task = &e.task;
+                broadcast(&e.subs, |g| shapes::render_status_update(task, g));
                 let taken = Taken {
                     id: id.clone(),
                     context_id: e.task.context_id.clone(),
@@ -563,6 +620,8 @@ impl Tasks {
 
     /// Wake a session waiting in [`Tasks::next`] (a signal arrived).
     pub fn wake(&self) {
+        // Under the lock: a session between its stop check and its wait cannot miss it.
+        let _held = self.lock();
         self.wake.notify_all();
     }
 
@@ -590,7 +649,7 @@ impl Tasks {
         inner.bytes = inner.bytes.saturating_sub(before) + after;
         inner.finished += 1;
         self.generation.fetch_add(1, Ordering::SeqCst);
-        self.evict(&mut inner);
+        self.evict(&mut inner, 0);
     }
 
     /// The session takes no more tasks: waiting ones are rejected, and so is every later send.
@@ -615,14 +674,22 @@ impl Tasks {
         self.wake.notify_all();
     }
 
-    /// Drop the oldest finished tasks beyond the count and byte caps.
-    fn evict(&self, inner: &mut Inner) {
-        while inner.finished > MAX_FINISHED || inner.bytes > MAX_TABLE_BYTES {
-            let Some(pos) = inner
+    /// Drop finished tasks beyond the count cap, and until `room` more bytes fit under the
+    /// byte cap: rejected ones first (oldest first), then the oldest of the others.
+    fn evict(&self, inner: &mut Inner, room: usize) {
+        while inner.finished > MAX_FINISHED || inner.bytes + room > MAX_TABLE_BYTES {
+            let state_of = |id: &String| inner.entries.get(id).map(|e| e.task.state);
+            let pos = inner
                 .order
                 .iter()
-                .position(|id| inner.entries.get(id).is_some_and(|e| e.task.state.is_terminal()))
-            else {
+                .position(|id| state_of(id) == Some(State::Rejected))
+                .or_else(|| {
+                    inner
+                        .order
+                        .iter()
+                        .position(|id| state_of(id).is_some_and(State::is_terminal))
+                });
+            let Some(pos) = pos else {
                 break;
             };
             if let Some(id) = inner.order.remove(pos) {
@@ -679,13 +746,11 @@ fn settle(e: &mut Entry, state: State, text: Option<String>, message: Option<Msg
         });
     }
     e.bytes = text_bytes(t);
+    for a in &t.artifacts {
+        broadcast(&e.subs, |g| shapes::render_artifact_update(t, a, g));
+    }
+    broadcast(&e.subs, |g| shapes::render_status_update(t, g));
     for s in e.subs.drain(..) {
-        for a in &t.artifacts {
-            s.stream
-                .send(frame(&s.id, shapes::render_artifact_update(t, a, s.gen)));
-        }
-        s.stream
-            .send(frame(&s.id, shapes::render_status_update(t, s.gen)));
         s.stream.end();
     }
     for w in e.waiters.drain(..) {

@@ -65,8 +65,12 @@ fn a_file_task_is_the_single_task() {
     let t = Tasks::new(Acceptance::Single);
     let f = t.start_file("from the file", 1);
     assert_eq!(f.source, "file");
-    assert_eq!(t.get(&f.id).unwrap().state, State::Working);
     assert_eq!(busy_text(&submit(&t, "x")), BUSY);
+    // It is the operator's task, not a client's: the door does not show or cancel it.
+    assert!(t.get(&f.id).is_none());
+    assert_eq!(t.cancel(&f.id, 2).unwrap_err().0, TASK_NOT_FOUND);
+    t.finish(&f.id, done("x"), 3);
+    assert_eq!(busy_text(&submit(&t, "y")), CLOSING);
 }
 
 #[test]
@@ -109,7 +113,8 @@ fn cancel_of_waiting_running_and_finished_tasks() {
     let t = Tasks::new(Acceptance::Queue(4));
     let killed = Arc::new(AtomicU64::new(0));
     let k2 = killed.clone();
-    t.on_cancel(Box::new(move || {
+    t.on_cancel(Box::new(move |id| {
+        assert!(id.starts_with("tsk_"));
         k2.fetch_add(1, Ordering::SeqCst);
     }));
     let a = submit(&t, "a");

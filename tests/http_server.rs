@@ -4,11 +4,12 @@
 mod common;
 
 use common::{body_of, exchange, read_all, status_of};
-use murmur::http::{Exchange, Limits, Reply, Request, Response, Server};
+use murmur::http::{Controller, Exchange, Limits, Reply, Request, Response, Server, Stream, Ticket};
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::process::Command;
-use std::time::Duration;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 fn route(req: &Request, ex: &Exchange<'_>) -> Reply {
     match req.path() {
@@ -411,4 +412,308 @@ fn the_body_budget_refuses_with_503_and_gives_bytes_back() {
     drop(upload(8000, 7000));
     std::thread::sleep(Duration::from_millis(200));
     assert_eq!(held_then_finished(upload(8000, 6000), 2000), 8000);
+}
+
+// ---- Streamed responses, fallbacks and finishing -------------------------------------
+
+/// What the streaming routes hand to the test: tickets and stream handles, by path.
+#[derive(Default)]
+struct Held {
+    tickets: Vec<(String, Ticket)>,
+    streams: Vec<(String, Stream)>,
+}
+
+type Shared = Arc<Mutex<Held>>;
+
+fn event_stream() -> Response {
+    Response::new(200).header("content-type", "text/event-stream")
+}
+
+/// A server whose routes stream, defer with fallbacks, or hold their tickets and streams in
+/// `Held` for the test to use; its controller and the thread running it.
+fn start_streaming(
+    limits: Limits,
+) -> (
+    SocketAddr,
+    Shared,
+    Controller,
+    std::thread::JoinHandle<std::io::Result<()>>,
+) {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let server = Server::bind(listener, limits).unwrap();
+    let addr = server.local_addr().unwrap();
+    let controller = server.controller();
+    let held: Shared = Arc::default();
+    let mine = Arc::clone(&held);
+    let handler = move |req: &Request, ex: &Exchange<'_>| -> Reply {
+        let path = req.path().to_string();
+        match path.as_str() {
+            "/hello" => Response::new(200).body("hello").into(),
+            "/chunks" => {
+                let s = ex.stream();
+                std::thread::spawn(move || {
+                    for i in 0..500 {
+                        assert!(s.send(format!("data: {i}\n\n").into_bytes()));
+                    }
+                    s.end();
+                });
+                Reply::Stream(event_stream())
+            }
+            "/late" => {
+                let s = ex.stream();
+                std::thread::spawn(move || {
+                    std::thread::sleep(Duration::from_millis(700));
+                    s.send(b"data: late\n\n".to_vec());
+                    s.end();
+                });
+                Reply::Stream(event_stream())
+            }
+            "/fallback" => {
+                let ticket = ex.defer_or(Duration::from_millis(300), || Response::new(200).body("fallback"));
+                mine.lock().unwrap().tickets.push((path, ticket));
+                Reply::Later
+            }
+            "/beaten" => {
+                let ticket = ex.defer_or(Duration::from_secs(5), || Response::new(200).body("fallback"));
+                std::thread::spawn(move || {
+                    std::thread::sleep(Duration::from_millis(50));
+                    ticket.complete(Response::new(200).body("the real answer"));
+                });
+                Reply::Later
+            }
+            "/fallback-panics" => {
+                drop(ex.defer_or(Duration::from_millis(100), || panic!("a fallback bug")));
+                Reply::Later
+            }
+            p if p.starts_with("/held") => {
+                let ticket = if p == "/held-or" {
+                    ex.defer_or(Duration::from_secs(30), || {
+                        Response::new(200).body("fallback at close")
+                    })
+                } else {
+                    ex.defer(Duration::from_secs(30))
+                };
+                mine.lock().unwrap().tickets.push((path, ticket));
+                Reply::Later
+            }
+            p if p.starts_with("/stream") => {
+                mine.lock().unwrap().streams.push((path, ex.stream()));
+                Reply::Stream(event_stream())
+            }
+            _ => Response::error(404, "not found").into(),
+        }
+    };
+    let thread = std::thread::spawn(move || server.run(handler));
+    (addr, held, controller, thread)
+}
+
+/// Send a GET of `path` and read the response head (up to the blank line).
+fn open_get(addr: SocketAddr, path: &str) -> (TcpStream, String) {
+    let mut s = TcpStream::connect(addr).unwrap();
+    s.write_all(format!("GET {path} HTTP/1.1\r\nhost: {addr}\r\n\r\n").as_bytes())
+        .unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let mut head = Vec::new();
+    let mut byte = [0u8; 1];
+    while !head.ends_with(b"\r\n\r\n") {
+        assert_eq!(
+            s.read(&mut byte).unwrap(),
+            1,
+            "closed before the head ended: {head:?}"
+        );
+        head.push(byte[0]);
+    }
+    (s, String::from_utf8(head).unwrap())
+}
+
+/// Poll until `f` is true (5 s at most).
+fn eventually(what: &str, mut f: impl FnMut() -> bool) {
+    let until = Instant::now() + Duration::from_secs(5);
+    while !f() {
+        assert!(Instant::now() < until, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+fn held_count(held: &Shared) -> (usize, usize) {
+    let h = held.lock().unwrap();
+    (h.tickets.len(), h.streams.len())
+}
+
+#[test]
+fn a_streamed_response_has_no_length_closes_and_keeps_its_chunks_in_order() {
+    let (addr, ..) = start_streaming(Limits::default());
+    let answer = ask(addr, b"GET /chunks HTTP/1.1\r\n\r\n");
+    let body: String = (0..500).map(|i| format!("data: {i}\n\n")).collect();
+    assert_eq!(
+        answer,
+        format!("HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n\r\n{body}")
+    );
+}
+
+#[test]
+fn a_quiet_stream_gets_keep_alive_comments() {
+    let limits = Limits {
+        keepalive: Duration::from_millis(200),
+        ..Limits::default()
+    };
+    let (addr, ..) = start_streaming(limits);
+    let began = Instant::now();
+    let answer = ask(addr, b"GET /late HTTP/1.1\r\n\r\n");
+    assert!(
+        began.elapsed() >= Duration::from_millis(650),
+        "{:?}",
+        began.elapsed()
+    );
+    assert_eq!(status_of(&answer), 200);
+    let body = body_of(&answer);
+    let rest = body.trim_start_matches(": keep-alive\n\n");
+    let comments = (body.len() - rest.len()) / ": keep-alive\n\n".len();
+    assert_eq!(rest, "data: late\n\n", "{body:?}");
+    assert!(
+        (2..=4).contains(&comments),
+        "{comments} keep-alives in 700 ms at 200 ms: {body:?}"
+    );
+}
+
+#[test]
+fn a_stream_handle_sees_its_client_leave() {
+    let (addr, held, ..) = start_streaming(Limits::default());
+    let (mut client, head) = open_get(addr, "/stream-watch");
+    assert_eq!(status_of(&head), 200);
+    assert!(!head.contains("content-length"), "{head}");
+    eventually("the stream to be held", || held_count(&held).1 == 1);
+    let stream = held.lock().unwrap().streams.pop().unwrap().1;
+    assert!(!stream.is_closed());
+    assert!(stream.send(b"data: hi\n\n".to_vec()));
+    let mut got = [0u8; 10];
+    client.read_exact(&mut got).unwrap();
+    assert_eq!(&got, b"data: hi\n\n");
+    drop(client);
+    eventually("the stream to see its client gone", || stream.is_closed());
+    assert!(
+        !stream.send(b"data: nobody\n\n".to_vec()),
+        "a send to a closed stream was taken"
+    );
+    assert_eq!(body_of(&ask(addr, b"GET /hello HTTP/1.1\r\n\r\n")), "hello");
+}
+
+#[test]
+fn a_stream_whose_client_never_reads_is_dropped_at_its_backlog() {
+    let limits = Limits {
+        max_stream_backlog: 64 * 1024,
+        ..Limits::default()
+    };
+    let (addr, held, ..) = start_streaming(limits);
+    let (_client, _) = open_get(addr, "/stream-unread");
+    eventually("the stream to be held", || held_count(&held).1 == 1);
+    let stream = held.lock().unwrap().streams.pop().unwrap().1;
+    let chunk = vec![b'x'; 16 * 1024];
+    let mut taken = 0usize;
+    let until = Instant::now() + Duration::from_secs(10);
+    while stream.send(chunk.clone()) {
+        taken += chunk.len();
+        assert!(
+            Instant::now() < until && taken < 256 << 20,
+            "still taking chunks after {taken} bytes"
+        );
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    eventually("the unread stream to be closed", || stream.is_closed());
+    assert_eq!(body_of(&ask(addr, b"GET /hello HTTP/1.1\r\n\r\n")), "hello");
+}
+
+#[test]
+fn defer_or_answers_with_its_fallback_at_the_deadline() {
+    let (addr, held, ..) = start_streaming(Limits::default());
+    let began = Instant::now();
+    let answer = ask(addr, b"GET /fallback HTTP/1.1\r\n\r\n");
+    let took = began.elapsed();
+    assert_eq!((status_of(&answer), body_of(&answer)), (200, "fallback"));
+    assert!(
+        took >= Duration::from_millis(280) && took < Duration::from_secs(3),
+        "{took:?}"
+    );
+    // The ticket completed after the fallback went out is dropped, harmlessly.
+    let (_, ticket) = held.lock().unwrap().tickets.pop().unwrap();
+    ticket.complete(Response::new(200).body("too late"));
+    // An answer that comes first wins; a fallback that panics is a 500.
+    assert_eq!(
+        body_of(&ask(addr, b"GET /beaten HTTP/1.1\r\n\r\n")),
+        "the real answer"
+    );
+    let answer = ask(addr, b"GET /fallback-panics HTTP/1.1\r\n\r\n");
+    assert_eq!(
+        (status_of(&answer), body_of(&answer)),
+        (500, r#"{"error":"internal error"}"#)
+    );
+    assert_eq!(body_of(&ask(addr, b"GET /hello HTTP/1.1\r\n\r\n")), "hello");
+}
+
+#[test]
+fn finish_delivers_what_was_sent_ends_streams_and_returns() {
+    let (addr, held, controller, thread) = start_streaming(Limits::default());
+    let open = |path: &str| {
+        let mut s = TcpStream::connect(addr).unwrap();
+        s.write_all(format!("GET {path} HTTP/1.1\r\nhost: {addr}\r\n\r\n").as_bytes())
+            .unwrap();
+        s
+    };
+    let mut answered = open("/held-answered");
+    let mut with_fallback = open("/held-or");
+    let mut plain = open("/held-plain");
+    let (mut stream_client, head) = open_get(addr, "/stream-final");
+    assert_eq!(status_of(&head), 200);
+    let mut reading = TcpStream::connect(addr).unwrap();
+    reading.write_all(b"GET /hello HTTP/1.1\r\nhost: ").unwrap();
+    eventually("three deferred requests and a stream", || {
+        held_count(&held) == (3, 1)
+    });
+
+    // An answer and a chunk sent just before finishing are still delivered.
+    {
+        let mut h = held.lock().unwrap();
+        let i = h.tickets.iter().position(|(p, _)| p == "/held-answered").unwrap();
+        let (_, ticket) = h.tickets.remove(i);
+        assert!(ticket.complete(Response::new(200).body("answered before finish")));
+        assert!(h.streams[0].1.send(b"data: last\n\n".to_vec()));
+    }
+    let began = Instant::now();
+    controller.finish(Duration::from_secs(2));
+
+    let answer = read_all(&mut answered);
+    assert_eq!(
+        (status_of(&answer), body_of(&answer)),
+        (200, "answered before finish")
+    );
+    let answer = read_all(&mut with_fallback);
+    assert_eq!((status_of(&answer), body_of(&answer)), (200, "fallback at close"));
+    let answer = read_all(&mut plain);
+    assert_eq!(
+        (status_of(&answer), body_of(&answer)),
+        (503, r#"{"error":"the server is closing"}"#)
+    );
+    assert_eq!(read_all(&mut stream_client), "data: last\n\n");
+    // Dropped unanswered: a close, or a reset when its bytes were still unread.
+    let mut dropped = Vec::new();
+    reading.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    match reading.read_to_end(&mut dropped) {
+        Ok(_) => {}
+        Err(e) => assert_eq!(e.kind(), std::io::ErrorKind::ConnectionReset, "{e}"),
+    }
+    assert!(
+        dropped.is_empty(),
+        "a request still being read was answered: {dropped:?}"
+    );
+    eventually("run to return", || thread.is_finished());
+    assert!(began.elapsed() < Duration::from_secs(3), "{:?}", began.elapsed());
+    thread.join().unwrap().unwrap();
+    assert!(
+        TcpStream::connect(addr).is_err(),
+        "the listener outlived the server"
+    );
+    // Handles outliving the server are harmless.
+    let h = held.lock().unwrap();
+    assert!(h.streams[0].1.is_closed());
+    assert!(!h.streams[0].1.send(b"data: after\n\n".to_vec()));
 }

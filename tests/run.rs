@@ -65,6 +65,8 @@ fn a_write_outside_the_preopen_is_refused() {
         &[
             "--manifest",
             &manifest_arg(&dir),
+            "--task",
+            "go",
             "--workdir",
             work.to_str().unwrap(),
         ],
@@ -137,7 +139,9 @@ fn a_guest_panic_is_its_own_outcome() {
     assert_eq!(out.status.code(), Some(1));
     let stderr = text(&out.stderr);
     assert!(
-        stderr.contains("error[E-RUN-001]: guest trapped (guest_panic)"),
+        stderr.contains(
+            "error[E-RUN-001]: guest trapped (guest_panic): wasm trap: wasm `unreachable` instruction executed"
+        ),
         "{stderr}"
     );
     assert!(
@@ -161,7 +165,7 @@ fn the_guest_sees_exactly_the_allowed_environment() {
     );
     let out = mur(
         &t,
-        &["--manifest", &manifest_arg(&dir)],
+        &["--manifest", &manifest_arg(&dir), "--task", "go"],
         &[
             ("ALLOWED_ONE", "yes"),
             ("SALT_SECRET", "leak"),
@@ -218,7 +222,7 @@ fn outbound_http_passes_the_gate_only_for_allowed_destinations() {
     );
     let out = mur(
         &t,
-        &["--manifest", &manifest_arg(&dir)],
+        &["--manifest", &manifest_arg(&dir), "--task", "go"],
         &[("HTTP_TARGETS", &targets)],
     );
     assert_eq!(out.status.code(), Some(0), "stderr: {}", text(&out.stderr));
@@ -259,6 +263,8 @@ fn json_mode_prints_exactly_one_line_in_the_documented_shape() {
         &[
             "--manifest",
             &manifest_arg(&dir),
+            "--task",
+            "go",
             "--json",
             "--workdir",
             work.to_str().unwrap(),
@@ -414,7 +420,7 @@ fn a_floor_above_what_the_host_achieves_is_refused() {
     );
     let out = mur(
         &t,
-        &["--manifest", &manifest_arg(&dir)],
+        &["--manifest", &manifest_arg(&dir), "--task", "go"],
         &[("MURMUR_PROBE_DENY", "sealed")],
     );
     assert_eq!(out.status.code(), Some(1));

@@ -49,6 +49,8 @@ fn a_guest_cannot_forge_or_truncate_the_records() {
         &[
             "--manifest",
             &manifest_arg(&dir),
+            "--task",
+            "go",
             "--workdir",
             work.to_str().unwrap(),
         ],
@@ -92,7 +94,7 @@ fn a_guest_blocked_in_a_host_call_ends_at_its_deadline() {
         "capabilities:\n  limits:\n    deadline_seconds: 1\n",
     );
     let mut child = Command::new(MUR)
-        .args(["run", "--manifest", &manifest_arg(&dir)])
+        .args(["run", "--manifest", &manifest_arg(&dir), "--task", "go"])
         .env("MURMUR_CACHE_DIR", t.path().join("cache"))
         .env("MURMUR_RECORDS_DIR", t.path().join("records"))
         .stdin(Stdio::null())
@@ -173,7 +175,7 @@ fn the_compile_cache_is_refused_below_a_directory_others_can_write() {
     let launch = || {
         mur(
             &t,
-            &["--manifest", &manifest_arg(&dir)],
+            &["--manifest", &manifest_arg(&dir), "--task", "go"],
             &[("MURMUR_CACHE_DIR", &cache_env)],
         )
     };
@@ -210,7 +212,14 @@ fn records_inside_the_workdir_are_refused() {
     let home_s = home.to_str().unwrap();
     let out = mur(
         &t,
-        &["--manifest", &manifest_arg(&dir), "--workdir", home_s],
+        &[
+            "--manifest",
+            &manifest_arg(&dir),
+            "--workdir",
+            home_s,
+            "--task",
+            "go",
+        ],
         &[("MURMUR_RECORDS_DIR", ""), ("HOME", home_s)],
     );
     assert_eq!(out.status.code(), Some(1), "stdout: {}", text(&out.stdout));
@@ -233,7 +242,11 @@ fn hoard(t: &TempDir, mode: &str, deadline: u64) -> (std::process::Output, Strin
             "capabilities:\n  env:\n    allow: [HOARD_MODE]\n  limits:\n    deadline_seconds: {deadline}\n"
         ),
     );
-    let out = mur(t, &["--manifest", &manifest_arg(&dir)], &[("HOARD_MODE", mode)]);
+    let out = mur(
+        t,
+        &["--manifest", &manifest_arg(&dir), "--task", "go"],
+        &[("HOARD_MODE", mode)],
+    );
     let sid = session_of(&out);
     (out, sid)
 }

@@ -93,9 +93,23 @@ fn classify(e: &wasmtime::Error, deadline_secs: u64) -> Outcome {
             ),
         };
     }
+    // The first line of the chain is wasmtime's "error while executing at wasm backtrace:";
+    // the trap itself (a Rust panic ends in `unreachable`) says what happened.
+    let message = match e.downcast_ref::<Trap>() {
+        Some(trap) => {
+            format!("{trap} (a guest panic's own message, if it printed one, is in logs/guest-stderr.log)")
+        }
+        None => e
+            .root_cause()
+            .to_string()
+            .lines()
+            .next()
+            .unwrap_or("guest trapped")
+            .to_string(),
+    };
     Outcome::Trapped {
         kind: TrapKind::GuestPanic,
-        message: first.lines().next().unwrap_or("guest trapped").to_string(),
+        message,
     }
 }
 

@@ -44,7 +44,7 @@ fn line_with<'a>(out: &'a str, needle: &str) -> &'a str {
 
 fn real_session(t: &TempDir, wasm: &str) -> (String, std::path::PathBuf) {
     let dir = capsule(t, wasm, "");
-    let out = mur(t, &["--manifest", &manifest_arg(&dir)], &[]);
+    let out = mur(t, &["--manifest", &manifest_arg(&dir), "--task", "go"], &[]);
     let sid = session_of(&out);
     let path = records(t, &sid).join("trace.jsonl");
     (sid, path)
@@ -81,7 +81,8 @@ fn a_real_wasm_session_by_path_and_by_session_id() {
     );
     assert_eq!(
         (s["events"].clone(), s["turns"].clone(), s["refusals"].clone()),
-        (json!(2), json!(0), json!(0))
+        // session_start, task_start, task_end, session_end
+        (json!(4), json!(0), json!(0))
     );
     let events = common::capsule::trace(&t, &sid);
     let end = common::capsule::event(&events, "session_end");

@@ -15,13 +15,15 @@ use crate::a2a::Generation;
 use crate::http::Response;
 use crate::http::{Stream, Ticket};
 use serde_json::Value;
-use std::collections::{HashMap, VecDeque};
+use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 /// Finished tasks kept for `tasks/get` (oldest dropped beyond it).
 pub const MAX_FINISHED: usize = 1000;
+/// Refused sends kept for `tasks/get`, apart from the finished tasks (oldest dropped).
+pub const MAX_REFUSED: usize = 256;
 /// Text held by the table (messages, answers), bytes; finished tasks are dropped to stay
 /// under it and a send that would pass it is rejected as busy.
 pub const MAX_TABLE_BYTES: usize = 64 << 20;
@@ -152,7 +154,11 @@ struct Inner {
     acceptance: Acceptance,
     entries: HashMap<String, Entry>,
     /// Ids in creation order.
-    order: VecDeque<String>,
+    order: BTreeMap<u64, String>,
+    /// Sends refused at once (rejected as busy or closing), by seq: kept apart, at most
+    /// [`MAX_REFUSED`], so a flood of them neither flushes real answers out of the table nor
+    /// costs a scan.
+    refused: BTreeMap<u64, String>,
     pending: VecDeque<String>,
     running: Option<String>,
     accepted: u64,
@@ -227,13 +233,37 @@ pub fn answer(v: &Value) -> Response {
     Response::json(200, rpc::to_body(v))
 }
 
+/// `<prefix>_` and 32 random lowercase hex digits. The random bytes come from a pool
+/// refilled 4 KiB at a time (a send mints three ids; one syscall each would be most of its
+/// cost).
 fn id_of(prefix: &str) -> String {
-    let hex = crate::token::random_hex16().unwrap_or_else(|_| {
-        // No randomness: a process-unique counter still keeps ids distinct.
-        static N: AtomicU64 = AtomicU64::new(0);
-        format!("{:032x}", N.fetch_add(1, Ordering::SeqCst))
-    });
-    format!("{prefix}_{hex}")
+    use std::fmt::Write;
+    static POOL: Mutex<(Vec<u8>, usize)> = Mutex::new((Vec::new(), 0));
+    let mut bytes = [0u8; 16];
+    {
+        let mut pool = POOL.lock().unwrap_or_else(|p| p.into_inner());
+        if pool.1 + 16 > pool.0.len() {
+            let mut fresh = vec![0u8; 4096];
+            match getrandom::fill(&mut fresh) {
+                Ok(()) => *pool = (fresh, 0),
+                Err(_) => {
+                    // No randomness: a process-unique counter still keeps ids distinct.
+                    static N: AtomicU64 = AtomicU64::new(0);
+                    return format!("{prefix}_{:032x}", N.fetch_add(1, Ordering::SeqCst));
+                }
+            }
+        }
+        let at = pool.1;
+        bytes.copy_from_slice(&pool.0[at..at + 16]);
+        pool.1 += 16;
+    }
+    let mut out = String::with_capacity(prefix.len() + 33);
+    out.push_str(prefix);
+    out.push('_');
+    for b in bytes {
+        let _ = write!(out, "{b:02x}");
+    }
+    out
 }
 
 fn text_bytes(t: &Task) -> usize {
@@ -252,7 +282,8 @@ impl Tasks {
             inner: Mutex::new(Inner {
                 acceptance,
                 entries: HashMap::new(),
-                order: VecDeque::new(),
+                order: BTreeMap::new(),
+                refused: BTreeMap::new(),
                 pending: VecDeque::new(),
                 running: None,
                 accepted: 0,
@@ -297,8 +328,12 @@ impl Tasks {
         // A waiting task holds its text twice: in its history and to run.
         let bytes = text_bytes(&task) + run.as_ref().map_or(0, |r| r.0.len());
         inner.bytes += bytes;
-        inner.order.push_back(task.id.clone());
         let id = task.id.clone();
+        if task.state == State::Rejected {
+            inner.refused.insert(inner.seq, id.clone());
+        } else {
+            inner.order.insert(inner.seq, id.clone());
+        }
         inner.entries.insert(
             id,
             Entry {
@@ -398,8 +433,8 @@ impl Tasks {
             task.history.clear();
             task.status_message = Some(agent_msg(why));
             self.insert(&mut inner, task.clone(), None);
-            inner.finished += 1;
             self.generation.fetch_add(1, Ordering::SeqCst);
+            self.evict(&mut inner, 0);
             if let Watch::Stream { stream, id, gen } = watch {
                 stream.send(frame(&id, shapes::render_send_result(&task, gen, None)));
                 stream.send(frame(&id, shapes::render_status_update(&task, gen)));
@@ -541,7 +576,10 @@ impl Tasks {
         let mut page: Vec<&Task> = Vec::new();
         let mut next = String::new();
         let mut page_bytes = 0usize;
-        for id in inner.order.iter().rev() {
+        // Newest first, the refused sends among the others.
+        let mut all: Vec<(&u64, &String)> = inner.order.iter().chain(inner.refused.iter()).collect();
+        all.sort_unstable_by(|a, b| b.0.cmp(a.0));
+        for (_, id) in all {
             let Some(e) = inner.entries.get(id).filter(|e| !e.file) else {
                 continue;
             };
@@ -674,30 +712,37 @@ impl Tasks {
         self.wake.notify_all();
     }
 
-    /// Drop finished tasks beyond the count cap, and until `room` more bytes fit under the
-    /// byte cap: rejected ones first (oldest first), then the oldest of the others.
+    /// Drop the oldest refused sends beyond [`MAX_REFUSED`], the oldest finished tasks beyond
+    /// [`MAX_FINISHED`], and then until `room` more bytes fit under the byte cap. The oldest
+    /// finished task is found from the front, past at most the waiting and running ones.
     fn evict(&self, inner: &mut Inner, room: usize) {
-        while inner.finished > MAX_FINISHED || inner.bytes + room > MAX_TABLE_BYTES {
-            let state_of = |id: &String| inner.entries.get(id).map(|e| e.task.state);
-            let pos = inner
-                .order
-                .iter()
-                .position(|id| state_of(id) == Some(State::Rejected))
-                .or_else(|| {
-                    inner
-                        .order
-                        .iter()
-                        .position(|id| state_of(id).is_some_and(State::is_terminal))
-                });
-            let Some(pos) = pos else {
+        while inner.refused.len() > MAX_REFUSED {
+            let Some((_, id)) = inner.refused.pop_first() else {
                 break;
             };
-            if let Some(id) = inner.order.remove(pos) {
-                if let Some(e) = inner.entries.remove(&id) {
-                    inner.bytes = inner.bytes.saturating_sub(e.bytes);
-                    inner.finished = inner.finished.saturating_sub(1);
-                }
+            Self::forget(inner, &id);
+        }
+        while inner.finished > MAX_FINISHED || inner.bytes + room > MAX_TABLE_BYTES {
+            let oldest = inner
+                .order
+                .iter()
+                .find(|(_, id)| inner.entries.get(*id).is_some_and(|e| e.task.state.is_terminal()))
+                .map(|(seq, id)| (*seq, id.clone()));
+            if let Some((seq, id)) = oldest {
+                inner.order.remove(&seq);
+                Self::forget(inner, &id);
+                inner.finished = inner.finished.saturating_sub(1);
+            } else if let Some((_, id)) = inner.refused.pop_first() {
+                Self::forget(inner, &id);
+            } else {
+                break;
             }
+        }
+    }
+
+    fn forget(inner: &mut Inner, id: &str) {
+        if let Some(e) = inner.entries.remove(id) {
+            inner.bytes = inner.bytes.saturating_sub(e.bytes);
         }
     }
 }

@@ -224,3 +224,31 @@ fn list_pages_newest_first_with_filters() {
     assert_eq!(page["nextPageToken"], "");
     assert!(t.list(&req(2, Some("junk".into()))).is_err());
 }
+
+#[test]
+fn refused_sends_are_kept_apart_and_never_flush_answers() {
+    let t = Tasks::new(Acceptance::Queue(1));
+    let mut answered = Vec::new();
+    for i in 0..MAX_FINISHED {
+        submit(&t, &format!("t{i}"));
+        let k = take(&t);
+        t.finish(&k.id, done("x"), 2);
+        answered.push(k.id);
+    }
+    submit(&t, "waiting");
+    let mut refused = Vec::new();
+    for i in 0..3 * MAX_REFUSED {
+        let r = submit(&t, &format!("r{i}"));
+        assert_eq!(busy_text(&r), BUSY);
+        // The client that was refused can read its answer at once.
+        assert_eq!(t.get(&r.id).unwrap().state, State::Rejected);
+        refused.push(r.id);
+    }
+    assert!(
+        answered.iter().all(|id| t.get(id).is_some()),
+        "no answer was dropped for a refusal"
+    );
+    let kept = refused.iter().filter(|id| t.get(id).is_some()).count();
+    assert_eq!(kept, MAX_REFUSED);
+    assert!(t.get(refused.last().unwrap()).is_some() && t.get(&refused[0]).is_none());
+}

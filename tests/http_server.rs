@@ -421,6 +421,8 @@ fn the_body_budget_refuses_with_503_and_gives_bytes_back() {
 struct Held {
     tickets: Vec<(String, Ticket)>,
     streams: Vec<(String, Stream)>,
+    /// `/burst`: bytes the stream took before it was refused, and whether it was closed.
+    burst: Option<(usize, bool)>,
 }
 
 type Shared = Arc<Mutex<Held>>;
@@ -495,6 +497,17 @@ fn start_streaming(
                 };
                 mine.lock().unwrap().tickets.push((path, ticket));
                 Reply::Later
+            }
+            "/burst" => {
+                // Sent from the handler, on the loop's own thread: nothing is taken off the
+                // channel until it returns, so the in-flight budget is what stops this.
+                let s = ex.stream();
+                let mut taken = 0usize;
+                while taken < 64 << 20 && s.send(vec![b'x'; 16 * 1024]) {
+                    taken += 16 * 1024;
+                }
+                mine.lock().unwrap().burst = Some((taken, s.is_closed()));
+                Reply::Stream(event_stream())
             }
             p if p.starts_with("/stream") => {
                 mine.lock().unwrap().streams.push((path, ex.stream()));
@@ -620,6 +633,35 @@ fn a_stream_whose_client_never_reads_is_dropped_at_its_backlog() {
         std::thread::sleep(Duration::from_millis(1));
     }
     eventually("the unread stream to be closed", || stream.is_closed());
+    assert_eq!(body_of(&ask(addr, b"GET /hello HTTP/1.1\r\n\r\n")), "hello");
+}
+
+#[test]
+fn chunks_beyond_the_in_flight_budget_close_the_stream() {
+    // Per stream: one chunk is always taken, then at most the backlog cap is on its way.
+    let limits = Limits {
+        max_stream_backlog: 64 * 1024,
+        ..Limits::default()
+    };
+    let (addr, held, ..) = start_streaming(limits);
+    let (mut client, head) = open_get(addr, "/burst");
+    assert!(head.starts_with("HTTP/1.1 200 OK\r\n"), "{head}");
+    let (taken, closed) = held.lock().unwrap().burst.unwrap();
+    assert_eq!((taken, closed), (64 * 1024, true));
+    // The refused stream's connection is dropped, whatever it had been sent.
+    let mut rest = Vec::new();
+    let _ = client.read_to_end(&mut rest);
+    assert!(rest.len() <= 64 * 1024, "{} bytes after the head", rest.len());
+    // Across all streams: the server-wide cap stops one that stays under its own.
+    let limits = Limits {
+        max_stream_backlog: 1 << 30,
+        max_unsent: 256 * 1024,
+        ..Limits::default()
+    };
+    let (addr, held, ..) = start_streaming(limits);
+    let _ = open_get(addr, "/burst");
+    let (taken, closed) = held.lock().unwrap().burst.unwrap();
+    assert_eq!((taken, closed), (256 * 1024, true));
     assert_eq!(body_of(&ask(addr, b"GET /hello HTTP/1.1\r\n\r\n")), "hello");
 }
 

@@ -9,6 +9,7 @@
 
 pub mod a2a;
 pub mod tasks;
+pub mod wire;
 
 use crate::a2a::card::{agent_card_body, CardInfo};
 use crate::diag::{code, Diagnostic};

@@ -8,11 +8,12 @@
 //! tasks kept for `tasks/get` up to [`MAX_FINISHED`] or [`MAX_TABLE_BYTES`] of text (oldest
 //! dropped first).
 
+pub use super::wire::{answer, frame};
+use super::wire::{framed, id_of};
 use crate::a2a::params::{ListRequest, SendRequest};
 use crate::a2a::rpc::{self, TASK_NOT_CANCELABLE, TASK_NOT_FOUND, UNSUPPORTED_OPERATION};
 use crate::a2a::shapes::{self, Artifact, Msg, Role, State, Task, RESPONSE_ARTIFACT};
 use crate::a2a::Generation;
-use crate::http::Response;
 use crate::http::{Stream, Ticket};
 use serde_json::Value;
 use std::collections::{BTreeMap, HashMap, VecDeque};
@@ -180,40 +181,6 @@ pub struct Tasks {
     on_cancel: Mutex<Option<OnCancel>>,
 }
 
-/// The SSE frame of one JSON-RPC result.
-pub fn frame(id: &Value, result: Value) -> Vec<u8> {
-    let result = serde_json::to_vec(&result).unwrap_or_else(|_| b"null".to_vec());
-    let id = serde_json::to_vec(id).unwrap_or_else(|_| b"null".to_vec());
-    let mut out = Vec::new();
-    for part in parts(&id, &result) {
-        out.extend_from_slice(part);
-    }
-    out
-}
-
-/// `data: {"id":…,"jsonrpc":"2.0","result":…}` and a blank line, from serialised parts: its
-/// length, and how to build it (only once there is room for it).
-fn framed<'a>(id: &'a [u8], result: &'a [u8]) -> (usize, impl FnOnce() -> Vec<u8> + 'a) {
-    let len = parts(id, result).iter().map(|p| p.len()).sum();
-    (len, move || {
-        let mut out = Vec::with_capacity(len);
-        for part in parts(id, result) {
-            out.extend_from_slice(part);
-        }
-        out
-    })
-}
-
-fn parts<'a>(id: &'a [u8], result: &'a [u8]) -> [&'a [u8]; 5] {
-    [
-        b"data: {\"id\":",
-        id,
-        b",\"jsonrpc\":\"2.0\",\"result\":",
-        result,
-        b"}\n\n",
-    ]
-}
-
 /// Send one event to every subscriber still listening, its JSON rendered once per
 /// protocol generation and each frame built only when its stream has room for it.
 fn broadcast(subs: &[Sub], render: impl Fn(Generation) -> Value) {
@@ -226,44 +193,6 @@ fn broadcast(subs: &[Sub], render: impl Fn(Generation) -> Value) {
         let (len, build) = framed(&id, result);
         s.stream.send_with(len, build);
     }
-}
-
-/// A JSON-RPC answer as an HTTP 200.
-pub fn answer(v: &Value) -> Response {
-    Response::json(200, rpc::to_body(v))
-}
-
-/// `<prefix>_` and 32 random lowercase hex digits. The random bytes come from a pool
-/// refilled 4 KiB at a time (a send mints three ids; one syscall each would be most of its
-/// cost).
-fn id_of(prefix: &str) -> String {
-    use std::fmt::Write;
-    static POOL: Mutex<(Vec<u8>, usize)> = Mutex::new((Vec::new(), 0));
-    let mut bytes = [0u8; 16];
-    {
-        let mut pool = POOL.lock().unwrap_or_else(|p| p.into_inner());
-        if pool.1 + 16 > pool.0.len() {
-            let mut fresh = vec![0u8; 4096];
-            match getrandom::fill(&mut fresh) {
-                Ok(()) => *pool = (fresh, 0),
-                Err(_) => {
-                    // No randomness: a process-unique counter still keeps ids distinct.
-                    static N: AtomicU64 = AtomicU64::new(0);
-                    return format!("{prefix}_{:032x}", N.fetch_add(1, Ordering::SeqCst));
-                }
-            }
-        }
-        let at = pool.1;
-        bytes.copy_from_slice(&pool.0[at..at + 16]);
-        pool.1 += 16;
-    }
-    let mut out = String::with_capacity(prefix.len() + 33);
-    out.push_str(prefix);
-    out.push('_');
-    for b in bytes {
-        let _ = write!(out, "{b:02x}");
-    }
-    out
 }
 
 fn text_bytes(t: &Task) -> usize {

@@ -345,3 +345,29 @@ fn a_thousand_idle_streams_are_held_and_the_1025th_is_refused() {
     assert!(opened < secs(60), "opening 1,024 streams took {opened:?}");
     assert_eq!(d.term().code(), Some(0));
 }
+
+/// An answer of text that JSON escapes six times over (events near a stream's 1 MiB budget)
+/// reaches a client that reads, whole, with the final status after it.
+#[test]
+fn a_large_answer_and_its_final_status_reach_a_reading_stream() {
+    let t = TempDir::new("sse-large");
+    let mut d = queue_door(&t, 2);
+    for round in 0..3 {
+        let text = "\u{1}".repeat(160 * 1024);
+        let mut s = d.stream(
+            "message/stream",
+            send_params("message/stream", &text, json!(null)),
+        );
+        let events: Vec<Value> = (0..4).map(|_| s.result(secs(20))).collect();
+        let kinds: Vec<&str> = events.iter().map(|e| e["kind"].as_str().unwrap_or("")).collect();
+        assert_eq!(
+            kinds,
+            ["task", "status-update", "artifact-update", "status-update"],
+            "round {round}"
+        );
+        let answer = events[2]["artifact"]["parts"][0]["text"].as_str().unwrap();
+        assert_eq!(answer, format!("done: {text}\n"));
+        assert_eq!(events[3]["final"], true);
+    }
+    d.term();
+}

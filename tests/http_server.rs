@@ -509,6 +509,16 @@ fn start_streaming(
                 mine.lock().unwrap().burst = Some((taken, s.is_closed()));
                 Reply::Stream(event_stream())
             }
+            "/big-then-small" => {
+                // A frame larger than the stream's whole budget, then a small one at once
+                // (the loop takes neither until this returns): both are taken.
+                let s = ex.stream();
+                let big = s.send(vec![b'x'; 2 << 20]);
+                let small = s.send(b"data: end\n\n".to_vec());
+                mine.lock().unwrap().burst = Some((usize::from(big) + usize::from(small), s.is_closed()));
+                s.end();
+                Reply::Stream(event_stream())
+            }
             p if p.starts_with("/stream") => {
                 mine.lock().unwrap().streams.push((path, ex.stream()));
                 Reply::Stream(event_stream())
@@ -638,7 +648,7 @@ fn a_stream_whose_client_never_reads_is_dropped_at_its_backlog() {
 
 #[test]
 fn chunks_beyond_the_in_flight_budget_close_the_stream() {
-    // Per stream: one chunk is always taken, then at most the backlog cap is on its way.
+    // Per stream: a chunk is taken unless more than 8 x the backlog cap is on its way.
     let limits = Limits {
         max_stream_backlog: 64 * 1024,
         ..Limits::default()
@@ -647,11 +657,12 @@ fn chunks_beyond_the_in_flight_budget_close_the_stream() {
     let (mut client, head) = open_get(addr, "/burst");
     assert!(head.starts_with("HTTP/1.1 200 OK\r\n"), "{head}");
     let (taken, closed) = held.lock().unwrap().burst.unwrap();
-    assert_eq!((taken, closed), (64 * 1024, true));
+    // Chunks are taken while at most 8 x 64 KiB are on their way: the last makes 528 KiB.
+    assert_eq!((taken, closed), (528 * 1024, true));
     // The refused stream's connection is dropped, whatever it had been sent.
     let mut rest = Vec::new();
     let _ = client.read_to_end(&mut rest);
-    assert!(rest.len() <= 64 * 1024, "{} bytes after the head", rest.len());
+    assert!(rest.len() <= 528 * 1024, "{} bytes after the head", rest.len());
     // Across all streams: the server-wide cap stops one that stays under its own.
     let limits = Limits {
         max_stream_backlog: 1 << 30,
@@ -663,6 +674,18 @@ fn chunks_beyond_the_in_flight_budget_close_the_stream() {
     let (taken, closed) = held.lock().unwrap().burst.unwrap();
     assert_eq!((taken, closed), (256 * 1024, true));
     assert_eq!(body_of(&ask(addr, b"GET /hello HTTP/1.1\r\n\r\n")), "hello");
+}
+
+#[test]
+fn a_frame_larger_than_the_budget_is_taken_and_so_is_the_one_after() {
+    let (addr, held, ..) = start_streaming(Limits::default());
+    let (mut client, head) = open_get(addr, "/big-then-small");
+    assert!(head.starts_with("HTTP/1.1 200 OK\r\n"), "{head}");
+    assert_eq!(held.lock().unwrap().burst, Some((2, false)));
+    let mut body = Vec::new();
+    client.read_to_end(&mut body).unwrap();
+    assert_eq!(body.len(), (2 << 20) + b"data: end\n\n".len());
+    assert!(body.ends_with(b"data: end\n\n"));
 }
 
 #[test]

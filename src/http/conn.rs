@@ -88,8 +88,11 @@ pub struct Conn {
     pub in_flight: Option<Arc<std::sync::atomic::AtomicUsize>>,
     keepalive: Duration,
     max_backlog: usize,
-    /// A keep-alive found bytes of the previous one still unsent.
+    /// A keep-alive found bytes still unsent and none taken since the look before.
     stalled: bool,
+    /// Bytes written to the socket in all, and at the last keep-alive look.
+    written: u64,
+    written_at_look: u64,
     /// Unsent response bytes this connection has charged to the server's total.
     pub queued: usize,
 }
@@ -123,6 +126,8 @@ impl Conn {
             keepalive: limits.keepalive,
             max_backlog: limits.max_stream_backlog,
             stalled: false,
+            written: 0,
+            written_at_look: 0,
             queued: 0,
         }
     }
@@ -141,15 +146,16 @@ impl Conn {
         self.flush()
     }
 
-    /// Queue a chunk of a stream. A client that leaves more than the backlog cap unread is
+    /// Queue a chunk of a stream. A client that has left more than the backlog cap unread is
     /// dropped.
     pub fn push(&mut self, chunk: &[u8], now: Instant) -> Step {
         if self.phase != Phase::Streaming {
             return Step::Idle;
         }
-        // A client that reads keeps up: a chunk is always taken when nothing is waiting.
+        // Behind means more than the cap already waiting: a chunk is never refused for its
+        // own size, so a client that reads gets an answer of any size whole.
         let waiting = self.out.len() - self.sent;
-        if waiting > 0 && waiting + chunk.len() > self.max_backlog {
+        if waiting > self.max_backlog {
             return Step::Close;
         }
         self.out.extend_from_slice(chunk);
@@ -171,10 +177,13 @@ impl Conn {
     /// not read the previous one either (then it is dropped).
     pub fn keep_alive(&mut self, now: Instant) -> Step {
         if self.sent < self.out.len() {
-            if self.stalled {
+            // Behind, but reading: the client took bytes since the last look.
+            let progressed = self.written != self.written_at_look;
+            self.written_at_look = self.written;
+            if self.stalled && !progressed {
                 return Step::Close;
             }
-            self.stalled = true;
+            self.stalled = !progressed;
             self.deadline = now + self.keepalive;
             return self.flush();
         }
@@ -278,7 +287,10 @@ impl Conn {
         while self.sent < self.out.len() {
             match self.stream.write(&self.out[self.sent..]) {
                 Ok(0) => return Step::Close,
-                Ok(n) => self.sent += n,
+                Ok(n) => {
+                    self.sent += n;
+                    self.written += n as u64;
+                }
                 Err(e) if e.kind() == ErrorKind::WouldBlock => return Step::Idle,
                 Err(e) if e.kind() == ErrorKind::Interrupted => {}
                 Err(_) => return Step::Close,

@@ -52,8 +52,8 @@ pub struct Limits {
     pub loopback_only: bool,
     /// A stream that has written nothing for this long gets a keep-alive comment line.
     pub keepalive: Duration,
-    /// Most unsent bytes a stream may hold for a client that does not read; beyond it the
-    /// connection is dropped (a chunk is always taken when nothing is waiting).
+    /// Most unsent bytes a stream may hold for a client that does not read (checked before
+    /// each chunk, so one chunk of any size fits); beyond it the connection is dropped.
     pub max_stream_backlog: usize,
     /// Most unsent response bytes held across all connections (responses and streams to
     /// clients that do not read); a connection that takes the total past it is dropped.

@@ -126,11 +126,16 @@ impl Exchange<'_> {
             closed,
             mine,
             all: Arc::clone(self.in_flight),
-            max_mine: self.limits.max_stream_backlog,
+            max_mine: self.limits.max_stream_backlog.saturating_mul(IN_FLIGHT_FACTOR),
             max_all: self.limits.max_unsent,
         }
     }
 }
+
+/// A stream may have this many times `Limits::max_stream_backlog` on its way from its
+/// handle to the loop: bytes the loop has not picked up yet are no sign of a slow client
+/// (an answer and the final status sent back to back), a backlog in the connection is.
+const IN_FLIGHT_FACTOR: usize = 8;
 
 /// The sending end of one streamed response. `Send`; each call wakes the loop.
 pub struct Stream {
@@ -166,26 +171,35 @@ impl Stream {
     }
 
     /// Queue the `len` bytes `build` makes, building them only if there is room: a stream
-    /// whose client is behind by more than `Limits::max_stream_backlog` (a chunk is always
-    /// taken when none is on its way), or that would take every stream's bytes on their way
-    /// past `Limits::max_unsent`, is closed instead. False when nothing was queued.
+    /// with more than 8 × `Limits::max_stream_backlog` already on its way to the loop, or
+    /// whose bytes would take every stream's on their way past `Limits::max_unsent` (unless
+    /// none are), is closed instead. False when nothing was queued.
     pub fn send_with(&self, len: usize, build: impl FnOnce() -> Vec<u8>) -> bool {
         if self.is_closed() {
             return false;
         }
+        // Behind means more than the cap already on its way: a frame is never refused
+        // for its own size, so a client that keeps up gets an answer of any size whole.
         let mine = self.mine.load(Ordering::SeqCst);
         let all = self.all.fetch_add(len, Ordering::SeqCst);
-        if (mine > 0 && mine + len > self.max_mine) || all + len > self.max_all {
+        if mine > self.max_mine || (all > 0 && all + len > self.max_all) {
             self.all.fetch_sub(len, Ordering::SeqCst);
             self.abort();
             return false;
         }
         self.mine.fetch_add(len, Ordering::SeqCst);
-        let sent = self.deliver(Delivery::Chunk(build()));
-        if !sent {
+        let c = Completion {
+            slot: self.slot,
+            generation: self.generation,
+            what: Delivery::Chunk(build()),
+        };
+        if self.tx.send(c).is_err() {
+            // The loop is gone: nothing will take these bytes off the count.
             self.all.fetch_sub(len, Ordering::SeqCst);
+            return false;
         }
-        sent
+        let _ = self.waker.wake();
+        true
     }
 
     fn abort(&self) {

@@ -42,10 +42,16 @@ pub struct Ended {
     pub signal: i32,
     /// A `queue` session's exit does not hang on the last task's outcome.
     pub queue: bool,
+    /// The workdir could not be made ready for a task (what the guest left in the way of
+    /// `task.md` or `out/result.txt`): the session ended rather than fail every task after.
+    pub broken: Option<String>,
 }
 
 impl Ended {
     pub fn exit_status(&self) -> &'static str {
+        if self.broken.is_some() {
+            return "failed";
+        }
         match self.last {
             Some(State::Completed) | None => "ok",
             Some(State::Canceled) => "canceled",
@@ -65,6 +71,16 @@ impl Ended {
 
     /// The exit: the last task's trap, unless the session is a queue's.
     pub fn into_exit(self) -> Result<u8, Diagnostic> {
+        if let Some(why) = self.broken {
+            return Err(Diagnostic::new(
+                code::IO_READ,
+                "",
+                format!(
+                    "the workdir cannot take another task, so the session ended: {}",
+                    why.trim_end()
+                ),
+            ));
+        }
         match self.trapped {
             Some((kind, message)) if !self.queue => Err(Diagnostic::new(
                 code::RUN_TRAP,
@@ -155,6 +171,14 @@ pub(crate) fn serve(
             )
             .map_err(tw)?;
         ended.last = Some(state);
+        if state == State::Failed && !ran {
+            bootstrap.line(&format!(
+                "the workdir cannot take another task: {}",
+                fallback.trim_end()
+            ));
+            ended.broken = Some(fallback);
+            break;
+        }
         if stop.load(Ordering::SeqCst) != 0 {
             break;
         }

@@ -542,15 +542,21 @@ pub fn run(p: Prelude<'_>) -> Result<u8, Diagnostic> {
             }
         }
         let (end, _) = session.run_task(&task);
-        let end = write_result(&layout.work, end, inf, &mut bootstrap);
+        let (end, wrote) = write_result(&layout.work, end, inf, &mut bootstrap);
         let state = match &end {
             TaskEnd::Done { .. } => State::Completed,
             TaskEnd::Canceled => State::Canceled,
             _ => State::Failed,
         };
+        // out/result.txt is this task's only when it was written now (else it may be the
+        // previous task's): otherwise the answer is what the runtime knows.
+        let fallback = match &end {
+            TaskEnd::Failed(e) => format!("error: {e}\n"),
+            _ => "error: no result\n".to_string(),
+        };
         life.finish(
             &taken,
-            lifecycle::outcome(state, Some(&layout.work), "error: no result"),
+            lifecycle::outcome(state, wrote.then_some(&layout.work), &fallback),
         );
         last = Some(end);
         if session.interrupted.load(Ordering::SeqCst) != 0 || session.broken.is_some() || session.halted {
@@ -633,14 +639,14 @@ pub fn run(p: Prelude<'_>) -> Result<u8, Diagnostic> {
     }
 }
 
-/// Write the task's answer (or why it has none) to `out/result.txt`; a failed write fails
-/// the task.
+/// Write the task's answer (or why it has none) to `out/result.txt`, and whether it was
+/// written; a failed write fails the task.
 fn write_result(
     work: &crate::fsx::Dir,
     end: TaskEnd,
     inf: &crate::manifest::model::Inference,
     bootstrap: &mut Bootstrap,
-) -> TaskEnd {
+) -> (TaskEnd, bool) {
     let result = match &end {
         TaskEnd::Done { text, truncated } => {
             if *truncated {
@@ -663,10 +669,13 @@ fn write_result(
         ),
     };
     match work.replace("out/result.txt", result.as_bytes()) {
-        Ok(()) => end,
+        Ok(()) => (end, true),
         Err(e) => {
             bootstrap.line(&format!("cannot write out/result.txt: {e}"));
-            TaskEnd::Failed(format!("cannot write out/result.txt: {e}"))
+            (
+                TaskEnd::Failed(format!("cannot write out/result.txt: {e}")),
+                false,
+            )
         }
     }
 }

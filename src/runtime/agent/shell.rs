@@ -211,6 +211,9 @@ impl Runner {
         started: Instant,
     ) -> Ran {
         let fail = |why: String| Ran::failed(shown_line, why, started);
+        if self.cancel.load(Ordering::SeqCst) {
+            return fail("not run: the task was canceled".into());
+        }
         let mut allowed = self.allowed_paths();
         if !allowed.iter().any(|p| p == program) {
             allowed.push(program.to_path_buf());

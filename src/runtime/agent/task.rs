@@ -387,6 +387,10 @@ impl Session<'_> {
                 });
                 messages.push(Message::tool(&id, called.text, called.is_error));
             }
+            // A cancel during the tool calls: no compaction for a task that is over.
+            if cancel.load(Ordering::SeqCst) {
+                return TaskEnd::Canceled;
+            }
             let tokens = response
                 .usage
                 .input_tokens

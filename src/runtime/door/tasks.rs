@@ -149,6 +149,8 @@ struct Entry {
     bytes: usize,
     /// The session's own task (`task.md`): it holds the slot, but no client sees it.
     file: bool,
+    /// Its place among the finished (see `Inner::done`).
+    done: Option<u64>,
 }
 
 struct Inner {
@@ -167,7 +169,22 @@ struct Inner {
     closed: Option<&'static str>,
     seq: u64,
     bytes: usize,
-    finished: usize,
+    /// Finished tasks (not refused sends) in the order they finished, by a finish count: the
+    /// first is the one to drop.
+    done: BTreeMap<u64, String>,
+    done_seq: u64,
+}
+
+impl Inner {
+    /// `id` just reached a terminal state (not a refusal): it joins the finished, last.
+    fn finished(&mut self, id: &str) {
+        self.done_seq += 1;
+        let n = self.done_seq;
+        if let Some(e) = self.entries.get_mut(id) {
+            e.done = Some(n);
+        }
+        self.done.insert(n, id.to_string());
+    }
 }
 
 /// What a cancel of a running task also does, given its id.
@@ -219,7 +236,8 @@ impl Tasks {
                 closed: None,
                 seq: 0,
                 bytes: 0,
-                finished: 0,
+                done: BTreeMap::new(),
+                done_seq: 0,
             }),
             wake: Condvar::new(),
             generation: AtomicU64::new(0),
@@ -274,6 +292,7 @@ impl Tasks {
                 run,
                 bytes,
                 file: false,
+                done: None,
             },
         );
     }
@@ -319,7 +338,7 @@ impl Tasks {
     }
 
     /// Why a new task cannot be accepted now, if it cannot.
-    fn refusal(&self, inner: &Inner, text_len: usize) -> Option<&'static str> {
+    fn refusal(&self, inner: &Inner) -> Option<&'static str> {
         if let Some(why) = inner.closed {
             return Some(why);
         }
@@ -329,7 +348,6 @@ impl Tasks {
             Acceptance::Single if inner.accepted > 0 && !busy => Some(CLOSING),
             Acceptance::Single if inner.accepted > 0 => Some(BUSY),
             Acceptance::Queue(depth) if inner.pending.len() >= depth => Some(BUSY),
-            _ if inner.bytes + text_len > MAX_TABLE_BYTES => Some(BUSY),
             _ => None,
         }
     }
@@ -339,8 +357,12 @@ impl Tasks {
     /// stream gets the task as its first event at once. The task as it stands is returned.
     pub fn submit(&self, req: &SendRequest, origin: Origin, watch: Watch, now_ms: u64) -> Task {
         let mut inner = self.lock();
-        self.evict(&mut inner, 2 * req.text.len());
-        let refusal = self.refusal(&inner, 2 * req.text.len());
+        // Room is made only for a send that will be taken: a refused one evicts nothing.
+        let need = 2 * req.text.len();
+        let refusal = self.refusal(&inner).or_else(|| {
+            self.evict(&mut inner, need);
+            (inner.bytes + need > MAX_TABLE_BYTES).then_some(BUSY)
+        });
         let id = id_of("tsk");
         let context_id = req.context_id.clone().unwrap_or_else(|| id_of("ctx"));
         let mut task = Task {
@@ -476,7 +498,7 @@ impl Tasks {
         let (task, after) = (e.task.clone(), e.bytes);
         inner.bytes = inner.bytes.saturating_sub(before) + after;
         inner.pending.retain(|p| p != id);
-        inner.finished += 1;
+        inner.finished(id);
         self.generation.fetch_add(1, Ordering::SeqCst);
         drop(inner);
         if running {
@@ -614,7 +636,7 @@ impl Tasks {
         );
         let after = e.bytes;
         inner.bytes = inner.bytes.saturating_sub(before) + after;
-        inner.finished += 1;
+        inner.finished(id);
         self.generation.fetch_add(1, Ordering::SeqCst);
         self.evict(&mut inner, 0);
     }
@@ -633,7 +655,7 @@ impl Tasks {
                 settle(e, State::Rejected, None, Some(agent_msg(ENDED)), now_ms);
                 let after = e.bytes;
                 inner.bytes = inner.bytes.saturating_sub(before) + after;
-                inner.finished += 1;
+                inner.finished(&id);
                 self.generation.fetch_add(1, Ordering::SeqCst);
             }
         }
@@ -641,9 +663,9 @@ impl Tasks {
         self.wake.notify_all();
     }
 
-    /// Drop the oldest refused sends beyond [`MAX_REFUSED`], the oldest finished tasks beyond
-    /// [`MAX_FINISHED`], and then until `room` more bytes fit under the byte cap. The oldest
-    /// finished task is found from the front, past at most the waiting and running ones.
+    /// Drop the oldest refused sends beyond [`MAX_REFUSED`], the first finished tasks beyond
+    /// [`MAX_FINISHED`] (in the order they finished, so a task that just finished is the
+    /// last to go), and then until `room` more bytes fit under the byte cap.
     fn evict(&self, inner: &mut Inner, room: usize) {
         while inner.refused.len() > MAX_REFUSED {
             let Some((_, id)) = inner.refused.pop_first() else {
@@ -651,16 +673,12 @@ impl Tasks {
             };
             Self::forget(inner, &id);
         }
-        while inner.finished > MAX_FINISHED || inner.bytes + room > MAX_TABLE_BYTES {
-            let oldest = inner
-                .order
-                .iter()
-                .find(|(_, id)| inner.entries.get(*id).is_some_and(|e| e.task.state.is_terminal()))
-                .map(|(seq, id)| (*seq, id.clone()));
-            if let Some((seq, id)) = oldest {
-                inner.order.remove(&seq);
+        while inner.done.len() > MAX_FINISHED || inner.bytes + room > MAX_TABLE_BYTES {
+            if let Some((_, id)) = inner.done.pop_first() {
+                if let Some(seq) = inner.entries.get(&id).map(|e| e.seq) {
+                    inner.order.remove(&seq);
+                }
                 Self::forget(inner, &id);
-                inner.finished = inner.finished.saturating_sub(1);
             } else if let Some((_, id)) = inner.refused.pop_first() {
                 Self::forget(inner, &id);
             } else {

@@ -180,7 +180,7 @@ fn finished_tasks_are_dropped_oldest_first_beyond_the_cap() {
     }
     assert!(t.get(&first.id).is_none(), "the oldest finished task went");
     let inner = t.lock();
-    assert_eq!(inner.finished, MAX_FINISHED);
+    assert_eq!(inner.done.len(), MAX_FINISHED);
     assert_eq!(inner.entries.len(), MAX_FINISHED);
     assert_eq!(inner.order.len(), MAX_FINISHED);
 }
@@ -251,4 +251,38 @@ fn refused_sends_are_kept_apart_and_never_flush_answers() {
     let kept = refused.iter().filter(|id| t.get(id).is_some()).count();
     assert_eq!(kept, MAX_REFUSED);
     assert!(t.get(refused.last().unwrap()).is_some() && t.get(&refused[0]).is_none());
+}
+
+#[test]
+fn a_long_task_outlives_the_ones_that_finished_while_it_ran() {
+    let t = Tasks::new(Acceptance::Queue(4));
+    let long = submit(&t, "long");
+    let k = take(&t);
+    assert_eq!(k.id, long.id);
+    // Any client can finish tasks meanwhile: submit and cancel, more than the table keeps.
+    for i in 0..MAX_FINISHED + 10 {
+        let c = submit(&t, &format!("c{i}"));
+        t.cancel(&c.id, 3).unwrap();
+    }
+    t.finish(&k.id, done("the long answer"), 4);
+    let got = t.get(&long.id).expect("the task that just finished is kept");
+    assert_eq!(got.artifacts[0].text, "the long answer");
+    assert_eq!(t.lock().done.len(), MAX_FINISHED);
+}
+
+#[test]
+fn a_refused_send_evicts_nothing() {
+    let t = Tasks::new(Acceptance::Queue(1));
+    let first = submit(&t, "first");
+    let k = take(&t);
+    t.finish(&k.id, done("kept"), 2);
+    submit(&t, "waiting");
+    let big = "x".repeat(200 << 10);
+    for _ in 0..400 {
+        assert_eq!(busy_text(&submit(&t, &big)), BUSY);
+    }
+    assert!(
+        t.get(&first.id).is_some(),
+        "refusals made no room at an answer's cost"
+    );
 }

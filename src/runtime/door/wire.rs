@@ -105,7 +105,9 @@ mod tests {
         for id in &ids {
             let hex = id.strip_prefix("tsk_").unwrap();
             assert_eq!(hex.len(), 32);
-            assert!(hex.bytes().all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase()));
+            assert!(hex
+                .bytes()
+                .all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase()));
         }
         let unique: std::collections::HashSet<&String> = ids.iter().collect();
         assert_eq!(unique.len(), ids.len(), "the pool is refilled, never reused");

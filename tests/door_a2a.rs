@@ -5,31 +5,13 @@
 
 mod common;
 
-use common::capsule::capsule;
 use common::door::{
-    self, has_key, is_id, is_rfc3339_z, lifecycle, response_text, send_params, state_of, status_text,
+    has_key, is_id, is_rfc3339_z, queue_door, response_text, secs, send_params, state_of, status_text,
     task_of, wait_for, Door,
 };
 use common::TempDir;
 use serde_json::{json, Value};
 use std::time::{Duration, Instant};
-
-const SLOW: &str = "tests/fixtures/slow/capsule.wasm";
-fn secs(n: u64) -> Duration {
-    Duration::from_secs(n)
-}
-
-/// A `queue` + `sleep` door of the slow capsule (open until SIGTERM) with `depth` waiting
-/// tasks.
-fn queue_door(t: &TempDir, depth: u32) -> Door {
-    let depth = format!("queue_depth: {depth}");
-    let dir = capsule(
-        t,
-        SLOW,
-        &lifecycle(&["task_acceptance: queue", "after_task: sleep", &depth]),
-    );
-    door::start(t, &dir, &[], &[])
-}
 
 fn stop(mut d: Door) -> Door {
     assert_eq!(d.term().code(), Some(0));

@@ -4,25 +4,12 @@
 
 mod common;
 
-use common::capsule::capsule;
-use common::door::{self, lifecycle, send_params, state_of, Door};
+use common::door::{queue_door, send_params, state_of, Door};
 use common::{body_of, status_of, TempDir};
 use serde_json::{json, Value};
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::time::Duration;
-
-const SLOW: &str = "tests/fixtures/slow/capsule.wasm";
-
-fn queue_door(t: &TempDir, depth: u32) -> Door {
-    let depth = format!("queue_depth: {depth}");
-    let dir = capsule(
-        t,
-        SLOW,
-        &lifecycle(&["task_acceptance: queue", "after_task: sleep", &depth]),
-    );
-    door::start(t, &dir, &[], &[])
-}
 
 fn stop(mut d: Door) {
     assert_eq!(d.term().code(), Some(0));

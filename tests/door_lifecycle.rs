@@ -6,18 +6,13 @@
 mod common;
 
 use common::capsule::capsule;
-use common::door::{self, lifecycle, send_params, state_of, status_text, task_of, Door, Ev};
+use common::door::{self, lifecycle, secs, send_params, state_of, status_text, task_of, Door, Ev, SLOW};
 use common::TempDir;
 use serde_json::{json, Value};
 use std::time::{Duration, Instant};
 
-const SLOW: &str = "tests/fixtures/slow/capsule.wasm";
 const BUSY: &str = "task rejected: capsule is busy";
 const ENDED: &str = "task rejected: the session ended before this task started";
-
-fn secs(n: u64) -> Duration {
-    Duration::from_secs(n)
-}
 
 fn id_of(task: &Value) -> String {
     task["id"]

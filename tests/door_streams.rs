@@ -4,27 +4,10 @@
 
 mod common;
 
-use common::capsule::capsule;
-use common::door::{self, has_key, is_id, is_rfc3339_z, lifecycle, send_params, state_of, Door, Ev};
+use common::door::{self, has_key, is_id, is_rfc3339_z, queue_door, secs, send_params, state_of, Ev};
 use common::TempDir;
 use serde_json::{json, Value};
 use std::time::{Duration, Instant};
-
-const SLOW: &str = "tests/fixtures/slow/capsule.wasm";
-
-fn secs(n: u64) -> Duration {
-    Duration::from_secs(n)
-}
-
-fn queue_door(t: &TempDir, depth: u32) -> Door {
-    let depth = format!("queue_depth: {depth}");
-    let dir = capsule(
-        t,
-        SLOW,
-        &lifecycle(&["task_acceptance: queue", "after_task: sleep", &depth]),
-    );
-    door::start(t, &dir, &[], &[])
-}
 
 /// A streamed head: 200, an event stream, no length, closed at its end.
 fn assert_stream_head(head: &str) {

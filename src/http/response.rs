@@ -71,13 +71,7 @@ impl Response {
     /// is still announced.
     pub fn encode(&self, head_only: bool) -> Vec<u8> {
         let mut out = Vec::with_capacity(128 + self.body.len());
-        out.extend_from_slice(format!("HTTP/1.1 {} {}\r\n", self.status, reason(self.status)).as_bytes());
-        for (name, value) in &self.headers {
-            out.extend_from_slice(name.as_bytes());
-            out.extend_from_slice(b": ");
-            out.extend_from_slice(value.as_bytes());
-            out.extend_from_slice(b"\r\n");
-        }
+        self.status_and_fields(&mut out);
         out.extend_from_slice(
             format!("content-length: {}\r\nconnection: close\r\n\r\n", self.body.len()).as_bytes(),
         );
@@ -93,6 +87,13 @@ impl Response {
     /// `content-length`, `connection: close`.
     pub fn encode_stream_head(&self) -> Vec<u8> {
         let mut out = Vec::with_capacity(128);
+        self.status_and_fields(&mut out);
+        out.extend_from_slice(b"connection: close\r\n\r\n");
+        out
+    }
+
+    /// The status line and the header fields (each line ending CRLF).
+    fn status_and_fields(&self, out: &mut Vec<u8>) {
         out.extend_from_slice(format!("HTTP/1.1 {} {}\r\n", self.status, reason(self.status)).as_bytes());
         for (name, value) in &self.headers {
             out.extend_from_slice(name.as_bytes());
@@ -100,8 +101,6 @@ impl Response {
             out.extend_from_slice(value.as_bytes());
             out.extend_from_slice(b"\r\n");
         }
-        out.extend_from_slice(b"connection: close\r\n\r\n");
-        out
     }
 }
 

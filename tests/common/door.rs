@@ -150,6 +150,26 @@ pub struct Door {
     next_id: AtomicU64,
 }
 
+/// The capsule the door tests serve: `sleep N` sleeps, `fail` panics, anything else is
+/// answered at once with `done: <text>`.
+pub const SLOW: &str = "tests/fixtures/slow/capsule.wasm";
+
+pub fn secs(n: u64) -> Duration {
+    Duration::from_secs(n)
+}
+
+/// A `queue` + `sleep` door of the slow capsule (open until SIGTERM) with `depth` waiting
+/// tasks.
+pub fn queue_door(t: &TempDir, depth: u32) -> Door {
+    let depth = format!("queue_depth: {depth}");
+    let dir = super::capsule::capsule(
+        t,
+        SLOW,
+        &lifecycle(&["task_acceptance: queue", "after_task: sleep", &depth]),
+    );
+    start(t, &dir, &[], &[])
+}
+
 /// Start `mur run --json --manifest <dir>/murmur.yaml <args>` with `env`, with private cache
 /// and records directories under `t`, and read its announcement.
 pub fn start(t: &TempDir, dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Door {

@@ -136,6 +136,11 @@ impl Dir {
         &self.shown
     }
 
+    /// The held descriptor, for resolution the resource plane does beneath it.
+    pub fn as_fd(&self) -> std::os::fd::BorrowedFd<'_> {
+        self.fd.as_fd()
+    }
+
     /// A second handle on the same directory (a `dup` of the descriptor).
     pub fn try_clone(&self) -> Result<Dir, FsError> {
         let fd = self.fd.try_clone().map_err(|e| io_at(&self.shown, e))?;

@@ -18,6 +18,7 @@ pub mod http;
 pub mod ids;
 pub mod manifest;
 pub mod registry;
+pub mod resources;
 pub mod roost;
 #[cfg(feature = "runtime")]
 pub mod runtime;

@@ -1,0 +1,79 @@
+//! The resource plane's file access, shared by the operator plane (`exports.files`) and the
+//! peer plane (`exports.peer_files`): one path check ([`path`]), one resolver beneath an
+//! export root from a held directory descriptor ([`open`]), one listing ([`list`]). Every
+//! refusal is a [`Refusal`] carrying the spec's status and error code.
+
+pub mod list;
+pub mod open;
+pub mod path;
+
+use crate::containment::class::Class;
+
+/// Why a request was refused: the spec's error table (both planes share these rows).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Refusal {
+    /// 404: the path names nothing under the root, or the root does not exist.
+    NotFound,
+    /// 403: the path, or a symlink's target, resolves outside the export root.
+    OutsideRoot,
+    /// 403: a symlink met under `scoped` containment.
+    SymlinkRefused,
+    /// 403: a directory, fifo, socket or device node.
+    NotARegularFile,
+    /// 413: larger than the export's `max_bytes`.
+    TooLarge,
+    /// 500: the open or read failed otherwise (the text is for the message).
+    Io(String),
+}
+
+impl Refusal {
+    pub fn status(&self) -> u16 {
+        match self {
+            Refusal::NotFound => 404,
+            Refusal::OutsideRoot | Refusal::SymlinkRefused | Refusal::NotARegularFile => 403,
+            Refusal::TooLarge => 413,
+            Refusal::Io(_) => 500,
+        }
+    }
+
+    pub fn code(&self) -> &'static str {
+        match self {
+            Refusal::NotFound => "not_found",
+            Refusal::OutsideRoot => "outside_root",
+            Refusal::SymlinkRefused => "symlink_refused",
+            Refusal::NotARegularFile => "not_a_regular_file",
+            Refusal::TooLarge => "too_large",
+            Refusal::Io(_) => "io_error",
+        }
+    }
+
+    pub fn message(&self) -> String {
+        match self {
+            Refusal::NotFound => "the path names nothing under the export root".into(),
+            Refusal::OutsideRoot => "the path resolves outside the export root".into(),
+            Refusal::SymlinkRefused => {
+                "a symbolic link is on the path, and this session's containment (scoped) refuses them".into()
+            }
+            Refusal::NotARegularFile => "the path names something other than a regular file".into(),
+            Refusal::TooLarge => "the file is larger than the export's max_bytes".into(),
+            Refusal::Io(e) => format!("the file could not be read: {e}"),
+        }
+    }
+}
+
+/// How symlinks under an export root are treated: refused under `scoped`, followed (but
+/// only to targets beneath the root) under `advisory` and `sealed`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Symlinks {
+    Refuse,
+    FollowBeneath,
+}
+
+impl Symlinks {
+    pub fn for_class(class: Class) -> Symlinks {
+        match class {
+            Class::Scoped => Symlinks::Refuse,
+            Class::Advisory | Class::Sealed => Symlinks::FollowBeneath,
+        }
+    }
+}

@@ -167,15 +167,23 @@ impl Verified {
     }
 }
 
-/// Check `token` against `key` and `domain` at time `now_ms` (unix milliseconds). A payload
-/// with an `exp` field is refused at or after that instant; one without never expires here.
-pub fn verify(key: &Key, domain: Domain<'_>, token: &str, now_ms: u64) -> Result<Verified, TokenError> {
-    // 1. Shape, before any allocation proportional to the input.
+/// A token's parts once its shape checked out: the payload's base64url text (what the MAC
+/// covers), the decoded payload bytes and the decoded MAC.
+struct Parts<'t> {
+    payload_b64: &'t str,
+    payload: Vec<u8>,
+    mac: Vec<u8>,
+}
+
+/// The shape check shared by [`verify`] and [`shape`]: `<prefix>.<b64>.<b64>` within the
+/// length caps, canonical base64url, a non-empty payload and a MAC of the right length.
+fn split(kind: Kind, token: &str) -> Result<Parts<'_>, TokenError> {
+    // Before any allocation proportional to the input.
     if token.len() > MAX_TOKEN_LEN {
         return Err(TokenError::Malformed);
     }
     let rest = token
-        .strip_prefix(domain.kind().prefix())
+        .strip_prefix(kind.prefix())
         .and_then(|r| r.strip_prefix('.'))
         .ok_or(TokenError::Malformed)?;
     let (payload_b64, mac_b64) = rest.split_once('.').ok_or(TokenError::Malformed)?;
@@ -183,23 +191,48 @@ pub fn verify(key: &Key, domain: Domain<'_>, token: &str, now_ms: u64) -> Result
         return Err(TokenError::Malformed);
     }
     let payload = b64::decode(payload_b64.as_bytes()).map_err(|_| TokenError::Malformed)?;
-    let presented = b64::decode(mac_b64.as_bytes()).map_err(|_| TokenError::Malformed)?;
-    if payload.is_empty() || payload.len() > MAX_PAYLOAD || presented.len() != MAC_LEN {
+    let mac = b64::decode(mac_b64.as_bytes()).map_err(|_| TokenError::Malformed)?;
+    if payload.is_empty() || payload.len() > MAX_PAYLOAD || mac.len() != MAC_LEN {
         return Err(TokenError::Malformed);
     }
-    // 2. MAC, in constant time.
-    let expected = key.mac(&domain, payload_b64.as_bytes());
-    if !bool::from(expected.as_slice().ct_eq(&presented)) {
-        return Err(TokenError::BadMac);
-    }
-    // 3. Payload JSON.
-    let Ok(Value::Object(map)) = serde_json::from_slice::<Value>(&payload) else {
+    Ok(Parts {
+        payload_b64,
+        payload,
+        mac,
+    })
+}
+
+/// The payload object and its version, with the version checked.
+fn payload_object(payload: &[u8]) -> Result<Map<String, Value>, TokenError> {
+    let Ok(Value::Object(map)) = serde_json::from_slice::<Value>(payload) else {
         return Err(TokenError::BadPayload);
     };
-    // 4. Version.
     if map.get("v").and_then(Value::as_u64) != Some(1) {
         return Err(TokenError::BadVersion);
     }
+    Ok(map)
+}
+
+/// The checks of [`verify`] that need no key: shape, payload JSON object and `v == 1`.
+/// Nothing here is vouched for: the payload is for a caller whose protocol refuses a
+/// malformed token before it looks at the MAC (the peer plane's redeem), and is never to
+/// be trusted before [`verify`] passes.
+pub fn shape(kind: Kind, token: &str) -> Result<Map<String, Value>, TokenError> {
+    payload_object(&split(kind, token)?.payload)
+}
+
+/// Check `token` against `key` and `domain` at time `now_ms` (unix milliseconds). A payload
+/// with an `exp` field is refused at or after that instant; one without never expires here.
+pub fn verify(key: &Key, domain: Domain<'_>, token: &str, now_ms: u64) -> Result<Verified, TokenError> {
+    // 1. Shape.
+    let parts = split(domain.kind(), token)?;
+    // 2. MAC, in constant time.
+    let expected = key.mac(&domain, parts.payload_b64.as_bytes());
+    if !bool::from(expected.as_slice().ct_eq(&parts.mac)) {
+        return Err(TokenError::BadMac);
+    }
+    // 3. Payload JSON, 4. version.
+    let map = payload_object(&parts.payload)?;
     // 5. Expiry.
     if let Some(exp) = map.get("exp") {
         match exp.as_u64() {

@@ -22,6 +22,19 @@ pub const KEEPALIVE: &[u8] = b": keep-alive\n\n";
 /// The answer made on the loop when a deferred request's wait runs out.
 pub type Fallback = Box<dyn FnOnce() -> Response + Send>;
 
+/// At most this many body bytes are pulled from a [`Body`] at a time: the connection holds
+/// one such chunk, whatever the body's length.
+pub const BODY_CHUNK: usize = 128 * 1024;
+
+/// A response body the loop pulls as the socket drains (a file served from its
+/// descriptor), so a large body never sits in memory whole.
+pub trait Body: Send {
+    /// Append the next bytes, at most `max`, to `out`; `Ok(true)` once the whole body has
+    /// been appended. An error closes the connection with nothing more written, so the
+    /// client sees fewer bytes than the head announced.
+    fn fill(&mut self, out: &mut Vec<u8>, max: usize) -> io::Result<bool>;
+}
+
 /// Where a connection is in its life.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Phase {
@@ -95,6 +108,8 @@ pub struct Conn {
     written_at_look: u64,
     /// Unsent response bytes this connection has charged to the server's total.
     pub queued: usize,
+    /// The rest of a pulled response body (see [`Body`]).
+    body: Option<Box<dyn Body>>,
 }
 
 impl Drop for Conn {
@@ -129,6 +144,7 @@ impl Conn {
             written: 0,
             written_at_look: 0,
             queued: 0,
+            body: None,
         }
     }
 
@@ -282,19 +298,49 @@ impl Conn {
         self.flush()
     }
 
-    /// Write as much as the socket takes; move on to lingering when the response is out.
+    /// Queue the head of a response whose `len` body bytes `body` makes as the socket
+    /// drains, and start writing.
+    pub fn respond_body(&mut self, head: &Response, len: u64, body: Box<dyn Body>, now: Instant) -> Step {
+        self.out.extend_from_slice(&head.encode_head(len));
+        if !self.head_only {
+            self.body = Some(body);
+        }
+        self.phase = Phase::Writing;
+        self.deadline = now + self.write_timeout;
+        self.flush()
+    }
+
+    /// Write as much as the socket takes, pulling a body's next chunk each time the last is
+    /// out; move on to lingering when the response is out.
     pub fn flush(&mut self) -> Step {
-        while self.sent < self.out.len() {
-            match self.stream.write(&self.out[self.sent..]) {
-                Ok(0) => return Step::Close,
-                Ok(n) => {
-                    self.sent += n;
-                    self.written += n as u64;
+        loop {
+            while self.sent < self.out.len() {
+                match self.stream.write(&self.out[self.sent..]) {
+                    Ok(0) => return Step::Close,
+                    Ok(n) => {
+                        self.sent += n;
+                        self.written += n as u64;
+                    }
+                    Err(e) if e.kind() == ErrorKind::WouldBlock => return Step::Idle,
+                    Err(e) if e.kind() == ErrorKind::Interrupted => {}
+                    Err(_) => return Step::Close,
                 }
-                Err(e) if e.kind() == ErrorKind::WouldBlock => return Step::Idle,
-                Err(e) if e.kind() == ErrorKind::Interrupted => {}
-                Err(_) => return Step::Close,
             }
+            let Some(body) = self.body.as_mut() else {
+                break;
+            };
+            self.out.clear();
+            self.sent = 0;
+            match body.fill(&mut self.out, BODY_CHUNK) {
+                Ok(false) => {}
+                Ok(true) => self.body = None,
+                Err(_) => {
+                    self.body = None;
+                    return Step::Close;
+                }
+            }
+            // A client that keeps reading keeps its connection.
+            self.deadline = Instant::now() + self.write_timeout;
         }
         if self.phase == Phase::Streaming {
             self.out = Vec::new();

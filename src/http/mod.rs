@@ -15,6 +15,7 @@ pub mod request;
 pub mod response;
 mod server;
 
+pub use conn::{Body, BODY_CHUNK};
 pub use guard::require_json;
 pub use request::{Refusal, Request};
 pub use response::Response;

@@ -141,8 +141,6 @@ pub struct Reader {
     excess: bool,
 }
 
-const BODY_METHODS: [&str; 3] = ["POST", "PUT", "PATCH"];
-
 impl Reader {
     /// A reader enforcing `limits` for a listener bound to `port` (the port the loopback
     /// guard expects in `host`; unused when `limits.loopback_only` is off).
@@ -302,13 +300,9 @@ impl Reader {
             }
             declared = Some(n);
         }
-        let body_len = match declared {
-            Some(n) => n,
-            None if BODY_METHODS.contains(&method.as_str()) => {
-                return Err(Refusal::BadRequest("content-length required"));
-            }
-            None => 0,
-        };
+        // No content-length (and no transfer-encoding, refused above): the body is empty
+        // (RFC 9112 section 6.3), whatever the method; each route then answers the method itself.
+        let body_len = declared.unwrap_or(0);
         if body_len > self.max_body {
             return Err(Refusal::BodyTooLarge);
         }
@@ -419,13 +413,17 @@ mod tests {
         );
         assert_eq!(bad(b"POST / HTTP/1.1\r\ncontent-length: -1\r\n\r\n"), 400);
         assert_eq!(bad(b"POST / HTTP/1.1\r\ncontent-length: 1, 1\r\n\r\n"), 400);
-        assert_eq!(bad(b"POST / HTTP/1.1\r\n\r\n"), 400);
         assert_eq!(bad(b"GET http://x/ HTTP/1.1\r\n\r\n"), 400);
         assert_eq!(bad(b"GET / HTTP/2.0\r\n\r\n"), 400);
         assert_eq!(bad(b"G ET / HTTP/1.1\r\n\r\n"), 400);
         assert_eq!(bad(b"POST / HTTP/1.1\r\ncontent-length: 1048577\r\n\r\n"), 413);
         let same = one_shot(b"POST / HTTP/1.1\r\ncontent-length: 2\r\ncontent-length: 2\r\n\r\nab");
         assert!(matches!(same, Progress::Done(_)));
+        // No content-length: the body is empty (RFC 9112 section 6.3), whatever the method.
+        let Progress::Done(req) = one_shot(b"POST / HTTP/1.1\r\n\r\n") else {
+            panic!("a POST without content-length is a request with an empty body")
+        };
+        assert!(req.body.is_empty());
     }
 
     #[test]

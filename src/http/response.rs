@@ -92,6 +92,16 @@ impl Response {
         out
     }
 
+    /// The head of a response whose `content_length` body bytes follow separately.
+    pub fn encode_head(&self, content_length: u64) -> Vec<u8> {
+        let mut out = Vec::with_capacity(256);
+        self.status_and_fields(&mut out);
+        out.extend_from_slice(
+            format!("content-length: {content_length}\r\nconnection: close\r\n\r\n").as_bytes(),
+        );
+        out
+    }
+
     /// The status line and the header fields (each line ending CRLF).
     fn status_and_fields(&self, out: &mut Vec<u8>) {
         out.extend_from_slice(format!("HTTP/1.1 {} {}\r\n", self.status, reason(self.status)).as_bytes());

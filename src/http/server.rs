@@ -2,7 +2,7 @@
 //! completes deferred answers and stream chunks that other threads send back through a
 //! channel and a waker.
 
-use super::conn::{refuse_over_capacity, Budget, Conn, Fallback, Phase, Step};
+use super::conn::{refuse_over_capacity, Body, Budget, Conn, Fallback, Phase, Step};
 use super::{Limits, Request, Response};
 use mio::net::TcpListener;
 use mio::{Events, Interest, Poll, Token, Waker};
@@ -56,6 +56,8 @@ impl<F: FnMut(&Request, &Exchange<'_>) -> Reply> Handler for F {
 
 enum Delivery {
     Answer(Response),
+    /// A head and the body the loop pulls after it.
+    Body(Response, u64, Box<dyn Body>),
     Chunk(Vec<u8>),
     End,
     /// The stream was refused a chunk (its client is too far behind): close at once.
@@ -242,6 +244,22 @@ impl Ticket {
                 slot: self.slot,
                 generation: self.generation,
                 what: Delivery::Answer(resp),
+            })
+            .is_ok();
+        sent && self.waker.wake().is_ok()
+    }
+}
+
+impl Ticket {
+    /// Answer with `head` and a body of `len` bytes that the loop pulls from `body` as the
+    /// client reads (see [`Body`]). False if the server is gone.
+    pub fn complete_body(self, head: Response, len: u64, body: Box<dyn Body>) -> bool {
+        let sent = self
+            .tx
+            .send(Completion {
+                slot: self.slot,
+                generation: self.generation,
+                what: Delivery::Body(head, len, body),
             })
             .is_ok();
         sent && self.waker.wake().is_ok()
@@ -457,6 +475,10 @@ impl Server {
                 (Delivery::Answer(resp), Phase::Waiting) => {
                     conn.fallback = None;
                     conn.respond(&resp, now)
+                }
+                (Delivery::Body(head, len, body), Phase::Waiting) => {
+                    conn.fallback = None;
+                    conn.respond_body(&head, len, body, now)
                 }
                 (Delivery::Chunk(bytes), Phase::Streaming) => {
                     if let Some(mine) = &conn.in_flight {

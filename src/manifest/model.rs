@@ -267,6 +267,8 @@ impl Default for Lifecycle {
 pub struct FileExport {
     /// Normalised relative root ("out"); "" is the whole workdir.
     pub root: String,
+    /// The root as the manifest wrote it ("out/"), echoed verbatim on the wire.
+    pub root_written: String,
     pub max_bytes: u64,
 }
 
@@ -274,6 +276,8 @@ pub struct FileExport {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PeerExport {
     pub root: String,
+    /// The root as the manifest wrote it.
+    pub root_written: String,
     pub max_ttl_secs: u64,
     pub max_bytes: u64,
 }

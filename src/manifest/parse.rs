@@ -605,11 +605,12 @@ fn lifecycle(node: Node<'_>) -> R<Lifecycle> {
     })
 }
 
-fn export_root(node: &Node<'_>) -> R<String> {
+/// The export root, normalised, and as written.
+fn export_root(node: &Node<'_>) -> R<(String, String)> {
     let key = join(node.path, "root");
     match node.string("root")? {
         None => Err(invalid(&key, "missing required field 'root'")),
-        Some(root) => relative_path(&root).map_err(|why| invalid(&key, why)),
+        Some(root) => Ok((relative_path(&root).map_err(|why| invalid(&key, why))?, root)),
     }
 }
 
@@ -639,7 +640,8 @@ fn exports(node: Node<'_>, lifecycle: &Lifecycle) -> R<Exports> {
             }
         }
         out.files = Some(FileExport {
-            root,
+            root: root.0,
+            root_written: root.1,
             max_bytes: export_bytes(&n)?,
         });
     }
@@ -665,7 +667,8 @@ fn exports(node: Node<'_>, lifecycle: &Lifecycle) -> R<Exports> {
             .with_hint("a handle stays valid until the session ends; set max_ttl: 15m or less"));
         }
         out.peer_files = Some(PeerExport {
-            root,
+            root: root.0,
+            root_written: root.1,
             max_ttl_secs: ttl.unwrap_or(DEFAULT_PEER_TTL_SECS),
             max_bytes: export_bytes(&n)?,
         });

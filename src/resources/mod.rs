@@ -3,9 +3,11 @@
 //! export root from a held directory descriptor ([`open`]), one listing ([`list`]). Every
 //! refusal is a [`Refusal`] carrying the spec's status and error code.
 
+pub mod body;
 pub mod list;
 pub mod open;
 pub mod path;
+pub mod peer;
 
 use crate::containment::class::Class;
 
@@ -76,4 +78,44 @@ impl Symlinks {
             Class::Advisory | Class::Sealed => Symlinks::FollowBeneath,
         }
     }
+}
+
+/// E-CAP-007: an export root that exists as a symlink resolving outside the accessible
+/// workdir `work` refuses the launch. The check is the reader's own confined resolution
+/// (symlinks followed only beneath `work`), not a comparison of host path strings; a root
+/// that does not exist yet is fine.
+pub fn check_export_roots(
+    m: &crate::manifest::model::Manifest,
+    work: &crate::fsx::Dir,
+) -> Result<(), crate::diag::Diagnostic> {
+    use crate::diag::{code, Diagnostic};
+    let roots = [
+        m.exports
+            .files
+            .as_ref()
+            .map(|f| ("exports.files.root", &f.root_written, &f.root)),
+        m.exports
+            .peer_files
+            .as_ref()
+            .map(|f| ("exports.peer_files.root", &f.root_written, &f.root)),
+    ];
+    for (key, written, root) in roots.into_iter().flatten() {
+        match open::open_root(work, root, Symlinks::FollowBeneath) {
+            Ok(_) => {}
+            Err(Refusal::OutsideRoot) => {
+                return Err(Diagnostic::new(
+                    code::CAP_EXPORT_ROOT_ESCAPES,
+                    key,
+                    format!("murmur.yaml: {key} '{written}' resolves outside the accessible workdir"),
+                )
+                .with_hint(
+                    "an export root must be a directory inside the workdir, not a symlink leaving it",
+                ))
+            }
+            // Anything else (a loop, a file where a directory should be) is the reader's
+            // to refuse per request.
+            Err(_) => {}
+        }
+    }
+    Ok(())
 }

@@ -20,7 +20,13 @@ pub struct Opened {
     pub file: std::fs::File,
     pub size: u64,
     pub mtime_ms: u64,
+    /// Device, inode, size, and the modification and change times to the nanosecond: what
+    /// a cached digest of this file is keyed by.
+    pub ident: Ident,
 }
+
+/// See [`Opened::ident`].
+pub type Ident = (u64, u64, u64, i64, i64, i64, i64);
 
 fn resolve_flags(symlinks: Symlinks) -> ResolveFlags {
     let base = ResolveFlags::BENEATH | ResolveFlags::NO_MAGICLINKS;
@@ -97,7 +103,21 @@ pub fn open_file(
         .saturating_mul(1000)
         .saturating_add(st.st_mtime_nsec as i64 / 1_000_000)
         .max(0) as u64;
-    Ok(Opened { file, size, mtime_ms })
+    let ident = (
+        st.st_dev,
+        st.st_ino,
+        size,
+        st.st_mtime as i64,
+        st.st_mtime_nsec as i64,
+        st.st_ctime as i64,
+        st.st_ctime_nsec as i64,
+    );
+    Ok(Opened {
+        file,
+        size,
+        mtime_ms,
+        ident,
+    })
 }
 
 /// Open the inode an `O_PATH` handle names, for reading, without resolving any path again.

@@ -198,6 +198,7 @@ pub fn run(opts: RunOptions) -> Result<u8, Diagnostic> {
     crate::signals::block_termination()
         .map_err(|e| Diagnostic::new(code::RUN_TRAP, "", format!("cannot block SIGTERM/SIGINT: {e}")))?;
     let layout = plan.create()?;
+    crate::resources::check_export_roots(m, &layout.preopen_dir)?;
     if let Some(task) = &opts.task {
         session::write_task(&layout.work, task)?;
     }
@@ -278,6 +279,10 @@ pub fn run(opts: RunOptions) -> Result<u8, Diagnostic> {
         tools: Vec::new(),
         tasks: life.tasks.clone(),
         session_id: &session_id,
+        work: door_workdir(&layout)?,
+        class: achieved,
+        trace: trace.try_clone().ok(),
+        peer_key: peer_key(m)?,
     })?;
     announce(&opts, bound_port(&url), &session_id, m, &layout);
     let runner = component::Runner {
@@ -325,6 +330,34 @@ pub fn run(opts: RunOptions) -> Result<u8, Diagnostic> {
         println!("status:  {}", end.status_word());
     }
     end.into_exit()
+}
+
+/// The door's own handle on the accessible workdir, for `/resources/`.
+pub(crate) fn door_workdir(layout: &session::Layout) -> Result<crate::fsx::Dir, Diagnostic> {
+    layout.preopen_dir.try_clone().map_err(|e| {
+        Diagnostic::new(
+            code::IO_READ,
+            layout.preopen.display().to_string(),
+            format!("cannot hold the workdir for the resource plane: {e}"),
+        )
+    })
+}
+
+/// The peer plane's minting key: 32 random bytes, made only when `exports.peer_files` is
+/// declared, held in memory and overwritten when the last holder drops it.
+pub(crate) fn peer_key(m: &Manifest) -> Result<Option<Arc<crate::token::Key>>, Diagnostic> {
+    if m.exports.peer_files.is_none() {
+        return Ok(None);
+    }
+    crate::token::Key::generate()
+        .map(|k| Some(Arc::new(k)))
+        .map_err(|e| {
+            Diagnostic::new(
+                code::IO_READ,
+                "",
+                format!("cannot make the peer plane's key: {e}"),
+            )
+        })
 }
 
 fn trace_err(path: &Path, e: std::io::Error) -> Diagnostic {

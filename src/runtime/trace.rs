@@ -27,6 +27,14 @@ impl Trace {
         }
     }
 
+    /// A second writer onto the same file (another thread's), appending whole lines too.
+    pub fn try_clone(&self) -> io::Result<Trace> {
+        Ok(Trace {
+            file: self.file.try_clone()?,
+            session_id: self.session_id.clone(),
+        })
+    }
+
     /// Append one event: `event_type`, `session_id`, `timestamp`, then `fields`.
     pub fn event(&mut self, event_type: &str, fields: Value) -> io::Result<()> {
         let mut line = Map::new();

@@ -131,6 +131,8 @@ pub fn run(p: Prelude<'_>) -> Result<u8, Diagnostic> {
                 .unwrap_or_default()
         ));
     }
+    crate::resources::check_export_roots(m, &layout.preopen_dir)?;
+    let peer_key = crate::runtime::launch::peer_key(m)?;
     stage::stage(&layout.work, &layout.records_dir, &resolved)?;
     // The file task: task.md when there is one. Under `none` it is the only task there can
     // be, so its absence is an error; otherwise the session waits for an A2A task.
@@ -485,6 +487,11 @@ pub fn run(p: Prelude<'_>) -> Result<u8, Diagnostic> {
             tools: listed_names,
             tasks: life.tasks.clone(),
             session_id: p.session_id,
+            work: crate::runtime::launch::door_workdir(&layout)
+                .map_err(|d| failed_start(&mut trace, &layout.work, d))?,
+            class: p.achieved,
+            trace: trace.try_clone().ok(),
+            peer_key: peer_key.clone(),
         })
         .map_err(|d| failed_start(&mut trace, &layout.work, d))?;
     announce(

@@ -8,6 +8,8 @@
 //! capsule. A route that takes a JSON body (A2A) also calls `http::require_json`.
 
 pub mod a2a;
+pub mod peer;
+pub mod resources;
 pub mod tasks;
 pub mod wire;
 
@@ -67,6 +69,14 @@ pub struct Setup<'a> {
     pub tools: Vec<String>,
     pub tasks: Arc<tasks::Tasks>,
     pub session_id: &'a str,
+    /// The accessible workdir (what the agent's tools see as `.`), for `/resources/`.
+    pub work: crate::fsx::Dir,
+    /// The containment class this session achieved.
+    pub class: crate::containment::class::Class,
+    /// The door's own writer onto the session's trace.
+    pub trace: Option<super::trace::Trace>,
+    /// The peer plane's minting key, when `exports.peer_files` is declared.
+    pub peer_key: Option<Arc<crate::token::Key>>,
 }
 
 /// A serving door; `close` finishes it and waits for its thread.
@@ -97,11 +107,26 @@ impl Bound {
                 streaming: true,
             }),
         };
+        let files = m.exports.files.as_ref().map(|f| resources::FilesPlane {
+            root: f.root.clone(),
+            root_written: f.root_written.clone(),
+            max_bytes: f.max_bytes,
+        });
+        let peer = match (&m.exports.peer_files, s.peer_key) {
+            (Some(f), Some(key)) => Some(peer::PeerPlane {
+                root: f.root.clone(),
+                max_bytes: f.max_bytes,
+                key,
+            }),
+            _ => None,
+        };
+        let shared = resources::Shared::new(s.work, s.class, Arc::clone(&s.tasks), s.trace);
+        let planes = resources::Resources::new(files, peer, shared);
         let a2a = a2a::A2a {
             tasks: s.tasks,
             session_id: s.session_id.to_string(),
         };
-        self.serve(vec![Box::new(card), Box::new(a2a)])
+        self.serve(vec![Box::new(card), Box::new(a2a), Box::new(planes)])
     }
 
     /// Serve `routes` on a thread of its own.

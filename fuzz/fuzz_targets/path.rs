@@ -1,9 +1,10 @@
 //! The resource plane's path check and resolver on arbitrary request paths, against a tree
-//! whose export root holds files, links within it, links out of it (`..`, absolute, to a
-//! sibling file), a link loop and a fifo. Invariants, under both symlink rules: nothing
-//! panics; a path `request_path` accepts has no empty, `.` or `..` component, no NUL and
-//! does not start with `/`; and whatever opens is a regular file beneath the root, never
-//! the file beside it.
+//! whose export root holds files, links within it (relative and absolute), links out of it
+//! (`..`, absolute, to a sibling file and to a sibling directory sharing the root's name
+//! prefix), a link loop and a fifo. Invariants, under both symlink rules: nothing panics;
+//! a path `request_path` accepts has no empty, `.` or `..` component, no NUL and does not
+//! start with `/`; and whatever opens is a regular file beneath the root, never a file
+//! beside it.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
@@ -40,6 +41,24 @@ fn tree() -> &'static Tree {
         symlink("/", root.join("slash")).unwrap();
         symlink("loop", root.join("loop")).unwrap();
         symlink("../../d", root.join("d/e/back")).unwrap();
+        // Absolute links: into the root (followed), to the root itself, to the sibling
+        // file, and to a sibling directory whose name starts with the root's.
+        let real = root.canonicalize().unwrap();
+        std::fs::create_dir_all(base.join("work/outer")).unwrap();
+        std::fs::write(base.join("work/outer/x"), "outside").unwrap();
+        symlink(real.join("f"), root.join("absin")).unwrap();
+        symlink(&real, root.join("absroot")).unwrap();
+        symlink(real.join("d"), root.join("d/e/absd")).unwrap();
+        symlink(
+            base.join("work/secret").canonicalize().unwrap(),
+            root.join("absout"),
+        )
+        .unwrap();
+        symlink(
+            base.join("work/outer").canonicalize().unwrap(),
+            root.join("absouter"),
+        )
+        .unwrap();
         let _ = std::process::Command::new("mkfifo").arg(root.join("p")).status();
         let inside = ["f", "d/g"]
             .iter()

@@ -79,7 +79,7 @@ pub fn list(root: BorrowedFd<'_>, symlinks: Symlinks, max_bytes: u64) -> Result<
                 FileType::Symlink if symlinks == Symlinks::Refuse => continue,
                 FileType::Symlink => {
                     // Listed only where it resolves beneath the root.
-                    let Some(target) = beneath(root, &child, OFlags::PATH, symlinks) else {
+                    let Ok(target) = super::open::resolve(root, &child, OFlags::PATH, symlinks) else {
                         continue;
                     };
                     let Ok(t) = rfs::fstat(&target) else { continue };

@@ -8,6 +8,7 @@ pub mod list;
 pub mod open;
 pub mod path;
 pub mod peer;
+pub mod walk;
 
 use crate::containment::class::Class;
 

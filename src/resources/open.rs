@@ -53,6 +53,29 @@ fn beneath(dir: BorrowedFd<'_>, path: &str, flags: OFlags, symlinks: Symlinks) -
     }
 }
 
+/// [`beneath`], and when it refuses an absolute symlink under [`Symlinks::FollowBeneath`],
+/// the walk of [`super::walk`]: the path with its links expanded beneath the root, opened
+/// with no symlink allowed at all.
+pub(crate) fn resolve(
+    dir: BorrowedFd<'_>,
+    path: &str,
+    flags: OFlags,
+    symlinks: Symlinks,
+) -> Result<OwnedFd, Refusal> {
+    match beneath(dir, path, flags, symlinks) {
+        Err(Errno::XDEV) if symlinks == Symlinks::FollowBeneath => {
+            let plain = super::walk::expand(dir, path)?;
+            let plain = if plain.is_empty() { "." } else { plain.as_str() };
+            beneath(dir, plain, flags, Symlinks::Refuse).map_err(|e| match e {
+                // A link appeared where the walk saw none: refused, never followed.
+                Errno::LOOP => Refusal::Io("the path changed while it was resolved".into()),
+                e => refusal(e, symlinks),
+            })
+        }
+        other => other.map_err(|e| refusal(e, symlinks)),
+    }
+}
+
 fn refusal(e: Errno, symlinks: Symlinks) -> Refusal {
     match e {
         Errno::NOENT | Errno::NOTDIR | Errno::NAMETOOLONG => Refusal::NotFound,
@@ -72,11 +95,10 @@ pub fn open_root(work: &Dir, root: &str, symlinks: Symlinks) -> Result<Option<Ow
     } else {
         root.trim_end_matches('/')
     };
-    match beneath(work.as_fd(), rel, OFlags::PATH | OFlags::DIRECTORY, symlinks) {
+    match resolve(work.as_fd(), rel, OFlags::PATH | OFlags::DIRECTORY, symlinks) {
         Ok(fd) => Ok(Some(fd)),
-        Err(Errno::NOENT) => Ok(None),
-        Err(Errno::NOTDIR) => Ok(None),
-        Err(e) => Err(refusal(e, symlinks)),
+        Err(Refusal::NotFound) => Ok(None),
+        Err(r) => Err(r),
     }
 }
 
@@ -88,7 +110,7 @@ pub fn open_file(
     symlinks: Symlinks,
     max_bytes: u64,
 ) -> Result<Opened, Refusal> {
-    let handle = beneath(root, path, OFlags::PATH, symlinks).map_err(|e| refusal(e, symlinks))?;
+    let handle = resolve(root, path, OFlags::PATH, symlinks)?;
     let st = rfs::fstat(&handle).map_err(|e| Refusal::Io(e.to_string()))?;
     if FileType::from_raw_mode(st.st_mode) != FileType::RegularFile {
         return Err(Refusal::NotARegularFile);

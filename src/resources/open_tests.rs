@@ -145,3 +145,46 @@ fn an_empty_or_missing_tree_lists_nothing() {
     let r = open_root(&work, "void", Symlinks::Refuse).unwrap().unwrap();
     assert!(list(r.as_fd(), Symlinks::Refuse, CAP).unwrap().is_empty());
 }
+
+#[test]
+fn absolute_links_are_followed_only_to_targets_beneath_the_root() {
+    let t = tree("abs");
+    let out = t.work.join("out").canonicalize().unwrap();
+    symlink(out.join("a.txt"), t.work.join("out/abs_in")).unwrap();
+    symlink(out.join("sub"), t.work.join("out/abs_dir")).unwrap();
+    symlink(&out, t.work.join("out/abs_root")).unwrap();
+    symlink(t.work.join("outside.txt"), t.work.join("out/abs_out")).unwrap();
+    // A sibling whose name starts with the root's: not beneath it.
+    std::fs::create_dir_all(t.work.join("outer")).unwrap();
+    std::fs::write(t.work.join("outer/x"), "no").unwrap();
+    symlink(t.work.join("outer/x"), t.work.join("out/abs_prefix")).unwrap();
+    let f = Symlinks::FollowBeneath;
+    assert_eq!(read(&t, "abs_in", f).unwrap(), "hello");
+    assert_eq!(read(&t, "abs_dir/b.txt", f).unwrap(), "bee");
+    assert_eq!(read(&t, "abs_root/sub/b.txt", f).unwrap(), "bee");
+    assert_eq!(read(&t, "abs_out", f).unwrap_err(), Refusal::OutsideRoot);
+    assert_eq!(read(&t, "abs_prefix", f).unwrap_err(), Refusal::OutsideRoot);
+    assert_eq!(read(&t, "link_abs", f).unwrap_err(), Refusal::OutsideRoot);
+    assert_eq!(
+        read(&t, "abs_in", Symlinks::Refuse).unwrap_err(),
+        Refusal::SymlinkRefused
+    );
+    let r = root(&t, f);
+    let listed: Vec<String> = list(r.as_fd(), f, CAP)
+        .unwrap()
+        .into_iter()
+        .map(|e| e.path)
+        .collect();
+    assert!(listed.contains(&"abs_in".to_string()), "{listed:?}");
+    assert!(!listed.contains(&"abs_out".to_string()));
+    // A root that is an absolute link to a directory inside the workdir opens; one that
+    // leaves the workdir is outside it.
+    symlink(&out, t.work.join("root_abs")).unwrap();
+    let work = Dir::open(&t.work).unwrap();
+    assert!(open_root(&work, "root_abs", f).unwrap().is_some());
+    symlink("/tmp", t.work.join("root_away")).unwrap();
+    assert_eq!(
+        open_root(&work, "root_away", f).unwrap_err(),
+        Refusal::OutsideRoot
+    );
+}

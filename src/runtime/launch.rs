@@ -197,8 +197,8 @@ pub fn run(opts: RunOptions) -> Result<u8, Diagnostic> {
     // action), so a session that is waiting or running ends with its trace closed.
     crate::signals::block_termination()
         .map_err(|e| Diagnostic::new(code::RUN_TRAP, "", format!("cannot block SIGTERM/SIGINT: {e}")))?;
+    export_roots(&plan, m)?;
     let layout = plan.create()?;
-    crate::resources::check_export_roots(m, &layout.preopen_dir)?;
     if let Some(task) = &opts.task {
         session::write_task(&layout.work, task)?;
     }
@@ -330,6 +330,15 @@ pub fn run(opts: RunOptions) -> Result<u8, Diagnostic> {
         println!("status:  {}", end.status_word());
     }
     end.into_exit()
+}
+
+/// E-CAP-007, before anything of the session is made. A workdir that does not exist yet
+/// holds no root, let alone a symlinked one.
+pub(crate) fn export_roots(plan: &Plan, m: &Manifest) -> Result<(), Diagnostic> {
+    match crate::fsx::Dir::open(&plan.preopen()) {
+        Ok(work) => crate::resources::check_export_roots(m, &work),
+        Err(_) => Ok(()),
+    }
 }
 
 /// The door's own handle on the accessible workdir, for `/resources/`.

@@ -317,6 +317,30 @@ impl Dir {
         renamed
     }
 
+    /// Rename the entry `from` of this directory to `to` (each one plain name, no `/`),
+    /// atomically replacing a file at `to`; a symlink there is replaced, never followed, and
+    /// a directory there is refused.
+    pub fn rename(&self, from: &str, to: &str) -> Result<(), FsError> {
+        for name in [from, to] {
+            if split(name)?.len() != 1 {
+                return Err(FsError::BadName {
+                    path: name.chars().take(200).collect(),
+                    why: "it is not a single name",
+                });
+            }
+        }
+        rfs::renameat(&self.fd, from, &self.fd, to).map_err(|e| {
+            if e == rustix::io::Errno::ISDIR || e == rustix::io::Errno::NOTDIR {
+                FsError::WrongType {
+                    path: self.shown_join(to).display().to_string(),
+                    expected: "regular file",
+                }
+            } else {
+                io_at(&self.shown_join(to), e)
+            }
+        })
+    }
+
     /// Remove the file `rel` if it exists (a symlink there is removed, never followed).
     pub fn remove_file(&self, rel: &str) -> Result<(), FsError> {
         let (parent, name) = self.parent_of(rel, false)?;

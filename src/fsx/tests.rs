@@ -197,3 +197,30 @@ fn a_private_dir_is_new_and_private_and_containment_is_by_inode() {
     assert!(!is_within(&d, &other).unwrap());
     std::fs::remove_dir_all(&root).unwrap();
 }
+
+#[test]
+fn rename_replaces_a_planted_symlink_and_takes_single_names_only() {
+    let root = temp("rename");
+    std::fs::write(root.join("outside.txt"), "keep").unwrap();
+    let work = root.join("work");
+    std::fs::create_dir_all(work.join("sub")).unwrap();
+    symlink("../outside.txt", work.join("dest")).unwrap();
+    std::fs::write(work.join("tmp"), "new").unwrap();
+    let d = Dir::open(&work).unwrap();
+    d.rename("tmp", "dest").unwrap();
+    assert_eq!(std::fs::read_to_string(work.join("dest")).unwrap(), "new");
+    assert!(!std::fs::symlink_metadata(work.join("dest"))
+        .unwrap()
+        .file_type()
+        .is_symlink());
+    assert_eq!(std::fs::read_to_string(root.join("outside.txt")).unwrap(), "keep");
+    std::fs::write(work.join("tmp2"), "x").unwrap();
+    assert!(matches!(d.rename("tmp2", "sub"), Err(FsError::WrongType { .. })));
+    for bad in ["a/b", "..", "", "sub/x"] {
+        assert!(
+            matches!(d.rename("tmp2", bad), Err(FsError::BadName { .. })),
+            "{bad:?}"
+        );
+    }
+    std::fs::remove_dir_all(&root).unwrap();
+}

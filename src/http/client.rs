@@ -138,7 +138,19 @@ pub fn request(
     opts: &Options,
 ) -> Result<ClientResponse, ClientError> {
     let url = Url::parse(url)?;
-    let mut stream = connect(&url, opts.connect_timeout)?;
+    let (mut stream, deadline) = send(method, &url, headers, body, opts)?;
+    read_response(&mut stream, deadline, opts.max_response)
+}
+
+/// Connect to `url` and send one request; the stream and the deadline of its response.
+fn send(
+    method: &str,
+    url: &Url,
+    headers: &[(&str, &str)],
+    body: &[u8],
+    opts: &Options,
+) -> Result<(TcpStream, Instant), ClientError> {
+    let mut stream = connect(url, opts.connect_timeout)?;
     let mut head = format!(
         "{method} {} HTTP/1.1\r\nhost: {}\r\nconnection: close\r\n",
         url.path,
@@ -162,7 +174,7 @@ pub fn request(
     let mut out = head.into_bytes();
     out.extend_from_slice(body);
     stream.write_all(&out).map_err(ClientError::Io)?;
-    read_response(&mut stream, deadline, opts.max_response)
+    Ok((stream, deadline))
 }
 
 /// GET `url`.
@@ -344,6 +356,10 @@ fn parse_length(value: &str) -> Result<usize, ClientError> {
     };
     usize::try_from(n).map_err(|_| ClientError::TooLarge)
 }
+
+#[path = "client_stream.rs"]
+mod stream;
+pub use stream::get_into;
 
 #[cfg(test)]
 mod tests {

@@ -111,7 +111,7 @@ impl PeerRefusal {
     pub fn message(&self) -> &'static str {
         match self {
             PeerRefusal::Malformed => {
-                "the handle is not mh1.<payload>.<mac>, or its payload is not a version 1 JSON object"
+                "the handle is not a peer handle (the mh1 tag, a payload and a MAC, joined by dots), or its payload is not a version 1 JSON object"
             }
             PeerRefusal::MissingAudience => "the x-murmur-audience header is missing or empty",
             PeerRefusal::NotValid => NOT_VALID_MESSAGE,

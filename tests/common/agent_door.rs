@@ -76,6 +76,11 @@ impl World {
     /// `mur run --json --manifest .. --registry-path .. [--task TASK]` with the key and `env`
     /// in the environment, left running; waits for its announcement line.
     pub fn serve(&self, task: Option<&str>, env: &[(&str, &str)]) -> Served {
+        self.serve_with(task, env, &[])
+    }
+
+    /// [`World::serve`] with more `mur run` arguments (`--workdir DIR`, ...).
+    pub fn serve_with(&self, task: Option<&str>, env: &[(&str, &str)], args: &[&str]) -> Served {
         use std::sync::atomic::{AtomicUsize, Ordering};
         static N: AtomicUsize = AtomicUsize::new(0);
         let n = N.fetch_add(1, Ordering::SeqCst);
@@ -89,7 +94,8 @@ impl World {
             &manifest_arg(&self.dir),
             "--registry-path",
         ])
-        .arg(&self.reg);
+        .arg(&self.reg)
+        .args(args);
         if let Some(t) = task {
             cmd.args(["--task", t]);
         }

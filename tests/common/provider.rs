@@ -308,6 +308,11 @@ impl Provider {
             .collect()
     }
 
+    /// Append `step` to the script: for an answer that depends on what an earlier turn saw.
+    pub fn push(&self, step: Step) {
+        lock(&self.shared.script).steps.push_back(step);
+    }
+
     /// Steps not yet consumed.
     pub fn remaining(&self) -> usize {
         lock(&self.shared.script).steps.len()

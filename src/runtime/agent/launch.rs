@@ -107,6 +107,7 @@ pub fn run(p: Prelude<'_>) -> Result<u8, Diagnostic> {
     crate::signals::block_termination().map_err(|e| io_diag("cannot block SIGTERM/SIGINT", e))?;
 
     // The session starts here.
+    crate::runtime::launch::export_roots(&p.plan, m)?;
     let layout = p.plan.create()?;
     if let Some(t) = p.task {
         session::write_task(&layout.work, t)?;
@@ -131,7 +132,6 @@ pub fn run(p: Prelude<'_>) -> Result<u8, Diagnostic> {
                 .unwrap_or_default()
         ));
     }
-    crate::resources::check_export_roots(m, &layout.preopen_dir)?;
     let peer_key = crate::runtime::launch::peer_key(m)?;
     stage::stage(&layout.work, &layout.records_dir, &resolved)?;
     // The file task: task.md when there is one. Under `none` it is the only task there can
@@ -380,6 +380,17 @@ pub fn run(p: Prelude<'_>) -> Result<u8, Diagnostic> {
     let staged_manifests = staged.manifests;
     // The tools, in the manifest's order, then the shell binaries.
     let mut toolbox = Toolbox::new(runner);
+    // The peer plane's tools, offered first so that no artifact takes their names.
+    if m.exports.peer_files.is_some() || caps.peer_fetch_allow.is_some() {
+        let work = crate::runtime::launch::door_workdir(&layout)
+            .map_err(|d| failed_start(&mut trace, &layout.work, d))?;
+        toolbox.peer =
+            super::peer::PeerTools::new(m, p.session_id, bound.port, work, p.achieved, peer_key.clone());
+    }
+    let peer_specs = toolbox.peer.as_ref().map(|t| t.specs()).unwrap_or_default();
+    for spec in &peer_specs {
+        toolbox.offer(spec.clone());
+    }
     let mut listed: Vec<(String, &'static str, String)> = Vec::new();
     for (r, prepared) in resolved.iter().zip(prepared_tools) {
         let desc = tools::clean_description(r.own_str("description").unwrap_or(""));
@@ -444,6 +455,11 @@ pub fn run(p: Prelude<'_>) -> Result<u8, Diagnostic> {
         bootstrap.line(&w.to_string());
     }
     let listed_names: Vec<String> = listed.iter().map(|(n, _, _)| n.clone()).collect();
+    listed.extend(
+        peer_specs
+            .into_iter()
+            .map(|s| (s.name, "runtime tool", s.description)),
+    );
     let inventory = Inventory {
         name: &m.name,
         version: &m.version,

@@ -9,6 +9,7 @@ pub mod grants;
 pub mod hooks;
 mod launch;
 pub mod murmur_md;
+pub mod peer;
 pub mod preflight;
 pub mod shell;
 pub mod stage;

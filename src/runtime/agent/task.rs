@@ -10,6 +10,7 @@
 use super::driver::Driver;
 use super::hooks::spec::{Binding, Policy};
 use super::hooks::{self, convert, Hooks};
+use super::peer::redact_value;
 use super::tools::Toolbox;
 use crate::agent::wire::{self, Message, Role, StopReason, Usage};
 use crate::fsx::Dir;
@@ -341,14 +342,19 @@ impl Session<'_> {
                 if self.interrupted.load(Ordering::SeqCst) != 0 || cancel.load(Ordering::SeqCst) {
                     break;
                 }
-                let called = self.tools.call(&name, &input, self.records);
+                let mut called = self.tools.call(&name, &input, self.records);
                 totals.tool_calls += 1;
                 let status = if called.is_error { "error" } else { "ok" };
+                // No peer handle reaches a trace line or a hook: each is named by its id.
+                let recorded = redact_value(&input);
+                for (kind, fields) in std::mem::take(&mut called.events) {
+                    self.event(kind, redact_value(&fields));
+                }
                 let mut fields = json!({
                     "turn": turn,
                     "tool_name": name,
                     "kind": called.kind.as_str(),
-                    "input": input_for_trace(&input),
+                    "input": input_for_trace(&recorded),
                     "duration_ms": called.duration.as_millis() as u64,
                     "status": status,
                 });
@@ -374,7 +380,7 @@ impl Session<'_> {
                     let info = CallInfo {
                         turn: u32::try_from(turn).unwrap_or(u32::MAX),
                         name: name.clone(),
-                        input: input.to_string(),
+                        input: recorded.to_string(),
                         outcome: status.to_string(),
                         exit_code: called.exit_code,
                         duration_ms: called.duration.as_millis() as u64,

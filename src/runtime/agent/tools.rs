@@ -19,6 +19,8 @@ pub enum Kind {
     Shell,
     Skill,
     Wasm,
+    /// `share-file` or `fetch-peer-file`, run by the runtime itself.
+    Peer,
     Unknown,
 }
 
@@ -29,6 +31,7 @@ impl Kind {
             Kind::Shell => "shell",
             Kind::Skill => "skill",
             Kind::Wasm => "wasm",
+            Kind::Peer => "peer",
             Kind::Unknown => "unknown",
         }
     }
@@ -44,6 +47,9 @@ pub struct Called {
     /// For a shell call: the exit code (None when killed or not started).
     pub exit_code: Option<i32>,
     pub truncated: bool,
+    /// Trace events the call itself produced (a peer tool's), written before its
+    /// `tool_call` record.
+    pub events: Vec<(&'static str, Value)>,
 }
 
 /// A WASM tool, linked, with its grants.
@@ -59,6 +65,8 @@ pub struct Toolbox {
     pub skills: Vec<(String, String)>,
     pub wasm: Vec<(String, WasmTool)>,
     pub runner: Runner,
+    /// `share-file` and `fetch-peer-file`, when the manifest grants either.
+    pub peer: Option<super::peer::PeerTools>,
     seq: u32,
 }
 
@@ -99,6 +107,7 @@ impl Toolbox {
             skills: Vec::new(),
             wasm: Vec::new(),
             runner,
+            peer: None,
             seq: 0,
         }
     }
@@ -122,7 +131,15 @@ impl Toolbox {
             duration: started.elapsed(),
             exit_code: None,
             truncated: false,
+            events: Vec::new(),
         };
+        // The runtime's own peer tools come first: no artifact can stand in for them.
+        if let Some(out) = self.peer.as_ref().and_then(|p| p.call(name, input)) {
+            return Called {
+                events: vec![out.event],
+                ..done(Kind::Peer, out.text, out.is_error)
+            };
+        }
         if let Some((_, program)) = self.natives.iter().find(|(n, _)| n == name) {
             let ran = self
                 .runner
@@ -134,6 +151,7 @@ impl Toolbox {
                 duration: ran.duration,
                 exit_code: ran.exit_code,
                 truncated: ran.truncated,
+                events: Vec::new(),
             };
         }
         if self.runner.allowed.iter().any(|(n, _)| n == name) {
@@ -152,6 +170,7 @@ impl Toolbox {
                 duration: ran.duration,
                 exit_code: ran.exit_code,
                 truncated: ran.truncated,
+                events: Vec::new(),
             };
         }
         if let Some((_, text)) = self.skills.iter().find(|(n, _)| n == name) {

@@ -1,0 +1,215 @@
+//! A GET whose successful body is written to a sink as it arrives instead of being held in
+//! memory (the peer plane's file fetch): the head is parsed by the client's own parser, a
+//! declared or received body beyond the caller's cap is refused, and a body framed by
+//! `content-length` must arrive whole.
+
+use super::{parse_head, send, ClientError, ClientResponse, Head, Options, Url};
+use std::io::{self, Read, Write};
+use std::net::TcpStream;
+use std::time::Instant;
+
+/// GET `url` and write the body of a `200` answer to `sink` as it arrives: at most
+/// `max_body` bytes (a larger declared or received body is [`ClientError::TooLarge`]); a
+/// sink that fails is [`ClientError::Io`]. The returned response of a `200` has an empty
+/// body. Any other status is read whole within `opts.max_response` and returned with its
+/// body, `sink` untouched. `opts.read_timeout` bounds the whole exchange after the connect.
+pub fn get_into(
+    url: &str,
+    headers: &[(&str, &str)],
+    opts: &Options,
+    max_body: u64,
+    sink: &mut dyn Write,
+) -> Result<ClientResponse, ClientError> {
+    let url = Url::parse(url)?;
+    let (mut stream, deadline) = send("GET", &url, headers, &[], opts)?;
+    let mut chunk = vec![0u8; 64 * 1024];
+    let mut buf: Vec<u8> = Vec::new();
+    // The head, past any interim 1xx answers. No body is declared against a cap here: the
+    // cap depends on the status and is applied below.
+    let head = loop {
+        match parse_head(&buf, usize::MAX)? {
+            Some(h) if (100..200).contains(&h.status) => {
+                buf.drain(..h.len.min(buf.len()));
+            }
+            Some(h) => break h,
+            None => {
+                let n = read_some(&mut stream, deadline, &mut chunk)?;
+                if n == 0 {
+                    return Err(ClientError::BadResponse("connection closed early"));
+                }
+                if buf.len().saturating_add(n) > opts.max_response {
+                    return Err(ClientError::TooLarge);
+                }
+                buf.extend_from_slice(&chunk[..n]);
+            }
+        }
+    };
+    let Head {
+        status,
+        headers,
+        len,
+        body_len,
+    } = head;
+    let already = buf.get(len..).unwrap_or_default();
+    let mut body = Vec::new();
+    if status == 200 {
+        pump(
+            &mut stream,
+            deadline,
+            already,
+            body_len,
+            max_body,
+            sink,
+            &mut chunk,
+        )?;
+    } else {
+        let cap = opts.max_response.saturating_sub(len) as u64;
+        pump(
+            &mut stream,
+            deadline,
+            already,
+            body_len,
+            cap,
+            &mut body,
+            &mut chunk,
+        )?;
+    }
+    Ok(ClientResponse {
+        status,
+        headers,
+        body,
+    })
+}
+
+/// Move a body to `sink`: `already` (bytes read with the head) and then the stream, up to
+/// `body_len` when the server framed it, else to the close; more than `limit` bytes is
+/// refused. Bytes past a framed body are ignored (the connection is `close`).
+fn pump(
+    stream: &mut TcpStream,
+    deadline: Instant,
+    already: &[u8],
+    body_len: Option<usize>,
+    limit: u64,
+    sink: &mut dyn Write,
+    chunk: &mut [u8],
+) -> Result<(), ClientError> {
+    let want = body_len.map(|n| n as u64);
+    if want.is_some_and(|w| w > limit) {
+        return Err(ClientError::TooLarge);
+    }
+    let mut got = 0u64;
+    let mut put = |bytes: &[u8], got: &mut u64| -> Result<bool, ClientError> {
+        let take = match want {
+            Some(w) => bytes.len().min(usize::try_from(w - *got).unwrap_or(usize::MAX)),
+            None => bytes.len(),
+        };
+        if got.saturating_add(take as u64) > limit {
+            return Err(ClientError::TooLarge);
+        }
+        sink.write_all(&bytes[..take]).map_err(ClientError::Io)?;
+        *got += take as u64;
+        Ok(want.is_some_and(|w| *got >= w))
+    };
+    if put(already, &mut got)? {
+        return Ok(());
+    }
+    loop {
+        let n = read_some(stream, deadline, chunk)?;
+        if n == 0 {
+            return match want {
+                None => Ok(()),
+                Some(_) => Err(ClientError::BadResponse("connection closed early")),
+            };
+        }
+        if put(&chunk[..n], &mut got)? {
+            return Ok(());
+        }
+    }
+}
+
+/// One read within the deadline (0: the server closed).
+fn read_some(stream: &mut TcpStream, deadline: Instant, chunk: &mut [u8]) -> Result<usize, ClientError> {
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Err(ClientError::Io(io::Error::new(
+                io::ErrorKind::TimedOut,
+                "response deadline passed",
+            )));
+        }
+        stream.set_read_timeout(Some(left)).map_err(ClientError::Io)?;
+        match stream.read(chunk) {
+            Ok(n) => return Ok(n),
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(ClientError::Io(e)),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::net::TcpListener;
+
+    /// Serve one connection with `answer` and return the URL.
+    fn one_shot(answer: Vec<u8>) -> (String, std::thread::JoinHandle<()>) {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        let t = std::thread::spawn(move || {
+            let (mut s, _) = listener.accept().unwrap();
+            let mut head = [0u8; 2048];
+            let _ = s.read(&mut head);
+            let _ = s.write_all(&answer);
+        });
+        (format!("http://{addr}/x"), t)
+    }
+
+    #[test]
+    fn a_200_body_goes_to_the_sink_and_others_come_back_whole() {
+        let body = vec![7u8; 200_000];
+        let mut answer = format!(
+            "HTTP/1.1 200 OK\r\ncontent-length: {}\r\netag: e\r\n\r\n",
+            body.len()
+        )
+        .into_bytes();
+        answer.extend_from_slice(&body);
+        let (url, t) = one_shot(answer);
+        let mut sink = Vec::new();
+        let r = get_into(&url, &[], &Options::default(), 1 << 20, &mut sink).unwrap();
+        t.join().unwrap();
+        assert_eq!((r.status, r.body.len(), r.header("etag")), (200, 0, Some("e")));
+        assert_eq!(sink, body);
+
+        let (url, t) =
+            one_shot(b"HTTP/1.1 403 Forbidden\r\ncontent-length: 13\r\n\r\n{\"error\":\"x\"}".to_vec());
+        let mut sink = Vec::new();
+        let r = get_into(&url, &[], &Options::default(), 1 << 20, &mut sink).unwrap();
+        t.join().unwrap();
+        assert_eq!((r.status, r.body.as_slice()), (403, &b"{\"error\":\"x\"}"[..]));
+        assert!(sink.is_empty());
+    }
+
+    #[test]
+    fn bodies_past_the_cap_or_cut_short_are_refused() {
+        let (url, t) = one_shot(b"HTTP/1.1 200 OK\r\ncontent-length: 100\r\n\r\nabc".to_vec());
+        let got = get_into(&url, &[], &Options::default(), 10, &mut Vec::new());
+        t.join().unwrap();
+        assert!(matches!(got, Err(ClientError::TooLarge)), "{got:?}");
+
+        let (url, t) = one_shot(b"HTTP/1.1 200 OK\r\n\r\nabcdefghijkl".to_vec());
+        let got = get_into(&url, &[], &Options::default(), 10, &mut Vec::new());
+        t.join().unwrap();
+        assert!(matches!(got, Err(ClientError::TooLarge)), "{got:?}");
+
+        let (url, t) = one_shot(b"HTTP/1.1 200 OK\r\ncontent-length: 10\r\n\r\nabc".to_vec());
+        let got = get_into(&url, &[], &Options::default(), 100, &mut Vec::new());
+        t.join().unwrap();
+        assert!(matches!(got, Err(ClientError::BadResponse(_))), "{got:?}");
+
+        let (url, t) =
+            one_shot(format!("HTTP/1.1 200 OK\r\ncontent-length: {}\r\n\r\n", u64::MAX).into_bytes());
+        let got = get_into(&url, &[], &Options::default(), 100, &mut Vec::new());
+        t.join().unwrap();
+        assert!(matches!(got, Err(ClientError::TooLarge)), "{got:?}");
+    }
+}

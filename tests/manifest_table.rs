@@ -4,9 +4,9 @@
 mod common;
 
 use murmur::manifest::{
-    check_export_roots, parse, AfterTask, ApiKey, ArtifactRuntime, Containment, Loaded, Resolve,
-    TaskAcceptance,
+    parse, AfterTask, ApiKey, ArtifactRuntime, Containment, Loaded, Resolve, TaskAcceptance,
 };
+use murmur::resources::check_export_roots;
 use std::process::Command;
 
 const MUR: &str = env!("CARGO_BIN_EXE_mur");
@@ -268,13 +268,14 @@ fn export_root_symlink_leaving_the_workdir_is_e_cap_007() {
     std::os::unix::fs::symlink(dir.path(), workdir.join("out")).unwrap();
     std::os::unix::fs::symlink("inside", workdir.join("fine")).unwrap();
     let leaving = runtime(&with_head("exports:\n  files: {root: out, mode: read-only}\n")).unwrap();
-    let d = check_export_roots(&leaving.manifest, &workdir).unwrap_err();
+    let work = murmur::fsx::Dir::open(&workdir).unwrap();
+    let d = check_export_roots(&leaving.manifest, &work).unwrap_err();
     assert_eq!((d.code, d.key.as_str()), ("E-CAP-007", "exports.files.root"));
     let staying = runtime(&with_head(
         "exports:\n  peer_files: {root: fine}\n  files: {root: not-yet, mode: read-only}\n",
     ))
     .unwrap();
-    assert!(check_export_roots(&staying.manifest, &workdir).is_ok());
+    assert!(check_export_roots(&staying.manifest, &work).is_ok());
 }
 
 /// The same diagnostics through the real `mur build` binary.

@@ -108,7 +108,9 @@ pub mod agent;
 pub mod agent_door;
 pub mod capsule;
 pub mod door;
+pub mod peer;
 pub mod provider;
+pub mod resources;
 pub mod roost;
 
 /// One field of `/proc/<pid>/status` text (`key` with its colon), trimmed; empty if absent.

@@ -2,7 +2,7 @@
 //! agent-card fetches, completion posts): plain `http://` only, connect and read timeouts,
 //! a cap on the response size, bodies framed by `content-length` or by the server's close.
 
-use std::io::{self, Read, Write};
+use std::io::{self, Write};
 use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
 use std::time::{Duration, Instant};
 
@@ -246,19 +246,7 @@ fn read_response(
                 });
             }
         }
-        let left = deadline.saturating_duration_since(Instant::now());
-        if left.is_zero() {
-            return Err(ClientError::Io(io::Error::new(
-                io::ErrorKind::TimedOut,
-                "response deadline passed",
-            )));
-        }
-        stream.set_read_timeout(Some(left)).map_err(ClientError::Io)?;
-        let n = match stream.read(&mut chunk) {
-            Ok(n) => n,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-            Err(e) => return Err(ClientError::Io(e)),
-        };
+        let n = stream::read_some(stream, deadline, &mut chunk)?;
         if n == 0 {
             return match parsed {
                 Some(Head {
@@ -364,6 +352,7 @@ pub use stream::get_into;
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::io::Read;
 
     #[test]
     fn url_forms() {

@@ -128,7 +128,11 @@ fn pump(
 }
 
 /// One read within the deadline (0: the server closed).
-fn read_some(stream: &mut TcpStream, deadline: Instant, chunk: &mut [u8]) -> Result<usize, ClientError> {
+pub(super) fn read_some(
+    stream: &mut TcpStream,
+    deadline: Instant,
+    chunk: &mut [u8],
+) -> Result<usize, ClientError> {
     loop {
         let left = deadline.saturating_duration_since(Instant::now());
         if left.is_zero() {

@@ -357,15 +357,7 @@ impl Door {
 
     /// The session's trace so far (complete lines only).
     pub fn trace(&self) -> Vec<Value> {
-        let text = std::fs::read_to_string(self.records.join("trace.jsonl")).unwrap_or_default();
-        let complete = match text.rfind('\n') {
-            Some(i) => &text[..=i],
-            None => "",
-        };
-        complete
-            .lines()
-            .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("trace line {l:?}: {e}")))
-            .collect()
+        super::trace_lines(&self.records)
     }
 
     /// The trace events of `kind`.

@@ -121,3 +121,13 @@ pub fn status_field(status: &str, key: &str) -> String {
         .map(|v| v.trim().to_string())
         .unwrap_or_default()
 }
+
+/// The trace at `records/trace.jsonl` so far (complete lines only).
+pub fn trace_lines(records: &std::path::Path) -> Vec<serde_json::Value> {
+    let text = std::fs::read_to_string(records.join("trace.jsonl")).unwrap_or_default();
+    let complete = text.rfind('\n').map_or("", |i| &text[..=i]);
+    complete
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("trace line {l:?}: {e}")))
+        .collect()
+}

@@ -422,12 +422,7 @@ impl Plane {
 
     /// The session's trace so far (complete lines only).
     pub fn trace(&self) -> Vec<Value> {
-        let text = std::fs::read_to_string(self.records.join("trace.jsonl")).unwrap_or_default();
-        let complete = text.rfind('\n').map_or("", |i| &text[..=i]);
-        complete
-            .lines()
-            .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("trace line {l:?}: {e}")))
-            .collect()
+        super::trace_lines(&self.records)
     }
 
     pub fn events(&self, kind: &str) -> Vec<Value> {

@@ -118,6 +118,17 @@ impl Key {
         Ok(Key(bytes))
     }
 
+    /// A fresh random key made in place in shared memory: the bytes are never copied
+    /// through a stack value that would outlive the key unzeroed.
+    pub fn generate_shared() -> Result<std::sync::Arc<Key>, getrandom::Error> {
+        let mut key = std::sync::Arc::new(Key([0u8; 32]));
+        match std::sync::Arc::get_mut(&mut key) {
+            Some(k) => getrandom::fill(&mut k.0)?,
+            None => unreachable!("a new Arc has one holder"),
+        }
+        Ok(key)
+    }
+
     /// A key from known bytes; for tests and fuzzing only.
     pub fn from_bytes(bytes: [u8; 32]) -> Key {
         Key(bytes)

@@ -25,6 +25,13 @@ pub type Fallback = Box<dyn FnOnce() -> Response + Send>;
 /// At most this many body bytes are pulled from a [`Body`] at a time: the connection holds
 /// one such chunk, whatever the body's length.
 pub const BODY_CHUNK: usize = 128 * 1024;
+/// Chunks pulled in one go before the loop turns to other connections (this one is
+/// flushed again on the next turn).
+const PULLS_PER_FLUSH: usize = 8;
+/// A pulled body must go at this many bytes per second on average, after the write
+/// timeout's grace, or its connection is closed: a client that trickles cannot hold a
+/// body (and its file and slot) for hours.
+const MIN_BODY_RATE: u64 = 64 * 1024;
 
 /// A response body the loop pulls as the socket drains (a file served from its
 /// descriptor), so a large body never sits in memory whole.
@@ -110,6 +117,11 @@ pub struct Conn {
     pub queued: usize,
     /// The rest of a pulled response body (see [`Body`]).
     body: Option<Box<dyn Body>>,
+    /// When a pulled body must be out, at the latest.
+    body_until: Option<Instant>,
+    /// The last flush stopped at [`PULLS_PER_FLUSH`] with the socket still writable: the
+    /// loop flushes this connection again on its next turn.
+    pub more: bool,
 }
 
 impl Drop for Conn {
@@ -145,6 +157,8 @@ impl Conn {
             written_at_look: 0,
             queued: 0,
             body: None,
+            body_until: None,
+            more: false,
         }
     }
 
@@ -307,12 +321,35 @@ impl Conn {
         }
         self.phase = Phase::Writing;
         self.deadline = now + self.write_timeout;
+        let rate = Duration::from_secs(len / MIN_BODY_RATE);
+        self.body_until = Some(self.deadline + rate);
         self.flush()
+    }
+
+    /// The write deadline passed. A pulled body whose client has taken bytes since (the
+    /// socket takes more now, even if it never said so: the kernel reports room only once
+    /// a third of its buffer is free) goes on, within the body's own deadline; anything
+    /// else is closed.
+    pub fn write_deadline(&mut self, now: Instant) -> Step {
+        let Some(until) = self.body_until else {
+            return Step::Close;
+        };
+        let before = self.written;
+        if now >= until {
+            return Step::Close;
+        }
+        let step = self.flush();
+        if self.written == before {
+            return Step::Close;
+        }
+        step
     }
 
     /// Write as much as the socket takes, pulling a body's next chunk each time the last is
     /// out; move on to lingering when the response is out.
     pub fn flush(&mut self) -> Step {
+        self.more = false;
+        let mut pulls = 0;
         loop {
             while self.sent < self.out.len() {
                 match self.stream.write(&self.out[self.sent..]) {
@@ -320,6 +357,11 @@ impl Conn {
                     Ok(n) => {
                         self.sent += n;
                         self.written += n as u64;
+                        // A body's client that keeps reading keeps its connection, up
+                        // to the body's own deadline.
+                        if let Some(until) = self.body_until {
+                            self.deadline = (Instant::now() + self.write_timeout).min(until);
+                        }
                     }
                     Err(e) if e.kind() == ErrorKind::WouldBlock => return Step::Idle,
                     Err(e) if e.kind() == ErrorKind::Interrupted => {}
@@ -329,6 +371,11 @@ impl Conn {
             let Some(body) = self.body.as_mut() else {
                 break;
             };
+            if pulls == PULLS_PER_FLUSH {
+                self.more = true;
+                return Step::Idle;
+            }
+            pulls += 1;
             self.out.clear();
             self.sent = 0;
             match body.fill(&mut self.out, BODY_CHUNK) {
@@ -339,8 +386,6 @@ impl Conn {
                     return Step::Close;
                 }
             }
-            // A client that keeps reading keeps its connection.
-            self.deadline = Instant::now() + self.write_timeout;
         }
         if self.phase == Phase::Streaming {
             self.out = Vec::new();

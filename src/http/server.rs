@@ -226,7 +226,9 @@ impl Stream {
     }
 }
 
-/// A promise to answer one deferred request. `Send`; completing it wakes the loop.
+/// A promise to answer one deferred request. `Send`; completing it wakes the loop. A
+/// clone answers the same request: the first answer to arrive is sent, later ones dropped.
+#[derive(Clone)]
 pub struct Ticket {
     slot: usize,
     generation: u64,
@@ -370,9 +372,13 @@ impl Server {
                     break;
                 }
             }
-            let timeout = state
-                .next_wakeup()
-                .map(|at| at.saturating_duration_since(Instant::now()));
+            let timeout = if state.again.is_empty() {
+                state
+                    .next_wakeup()
+                    .map(|at| at.saturating_duration_since(Instant::now()))
+            } else {
+                Some(Duration::ZERO)
+            };
             if let Err(e) = self.poll.poll(&mut events, timeout) {
                 if e.kind() == ErrorKind::Interrupted {
                     continue;
@@ -399,6 +405,18 @@ impl Server {
                         self.after(&mut state, slot, step, before, &mut handler);
                     }
                 }
+            }
+            // Bodies that stopped at their pull cap with room left: another turn each.
+            for (slot, generation) in std::mem::take(&mut state.again) {
+                let Some(conn) = state.conns.get_mut(slot).and_then(Option::as_mut) else {
+                    continue;
+                };
+                if conn.generation != generation || !conn.more {
+                    continue;
+                }
+                let before = conn.deadline;
+                let step = conn.flush();
+                self.settle(&mut state, slot, step, before);
             }
             self.expire(&mut state);
             state.compact_timers();
@@ -580,6 +598,9 @@ impl Server {
                 if now > 0 && state.unsent > self.limits.max_unsent {
                     return self.settle(state, slot, Step::Close, before);
                 }
+                if conn.more {
+                    state.again.push((slot, conn.generation));
+                }
                 if conn.deadline != before {
                     state.timers.push(Reverse((conn.deadline, slot, conn.generation)));
                 }
@@ -608,7 +629,8 @@ impl Server {
                 }
                 Phase::Waiting => give_up(conn, "no answer in time", now),
                 Phase::Streaming => conn.keep_alive(now),
-                Phase::Writing | Phase::Lingering => Step::Close,
+                Phase::Writing => conn.write_deadline(now),
+                Phase::Lingering => Step::Close,
             };
             self.settle(state, slot, step, before);
         }
@@ -637,6 +659,8 @@ struct Loop {
     budget: Budget,
     /// Unsent response bytes across all connections, against `Limits::max_unsent`.
     unsent: usize,
+    /// Connections to flush again on the next turn (see `Conn::more`).
+    again: Vec<(usize, u64)>,
 }
 
 impl Loop {
@@ -650,6 +674,7 @@ impl Loop {
             accept_paused_until: None,
             budget: Budget::new(max_buffered),
             unsent: 0,
+            again: Vec::new(),
         }
     }
 

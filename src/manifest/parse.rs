@@ -147,6 +147,9 @@ pub fn relative_path(raw: &str) -> Result<String, String> {
     if s.contains('\0') || s.contains('\\') {
         return Err(format!("'{}' contains a NUL or a backslash", s.escape_debug()));
     }
+    if s.chars().any(char::is_control) {
+        return Err(format!("'{}' contains a control character", s.escape_debug()));
+    }
     let mut parts = Vec::new();
     for part in s.split('/') {
         match part {

@@ -122,22 +122,12 @@ pub fn hash_prefix(file: &File, len: u64) -> Result<[u8; 32], Refusal> {
     Ok(h.finalize().into())
 }
 
-/// Read a small file whole (at most `cap` bytes: beyond is `too_large`).
-pub fn read_small(file: &File, size_hint: u64, cap: u64) -> Result<Vec<u8>, Refusal> {
-    let mut out = Vec::with_capacity(usize::try_from(size_hint).unwrap_or(0).min(1 << 20));
-    let mut buf = [0u8; 16 * 1024];
-    loop {
-        let n = file
-            .read_at(&mut buf, out.len() as u64)
-            .map_err(|e| Refusal::Io(e.to_string()))?;
-        if n == 0 {
-            return Ok(out);
-        }
-        if out.len() as u64 + n as u64 > cap {
-            return Err(Refusal::TooLarge);
-        }
-        out.extend_from_slice(&buf[..n]);
-    }
+/// Read a small file's first `size` bytes (its length when it was opened): a file that
+/// grew since is served as it was measured, one that shrank is an error.
+pub fn read_small(file: &File, size: u64) -> Result<Vec<u8>, Refusal> {
+    let mut out = vec![0u8; usize::try_from(size).map_err(|_| Refusal::TooLarge)?];
+    read_full_at(file, &mut out, 0).map_err(|e| Refusal::Io(e.to_string()))?;
+    Ok(out)
 }
 
 /// Lowercase hex of a digest.

@@ -27,6 +27,9 @@ pub enum Refusal {
     TooLarge,
     /// 500: the open or read failed otherwise (the text is for the message).
     Io(String),
+    /// 503: every slot for a large body is taken (not a row of the spec's table: the
+    /// door's own bound on concurrent reads); retry shortly.
+    Busy,
 }
 
 impl Refusal {
@@ -36,6 +39,7 @@ impl Refusal {
             Refusal::OutsideRoot | Refusal::SymlinkRefused | Refusal::NotARegularFile => 403,
             Refusal::TooLarge => 413,
             Refusal::Io(_) => 500,
+            Refusal::Busy => 503,
         }
     }
 
@@ -47,6 +51,7 @@ impl Refusal {
             Refusal::NotARegularFile => "not_a_regular_file",
             Refusal::TooLarge => "too_large",
             Refusal::Io(_) => "io_error",
+            Refusal::Busy => "busy",
         }
     }
 
@@ -60,6 +65,7 @@ impl Refusal {
             Refusal::NotARegularFile => "the path names something other than a regular file".into(),
             Refusal::TooLarge => "the file is larger than the export's max_bytes".into(),
             Refusal::Io(e) => format!("the file could not be read: {e}"),
+            Refusal::Busy => "every slot for a large read is taken; retry shortly".into(),
         }
     }
 }

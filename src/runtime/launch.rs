@@ -358,15 +358,13 @@ pub(crate) fn peer_key(m: &Manifest) -> Result<Option<Arc<crate::token::Key>>, D
     if m.exports.peer_files.is_none() {
         return Ok(None);
     }
-    crate::token::Key::generate()
-        .map(|k| Some(Arc::new(k)))
-        .map_err(|e| {
-            Diagnostic::new(
-                code::IO_READ,
-                "",
-                format!("cannot make the peer plane's key: {e}"),
-            )
-        })
+    crate::token::Key::generate_shared().map(Some).map_err(|e| {
+        Diagnostic::new(
+            code::IO_READ,
+            "",
+            format!("cannot make the peer plane's key: {e}"),
+        )
+    })
 }
 
 fn trace_err(path: &Path, e: std::io::Error) -> Diagnostic {

@@ -1,5 +1,6 @@
 //! `trace.jsonl`: one JSON object per line, each written with a single `write` on a file
-//! opened for appending, so a crash never leaves half a line.
+//! opened for appending, so a crash never leaves half a line. Every string in an event is
+//! passed through the peer-handle redaction first, so no `mh1` token is ever written.
 
 use serde_json::{Map, Value};
 use std::fs::File;
@@ -41,7 +42,8 @@ impl Trace {
         line.insert("event_type".into(), event_type.into());
         line.insert("session_id".into(), self.session_id.clone().into());
         line.insert("timestamp".into(), now_ms().into());
-        if let Value::Object(more) = fields {
+        // No peer handle reaches a trace, whoever wrote the event: each is its id.
+        if let Value::Object(more) = crate::runtime::agent::peer::redact_value(&fields) {
             line.extend(more);
         }
         let mut bytes = serde_json::to_vec(&Value::Object(line)).map_err(io::Error::other)?;

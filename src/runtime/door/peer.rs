@@ -4,7 +4,7 @@
 //! Every MAC failure, whatever its cause, is the same `handle_not_valid` answer byte for
 //! byte. The token never reaches the trace: only its `handle_id`.
 
-use super::resources::{answer as send_read, read, refusal_response, Outcome, Shared};
+use super::resources::{answer as send_read, read, refusal_response, Job1, OnTimeout, Outcome, Shared};
 use crate::http::{Exchange, Reply, Request, Response, Ticket};
 use crate::resources::peer::{check, PeerRefusal};
 use crate::resources::{path, Refusal};
@@ -42,7 +42,7 @@ fn event(shared: &Shared, r: &Redeem<'_>, outcome: Outcome) {
         "peer_handle_redeem",
         json!({
             "handle_id": r.handle_id, "path": r.path, "generation": shared.tasks.generation(),
-            "audience_asserted": r.audience, "bytes": bytes, "sha256": sha,
+            "audience_asserted": r.audience.map(super::resources::shown), "bytes": bytes, "sha256": sha,
             "outcome": code, "reason": reason,
         }),
     );
@@ -76,7 +76,7 @@ pub fn answer(
     shared: &Arc<Shared>,
     req: &Request,
     ex: &Exchange<'_>,
-    defer: impl FnOnce(&Exchange<'_>, Box<dyn FnOnce(Ticket) + Send>) -> Reply,
+    defer: impl FnOnce(&Exchange<'_>, OnTimeout, Job1) -> Reply,
 ) -> Reply {
     let p = req.path();
     let audience = req.header("x-murmur-audience");
@@ -119,8 +119,23 @@ pub fn answer(
     let shared = Arc::clone(shared);
     let handle_id = r.handle_id.clone().unwrap_or_default();
     let (path_shown, asserted) = (rel.clone(), audience.map(str::to_string));
+    let late = (
+        Arc::clone(&shared),
+        handle_id.clone(),
+        path_shown.clone(),
+        asserted.clone(),
+    );
+    let on_timeout: OnTimeout = Box::new(move |why| {
+        let r = Redeem {
+            handle_id: Some(late.1),
+            path: Some(late.2),
+            audience: late.3.as_deref(),
+        };
+        event(&late.0, &r, Err(("busy".into(), why.into())));
+    });
     defer(
         ex,
+        on_timeout,
         Box::new(move |ticket: Ticket| {
             let report = {
                 let (shared, handle_id, path, asserted) = (

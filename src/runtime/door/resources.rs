@@ -3,11 +3,16 @@
 //! [`super::peer`]. Both use the one path check, resolver and reader of
 //! [`crate::resources`].
 //!
-//! The loop thread only routes: every filesystem touch runs on a small pool of reader
-//! threads, and a large file's bytes are pulled by the loop from the file's descriptor as
-//! the client reads (see [`crate::resources::body`]), so a read holds one chunk of memory,
-//! not the file. At most [`MAX_BODIES`] such bodies are open at once; further reads wait for
-//! one to finish. Every request, refusals included, lands in the trace.
+//! Opening, listing and the first hash of a large file run on a small pool of reader
+//! threads (a job that panics is answered 500; the reader goes on). A large file's bytes are
+//! then pulled by the loop from the file's descriptor as the client reads, at most 1 MiB per
+//! connection per turn of the loop (see [`crate::resources::body`] and `http::Body`), so a
+//! read holds one chunk of memory, not the file. At most [`MAX_BODIES`] such bodies are in
+//! flight; one more is answered `503 busy` at once rather than queued, so small files,
+//! listings and redeems never wait behind large bodies, and a body whose client stops
+//! reading, or reads slower than 64 KiB/s on average, is cut. At most [`MAX_LISTINGS`]
+//! listings walk at once. Every request, refusals included, lands in the trace; text a
+//! client chose is cut to 1 KiB there and any peer handle in it written as its id.
 
 use super::peer::PeerPlane;
 use super::tasks::Tasks;
@@ -21,12 +26,16 @@ use crate::runtime::trace::Trace;
 use serde_json::{json, Value};
 use std::collections::HashMap;
 use std::os::fd::AsFd;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::Ordering;
 use std::sync::mpsc::{channel, Receiver, Sender};
-use std::sync::{Arc, Condvar, Mutex};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 /// Threads that open, list and hash.
 const READERS: usize = 4;
+/// Listings walked at once: the other readers stay free for reads and redeems.
+const MAX_LISTINGS: usize = READERS / 2;
 /// Large-file bodies being sent at once.
 pub const MAX_BODIES: usize = 64;
 /// How long a read may wait for a reader and a body slot before it is answered 503.
@@ -53,6 +62,8 @@ pub struct Shared {
     trace: Option<Mutex<Trace>>,
     cache: Mutex<HashMap<Ident, [u8; 32]>>,
     bodies: Permits,
+    /// Listings being walked (each hashes every file it lists).
+    listings: std::sync::atomic::AtomicUsize,
 }
 
 impl Shared {
@@ -64,6 +75,7 @@ impl Shared {
             trace: trace.map(Mutex::new),
             cache: Mutex::new(HashMap::new()),
             bodies: Permits::new(MAX_BODIES),
+            listings: std::sync::atomic::AtomicUsize::new(0),
         }
     }
 
@@ -94,7 +106,6 @@ impl Shared {
 /// A counting semaphore: large-file bodies in flight.
 struct Permits {
     free: Mutex<usize>,
-    cv: Condvar,
 }
 
 /// One body slot, given back when dropped.
@@ -102,28 +113,25 @@ pub struct Permit(Arc<Shared>);
 
 impl Permits {
     fn new(n: usize) -> Permits {
-        Permits {
-            free: Mutex::new(n),
-            cv: Condvar::new(),
-        }
+        Permits { free: Mutex::new(n) }
     }
 }
 
-fn acquire(shared: &Arc<Shared>) -> Permit {
+/// A body slot, or `busy` when all are taken: a reader never waits for one, so listings,
+/// small files and redeems are never queued behind large bodies.
+fn try_acquire(shared: &Arc<Shared>) -> Result<Permit, Refusal> {
     let p = &shared.bodies;
     let mut free = p.free.lock().unwrap_or_else(|e| e.into_inner());
-    while *free == 0 {
-        free = p.cv.wait(free).unwrap_or_else(|e| e.into_inner());
+    if *free == 0 {
+        return Err(Refusal::Busy);
     }
     *free -= 1;
-    Permit(Arc::clone(shared))
+    Ok(Permit(Arc::clone(shared)))
 }
 
 impl Drop for Permit {
     fn drop(&mut self) {
-        let p = &self.0.bodies;
-        *p.free.lock().unwrap_or_else(|e| e.into_inner()) += 1;
-        p.cv.notify_one();
+        *self.0.bodies.free.lock().unwrap_or_else(|e| e.into_inner()) += 1;
     }
 }
 
@@ -173,12 +181,13 @@ pub fn read(
         ident,
     } = open_file(dir.as_fd(), rel, symlinks, max_bytes)?;
     if size <= crate::http::BODY_CHUNK as u64 {
-        let bytes = body::read_small(&file, size, max_bytes)?;
+        let bytes = body::read_small(&file, size)?;
         let sha = body::hex(&sha2::Sha256::digest_of(&bytes));
         let n = bytes.len() as u64;
         let resp = headers(shared.head(&sha, mtime_ms)).body(bytes);
         return Ok(Read::Whole(resp, n, sha));
     }
+    let permit = try_acquire(shared)?;
     let cached = shared.cache.lock().ok().and_then(|c| c.get(&ident).copied());
     let expected = match cached {
         Some(d) => d,
@@ -195,7 +204,6 @@ pub fn read(
     };
     let sha = body::hex(&expected);
     let head = headers(shared.head(&sha, mtime_ms));
-    let permit = acquire(shared);
     let cache_owner = Arc::clone(shared);
     let end: OnEnd = Box::new(move |how: Served| {
         let _permit = permit;
@@ -238,6 +246,22 @@ pub fn answer(ticket: Ticket, result: Result<Read, Refusal>, report: impl FnOnce
     }
 }
 
+/// One listing's place among [`MAX_LISTINGS`]; `.0` is false when there was none. Given
+/// back when dropped, however the walk ends.
+struct Walking<'a>(bool, &'a std::sync::atomic::AtomicUsize);
+
+impl<'a> Walking<'a> {
+    fn enter(count: &'a std::sync::atomic::AtomicUsize) -> Walking<'a> {
+        Walking(count.fetch_add(1, Ordering::SeqCst) < MAX_LISTINGS, count)
+    }
+}
+
+impl Drop for Walking<'_> {
+    fn drop(&mut self) {
+        self.1.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
 /// A little helper so the digest of a buffer reads as one call.
 trait DigestOf {
     fn digest_of(bytes: &[u8]) -> [u8; 32];
@@ -251,6 +275,10 @@ impl DigestOf for sha2::Sha256 {
 }
 
 type Job = Box<dyn FnOnce() + Send>;
+/// A job answering one request through its ticket.
+pub(super) type Job1 = Box<dyn FnOnce(Ticket) + Send>;
+/// What records a request that timed out waiting for a reader.
+pub(super) type OnTimeout = Box<dyn FnOnce(&str) + Send>;
 
 /// The reader threads; they end when the route (the jobs' only sender) is dropped.
 fn start_readers() -> Sender<Job> {
@@ -294,27 +322,29 @@ impl Resources {
 
     /// Run `job` on a reader, the request answered through its ticket (503 if no reader
     /// gets to it in time).
-    fn defer(&self, ex: &Exchange<'_>, job: impl FnOnce(Ticket) + Send + 'static) -> Reply {
-        let ticket = ex.defer_or(READ_WAIT, || {
-            refusal_response(503, "busy", "every reader is busy; retry shortly")
+    /// `on_timeout` records a request no reader got to in time (answered 503 `busy` on
+    /// the loop). A job that panics is answered 500 and its reader goes on.
+    pub(super) fn defer(&self, ex: &Exchange<'_>, on_timeout: OnTimeout, job: Job1) -> Reply {
+        let ticket = ex.defer_or(READ_WAIT, move || {
+            let msg = "no reader got to this request in time; retry shortly";
+            on_timeout(msg);
+            refusal_response(503, "busy", msg)
         });
-        match self.jobs.send(Box::new(move || job(ticket))) {
+        let spare = ticket.clone();
+        let run = move || {
+            if catch_unwind(AssertUnwindSafe(|| job(ticket))).is_err() {
+                spare.complete(refusal_response(500, "io_error", "the read failed unexpectedly"));
+            }
+        };
+        match self.jobs.send(Box::new(run)) {
             Ok(()) => Reply::Later,
             Err(_) => Reply::Now(refusal_response(503, "busy", "the door is closing")),
         }
     }
 
     fn list_event(&self, outcome: &str, reason: Option<&str>) {
-        self.shared.trace(
-            "resource_list",
-            json!({
-                "root": self.files.as_ref().map_or("", |f| f.root_written.as_str()),
-                "entry_count": 0, "total_bytes": 0,
-                "generation": self.shared.tasks.generation(),
-                "containment_achieved": self.shared.class.as_str(),
-                "outcome": outcome, "reason": reason,
-            }),
-        );
+        let root = self.files.as_ref().map_or("", |f| f.root_written.as_str());
+        list_refused(&self.shared, root, outcome, reason);
     }
 
     fn read_event(&self, path: &str, outcome: &str, reason: &str) {
@@ -323,12 +353,20 @@ impl Resources {
 
     fn list(&self, ex: &Exchange<'_>, plane: &FilesPlane) -> Reply {
         let (shared, plane) = (Arc::clone(&self.shared), plane.clone());
-        self.defer(ex, move |ticket| {
+        let (late, root) = (Arc::clone(&self.shared), plane.root_written.clone());
+        let on_timeout: OnTimeout = Box::new(move |why| list_refused(&late, &root, "busy", Some(why)));
+        self.defer(ex, on_timeout, Box::new(move |ticket| {
             let symlinks = shared.symlinks();
-            let entries = open_root(&shared.work, &plane.root, symlinks).and_then(|root| match root {
-                None => Ok(Vec::new()),
-                Some(fd) => list::list(fd.as_fd(), symlinks, plane.max_bytes),
-            });
+            let walking = Walking::enter(&shared.listings);
+            let entries = if walking.0 {
+                open_root(&shared.work, &plane.root, symlinks).and_then(|root| match root {
+                    None => Ok(Vec::new()),
+                    Some(fd) => list::list(fd.as_fd(), symlinks, plane.max_bytes),
+                })
+            } else {
+                Err(Refusal::Busy)
+            };
+            drop(walking);
             let generation = shared.tasks.generation();
             let class = shared.class.as_str();
             let mut fields = json!({
@@ -338,7 +376,7 @@ impl Resources {
             let resp = match entries {
                 Ok(entries) => {
                     fields["entry_count"] = entries.len().into();
-                    fields["total_bytes"] = entries.iter().map(|e| e.size).sum::<u64>().into();
+                    fields["total_bytes"] = entries.iter().fold(0u64, |n, e| n.saturating_add(e.size)).into();
                     fields["outcome"] = "ok".into();
                     fields["reason"] = Value::Null;
                     let listed: Vec<Value> = entries
@@ -361,7 +399,7 @@ impl Resources {
             };
             shared.trace("resource_list", fields);
             ticket.complete(resp);
-        })
+        }))
     }
 
     fn file(&self, ex: &Exchange<'_>, plane: &FilesPlane, raw: &str) -> Reply {
@@ -374,23 +412,57 @@ impl Resources {
             }
         };
         let (shared, plane) = (Arc::clone(&self.shared), plane.clone());
-        self.defer(ex, move |ticket| {
-            let (s1, s2, p1, p2) = (Arc::clone(&shared), Arc::clone(&shared), shown.clone(), shown);
-            let root_written = plane.root_written.clone();
-            let result = read(
-                &shared,
-                &plane.root,
-                plane.max_bytes,
-                &rel,
-                move |h| h.header("x-murmur-export-root", &root_written),
-                Box::new(move |o| read_event(&s1, &p1, o)),
-            );
-            answer(ticket, result, move |o| read_event(&s2, &p2, o));
-        })
+        let (late, late_path) = (Arc::clone(&self.shared), shown.clone());
+        let on_timeout: OnTimeout =
+            Box::new(move |why| read_event(&late, &late_path, Err(("busy".into(), why.into()))));
+        self.defer(
+            ex,
+            on_timeout,
+            Box::new(move |ticket| {
+                let (s1, s2, p1, p2) = (Arc::clone(&shared), Arc::clone(&shared), shown.clone(), shown);
+                let root_written = plane.root_written.clone();
+                let result = read(
+                    &shared,
+                    &plane.root,
+                    plane.max_bytes,
+                    &rel,
+                    move |h| h.header("x-murmur-export-root", &root_written),
+                    Box::new(move |o| read_event(&s1, &p1, o)),
+                );
+                answer(ticket, result, move |o| read_event(&s2, &p2, o));
+            }),
+        )
     }
 }
 
+/// A `resource_list` for a listing refused before it was walked.
+fn list_refused(shared: &Shared, root: &str, outcome: &str, reason: Option<&str>) {
+    shared.trace(
+        "resource_list",
+        json!({
+            "root": root, "entry_count": 0, "total_bytes": 0,
+            "generation": shared.tasks.generation(),
+            "containment_achieved": shared.class.as_str(),
+            "outcome": outcome, "reason": reason,
+        }),
+    );
+}
+
+/// Text a client chose, as a trace records it: at most [`SHOWN_MAX`] bytes, any peer
+/// handle in it written as its id.
+pub fn shown(text: &str) -> String {
+    let mut end = text.len().min(SHOWN_MAX);
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    crate::resources::peer::redact(&text[..end])
+}
+
+/// The longest client-chosen text a trace line carries.
+const SHOWN_MAX: usize = 1024;
+
 fn read_event(shared: &Shared, path: &str, outcome: Outcome) {
+    let path = shown(path);
     let (bytes, sha, code, reason) = match outcome {
         Ok((n, sha)) => (Value::from(n), Value::from(sha), "ok".to_string(), Value::Null),
         Err((code, reason)) => (Value::Null, Value::Null, code, Value::from(reason)),
@@ -436,7 +508,7 @@ impl super::Route for Resources {
                 &self.shared,
                 req,
                 ex,
-                |ex, job| self.defer(ex, job),
+                |ex, on_timeout, job| self.defer(ex, on_timeout, job),
             ));
         }
         let Some(plane) = &self.files else {

@@ -1,0 +1,80 @@
+//! The operator plane under load, through the real `mur run`: large reads are capped at 64
+//! bodies in flight, one more is answered `503 busy` at once (and traced) instead of
+//! queueing, and while every slot is held by a client that does not read, small files,
+//! listings and the card are still answered promptly; the slots come back when those
+//! clients leave.
+
+mod common;
+
+use common::door::wait_for;
+use common::resources::{assert_refused, assert_served, capsule, exports, put, up, workdir};
+use common::TempDir;
+use std::io::Write;
+use std::net::TcpStream;
+use std::time::Duration;
+
+/// Larger than the socket buffers of one connection on both ends: a client that does not
+/// read holds its body.
+const BIG: usize = 48 * 1024 * 1024;
+const SLOTS: usize = 64;
+
+#[test]
+fn sixty_four_unread_bodies_hold_every_slot_and_the_next_large_read_is_busy() {
+    let t = TempDir::new("res-load");
+    let w = workdir(&t);
+    put(&w.join("out/big.bin"), &vec![7u8; BIG]);
+    put(&w.join("out/small.txt"), b"small\n");
+    let dir = capsule(&t, &exports("out/", "64Mi"));
+    let p = up(&t, &dir, &w);
+    // One whole read first: the file's digest is known, so the 64 below start at once.
+    assert_eq!(p.read("big.bin").status, 200);
+
+    // 64 clients ask for the big file and never read.
+    let mut idle = Vec::new();
+    for _ in 0..SLOTS {
+        let mut s = TcpStream::connect(p.addr).unwrap();
+        let req = format!(
+            "GET /resources/files/big.bin HTTP/1.1\r\nhost: {}\r\n\r\n",
+            p.host()
+        );
+        s.write_all(req.as_bytes()).unwrap();
+        idle.push(s);
+    }
+    // Every slot is taken once the 64 bodies have started (their traces come at the end).
+    let busy = wait_for(
+        Duration::from_secs(30),
+        "a 65th large read to be refused busy",
+        || {
+            let r = p.read("big.bin");
+            (r.status == 503).then_some(r)
+        },
+    );
+    assert_refused(&busy, 503, "busy", "the 65th large read");
+
+    // Small files, listings and the card do not wait behind the held bodies (each request
+    // has its helper's own deadline).
+    assert_served(
+        &p.read("small.txt"),
+        b"small\n",
+        0,
+        "advisory",
+        "out/",
+        "a small file",
+    );
+    assert_eq!(p.list()["entries"].as_array().unwrap().len(), 2);
+    assert_eq!(p.card_status(), 200);
+    let traced = p.read_event("big.bin", "busy");
+    assert!(traced["bytes"].is_null() && traced["sha256"].is_null());
+
+    // The clients leave: their slots come back and the file is served whole.
+    drop(idle);
+    let whole = wait_for(
+        Duration::from_secs(30),
+        "a large read once the slots are free",
+        || {
+            let r = p.read("big.bin");
+            (r.status == 200).then_some(r)
+        },
+    );
+    assert_served(&whole, &vec![7u8; BIG], 0, "advisory", "out/", "the big file");
+}

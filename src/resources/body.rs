@@ -4,7 +4,8 @@
 //! Small files (one chunk) are read whole, hashed, and answered from that buffer. Larger
 //! ones are **hashed, then sent** from the same descriptor: the first pass gives the etag for
 //! the head (or a cached one, keyed by the inode's identity, size and timestamps), the loop
-//! then pulls the body chunk by chunk as the client reads and hashes it again as it goes.
+//! then pulls the body chunk by chunk as the client reads and hashes it again as it goes
+//! (on a thread beside the loop while few bodies are in flight: [`super::hashing`]).
 //! The last chunk is held back until that second hash is complete: if it differs from the
 //! etag already sent (the file was rewritten in place between the passes), the connection is
 //! closed short of the announced `content-length`, so no client ever accepts a body that
@@ -12,6 +13,7 @@
 //! non-chunked response; hash-then-send with this check can, and a reader that renames files
 //! into place (what the spec asks of writers) never sees the cut.
 
+use super::hashing::Hashing;
 use super::Refusal;
 use crate::http::Body;
 use sha2::{Digest, Sha256};
@@ -40,7 +42,7 @@ pub struct FileBody {
     file: File,
     len: u64,
     at: u64,
-    hasher: Sha256,
+    hasher: Hashing,
     expected: [u8; 32],
     on_end: Option<OnEnd>,
 }
@@ -52,7 +54,7 @@ impl FileBody {
             file,
             len,
             at: 0,
-            hasher: Sha256::new(),
+            hasher: Hashing::start(),
             expected,
             on_end: Some(on_end),
         }
@@ -74,13 +76,12 @@ impl Body for FileBody {
             self.end(Served::Failed(e.to_string()));
             return Err(e);
         }
-        self.hasher.update(&out[..]);
+        self.hasher.feed(&out[..]);
         self.at += want as u64;
         if self.at < self.len {
             return Ok(false);
         }
-        let got: [u8; 32] = std::mem::take(&mut self.hasher).finalize().into();
-        if got != self.expected {
+        if self.hasher.finish() != Some(self.expected) {
             out.clear();
             self.end(Served::Changed);
             return Err(io::Error::other("the file changed while it was sent"));

@@ -4,6 +4,7 @@
 //! refusal is a [`Refusal`] carrying the spec's status and error code.
 
 pub mod body;
+pub mod hashing;
 pub mod list;
 pub mod open;
 pub mod path;

@@ -82,9 +82,9 @@ fn launch(base: &Path, label: &str, wasm: &str) -> Capsule {
 }
 
 fn stop(mut c: Capsule, label: &str, base: &Path) {
-    // SAFETY: kill(2) on the pid of a child this bench started and has not yet reaped.
-    unsafe {
-        libc::kill(c.pid as libc::pid_t, libc::SIGTERM);
+    // SIGTERM to the pid of a child this bench started and has not yet reaped.
+    if let Some(pid) = rustix::process::Pid::from_raw(c.pid as i32) {
+        let _ = rustix::process::kill_process(pid, rustix::process::Signal::TERM);
     }
     let t = Instant::now();
     loop {
@@ -259,7 +259,7 @@ fn stat_ticks(stat: &str) -> Option<(String, u64)> {
 /// totals include threads that already exited (per-task deadline and log threads, the load
 /// loop's clients).
 fn cpu(pid: u32) -> (f64, f64, f64) {
-    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as f64;
+    let hz = rustix::param::clock_ticks_per_second() as f64;
     let total = |pid: u32| {
         std::fs::read_to_string(format!("/proc/{pid}/stat"))
             .ok()

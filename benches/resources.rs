@@ -85,9 +85,9 @@ struct Server {
 
 impl Drop for Server {
     fn drop(&mut self) {
-        // SAFETY: kill(2) on the pid of a child this bench started and has not yet reaped.
-        unsafe {
-            libc::kill(self.pid as libc::pid_t, libc::SIGTERM);
+        // SIGTERM to the pid of a child this bench started and has not yet reaped.
+        if let Some(pid) = rustix::process::Pid::from_raw(self.pid as i32) {
+            let _ = rustix::process::kill_process(pid, rustix::process::Signal::TERM);
         }
         let t = Instant::now();
         loop {

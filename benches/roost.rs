@@ -286,7 +286,7 @@ fn cpu_us(pid: u32) -> u64 {
     let f: Vec<u64> = rest.split_whitespace().map(|x| x.parse().unwrap_or(0)).collect();
     let ticks = f.get(11).copied().unwrap_or(0) + f.get(12).copied().unwrap_or(0);
     // SAFETY: sysconf has no preconditions.
-    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as u64;
+    let hz = rustix::param::clock_ticks_per_second().max(1);
     ticks * 1_000_000 / hz
 }
 

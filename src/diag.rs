@@ -37,6 +37,8 @@ pub mod code {
     pub const RUN_PORT_IN_USE: &str = "E-RUN-010";
     /// A containment mechanism failed to install after the probe passed; nothing ran.
     pub const RUN_CONTAINMENT: &str = "E-RUN-014";
+    /// `MURMUR_SPAWNER` is set but cannot be read: the child refuses to launch.
+    pub const RUN_SPAWNER: &str = "E-RUN-020";
     pub const SEC_LITERAL_SECRET: &str = "W-SEC-004";
     /// A per-artifact grant outside the capsule's ceiling, dropped.
     pub const SEC_OUTSIDE_CEILING: &str = "W-SEC-007";

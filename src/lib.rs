@@ -23,6 +23,7 @@ pub mod roost;
 #[cfg(feature = "runtime")]
 pub mod runtime;
 pub mod signals;
+pub mod spawner;
 pub mod token;
 pub mod trace_view;
 

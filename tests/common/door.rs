@@ -362,10 +362,7 @@ impl Door {
 
     /// The trace events of `kind`.
     pub fn events(&self, kind: &str) -> Vec<Value> {
-        self.trace()
-            .into_iter()
-            .filter(|e| e["event_type"] == kind)
-            .collect()
+        super::trace_events(&self.records, kind)
     }
 
     /// The one `kind` event of task `task_id`.

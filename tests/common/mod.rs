@@ -131,3 +131,11 @@ pub fn trace_lines(records: &std::path::Path) -> Vec<serde_json::Value> {
         .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("trace line {l:?}: {e}")))
         .collect()
 }
+
+/// The events of `kind` in the trace at `records/trace.jsonl` so far.
+pub fn trace_events(records: &std::path::Path, kind: &str) -> Vec<serde_json::Value> {
+    trace_lines(records)
+        .into_iter()
+        .filter(|e| e["event_type"] == kind)
+        .collect()
+}

@@ -426,10 +426,7 @@ impl Plane {
     }
 
     pub fn events(&self, kind: &str) -> Vec<Value> {
-        self.trace()
-            .into_iter()
-            .filter(|e| e["event_type"] == kind)
-            .collect()
+        super::trace_events(&self.records, kind)
     }
 
     /// The first `kind` event that `pred` accepts, waited for up to 5 s.

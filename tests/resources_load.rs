@@ -10,7 +10,7 @@ use common::door::wait_for;
 use common::resources::{assert_refused, assert_served, capsule, exports, put, up, workdir};
 use common::TempDir;
 use rustix::net::{sockopt, AddressFamily, SocketType};
-use std::io::Write;
+use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::time::Duration;
 
@@ -40,6 +40,12 @@ fn sixty_four_unread_bodies_hold_every_slot_and_the_next_large_read_is_busy() {
     let p = up(&t, &dir, &w);
     // One whole read first: the file's digest is known, so the 64 below start at once.
     assert_eq!(p.read("big.bin").status, 200);
+    // Its slot is back once its trace line is written (the reader may stop early, and the
+    // door notices that a moment later).
+    wait_for(Duration::from_secs(30), "the first read's trace line", || {
+        (p.events("resource_read").len() == 1).then_some(())
+    });
+    std::thread::sleep(Duration::from_millis(50));
 
     // 64 clients ask for the big file and never read.
     let mut idle = Vec::new();
@@ -52,7 +58,15 @@ fn sixty_four_unread_bodies_hold_every_slot_and_the_next_large_read_is_busy() {
         s.write_all(req.as_bytes()).unwrap();
         idle.push(s);
     }
-    // Every slot is taken once the 64 bodies have started (their traces come at the end).
+    // Each of the 64 has its answer started (a slot held) before the 65th asks: had the
+    // 65th been read first, it would have taken a slot and one of the 64 been turned away.
+    for (i, s) in idle.iter_mut().enumerate() {
+        s.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
+        let mut status = [0u8; 12];
+        s.read_exact(&mut status).unwrap();
+        assert_eq!(&status, b"HTTP/1.1 200", "idle client {i}");
+    }
+    // Every slot is taken now (the bodies' traces come at their end).
     let busy = wait_for(
         Duration::from_secs(30),
         "a 65th large read to be refused busy",

@@ -154,10 +154,18 @@ fn trusted_dir(dir: &Path) -> Result<Option<std::os::fd::OwnedFd>, String> {
 /// Whether entries may be stored under `dir` (which may not exist yet): its parent and the
 /// parent's ancestors pass [`untrusted_ancestors`].
 fn untrusted_parent(dir: &Path) -> Option<String> {
-    let parent = match dir.parent() {
+    let mut parent = match dir.parent() {
         Some(p) if !p.as_os_str().is_empty() => p,
         _ => Path::new("."),
     };
+    // A fresh home has no `~/.cache/murmur` yet: what `store` creates below the nearest
+    // existing ancestor is this user's (0700), so that ancestor is the one to check.
+    while rustix::fs::lstat(parent).is_err() {
+        match parent.parent() {
+            Some(p) if !p.as_os_str().is_empty() => parent = p,
+            _ => break,
+        }
+    }
     match opened(parent) {
         Ok((_, real)) => untrusted_ancestors(&real),
         Err(why) => Some(why),

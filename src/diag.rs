@@ -37,6 +37,8 @@ pub mod code {
     pub const RUN_PORT_IN_USE: &str = "E-RUN-010";
     /// A containment mechanism failed to install after the probe passed; nothing ran.
     pub const RUN_CONTAINMENT: &str = "E-RUN-014";
+    /// Registration with the roost failed, or `MURMUR_ROOST_URL` is unset where it is needed.
+    pub const RUN_ROOST: &str = "E-RUN-019";
     /// `MURMUR_SPAWNER` is set but cannot be read: the child refuses to launch.
     pub const RUN_SPAWNER: &str = "E-RUN-020";
     pub const SEC_LITERAL_SECRET: &str = "W-SEC-004";
@@ -46,6 +48,8 @@ pub mod code {
     pub const SEC_INTERPRETER_RUNTIME: &str = "W-SEC-009";
     pub const SEC_WORKDIR_EXEC: &str = "W-SEC-011";
     pub const SEC_UNKNOWN_KEY: &str = "W-SEC-019";
+    /// `capabilities.spawn.allow` under a lifecycle that cannot receive a completion.
+    pub const SEC_NO_COMPLETIONS: &str = "W-SEC-020";
 }
 
 /// One diagnostic: a code, the manifest key or flag it names, the message, an optional hint.

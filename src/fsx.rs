@@ -219,6 +219,20 @@ impl Dir {
         cur.ok_or_else(|| io_at(&self.shown, io::Error::other("empty path")))
     }
 
+    /// Create the directory `name` (one component, mode `mode` before the umask), which must
+    /// not exist yet: an entry planted in advance is never adopted.
+    pub fn mkdir_new(&self, name: &str, mode: u32) -> Result<Dir, FsError> {
+        if split(name)?.len() != 1 {
+            return Err(FsError::BadName {
+                path: name.chars().take(200).collect(),
+                why: "it is not a single name",
+            });
+        }
+        rfs::mkdirat(&self.fd, name, Mode::from_raw_mode(mode))
+            .map_err(|e| io_at(&self.shown_join(name), e))?;
+        self.step(name)
+    }
+
     /// The parent directory of `rel` (created when `create`) and the final name.
     fn parent_of<'a>(&self, rel: &'a str, create: bool) -> Result<(Option<Dir>, &'a str), FsError> {
         split(rel)?;

@@ -54,7 +54,8 @@ fn refused(why: impl Into<String>) -> Diagnostic {
     .with_hint("it is set by a delegating parent's launcher; unset it to run this capsule on its own")
 }
 
-fn id_of(v: &str, prefix: &str) -> bool {
+/// Whether `v` is `prefix` and 32 lowercase hex digits (`ses_…`, `dlg_…`).
+pub fn is_id(v: &str, prefix: &str) -> bool {
     v.strip_prefix(prefix).is_some_and(|h| {
         h.len() == 32
             && h.bytes()
@@ -117,7 +118,7 @@ impl Spawner {
             ));
         }
         let session_id = field("session_id")?;
-        if !id_of(session_id, "ses_") {
+        if !is_id(session_id, "ses_") {
             return Err(refused("session_id is not ses_ and 32 lowercase hex digits"));
         }
         let context_id = field("context_id")?;
@@ -132,7 +133,7 @@ impl Spawner {
             _ => return Err(refused("trust is neither trusted nor untrusted")),
         };
         let delegation_id = field("delegation_id")?;
-        if !id_of(delegation_id, "dlg_") {
+        if !is_id(delegation_id, "dlg_") {
             return Err(refused("delegation_id is not dlg_ and 32 lowercase hex digits"));
         }
         Ok(Spawner {

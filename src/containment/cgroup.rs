@@ -101,6 +101,28 @@ impl Cgroup {
         Ok(cg)
     }
 
+    /// The cgroup `murmur-<label>` another `mur` of this host made beside ours (a delegated
+    /// child's session cgroup), to kill what it left behind; `None` when there is none.
+    pub fn adopt(label: &str) -> Option<Cgroup> {
+        if label.is_empty() || label.contains(['/', '\0']) || label.starts_with('.') {
+            return None;
+        }
+        let dir = locate().ok()?.join(format!("murmur-{label}"));
+        let open = |name: &str, write: bool| {
+            OpenOptions::new()
+                .read(!write)
+                .write(write)
+                .open(dir.join(name))
+                .ok()
+        };
+        Some(Cgroup {
+            procs: open("cgroup.procs", true)?,
+            procs_read: open("cgroup.procs", false)?,
+            kill: open("cgroup.kill", true),
+            dir,
+        })
+    }
+
     /// The descriptor a child writes `0` to in order to join.
     pub fn procs_fd(&self) -> libc::c_int {
         self.procs.as_raw_fd()

@@ -34,6 +34,21 @@ pub fn new_session() -> io::Result<()> {
     check(unsafe { libc::setsid() } as libc::c_long)
 }
 
+/// SIGTERM to this process when the thread that forked it exits; if the parent `parent`
+/// is already gone (the race the man page describes), exit at once instead.
+pub fn die_with_parent(parent: i32) -> io::Result<()> {
+    // SAFETY: PR_SET_PDEATHSIG takes a signal number; getppid takes nothing.
+    check(
+        unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM as libc::c_ulong, 0, 0, 0) }
+            as libc::c_long,
+    )?;
+    // SAFETY: getppid has no arguments and cannot fail.
+    if unsafe { libc::getppid() } != parent {
+        return Err(io::Error::from_raw_os_error(libc::ESRCH));
+    }
+    Ok(())
+}
+
 /// An empty signal mask: `mur` blocks SIGINT and SIGTERM to forward them, and a mask is
 /// inherited across exec, so the child must start with none blocked.
 pub fn unblock_signals() -> io::Result<()> {

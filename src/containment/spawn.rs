@@ -60,19 +60,30 @@ pub struct Spawn<'a> {
     /// `list_dir: false`). Never execute.
     pub read_unlisted: &'a [PathBuf],
     pub workdir: &'a Path,
+    /// `/proc/self/fd/N` of a directory descriptor the caller holds on `workdir`. When set,
+    /// the landlock rule, the sealed bind's source and the current directory come from that
+    /// descriptor, so a path swapped for a symlink after the session opened its workdir
+    /// (by anything that can write the directory above it) cannot move the child's tree.
+    pub workdir_held: Option<&'a Path>,
     pub workdir_exec: bool,
     pub unix_sockets: bool,
     /// The complete environment of the child.
     pub env: &'a [(String, String)],
     pub cgroup: Option<&'a Cgroup>,
     pub rlimits: Rlimits,
+    /// A delegated `mur`: the runtime of a session of its own, which probes the host and
+    /// contains its own subprocesses. It keeps its capabilities (its probe must see what the
+    /// host offers, so the parent's containment never decides the child's) and gets
+    /// SIGTERM when the thread that started it dies, so no child outlives a parent that was
+    /// killed outright. Only with `class` `advisory`.
+    pub runtime: bool,
     pub stdin: Stdio,
     pub stdout: Stdio,
     pub stderr: Stdio,
 }
 
 /// The steps of the child, numbered for the error pipe (`sealed::STEP_*` share them).
-const STEPS: [&str; 17] = [
+const STEPS: [&str; 18] = [
     "",
     "join the pids cgroup",
     "enter a network namespace (unshare)",
@@ -90,6 +101,7 @@ const STEPS: [&str; 17] = [
     "grant the private /tmp and /etc (landlock_add_rule)",
     "unblock signals (pthread_sigmask)",
     "start a session without a controlling terminal (setsid)",
+    "ask for SIGTERM when the parent dies (prctl PR_SET_PDEATHSIG)",
 ];
 
 /// Test-only fault injection: `MURMUR_FAULT=seccomp|landlock` makes that step fail in the
@@ -149,6 +161,14 @@ pub fn spawn(s: Spawn<'_>) -> Result<Child, Diagnostic> {
     if let Some(refusal) = super::class::unix_sockets_refusal(s.class, s.unix_sockets) {
         return Err(refusal);
     }
+    if s.runtime && s.class != Class::Advisory {
+        return Err(install_error(
+            0,
+            "a delegated runtime contains itself and is started advisory",
+        ));
+    }
+    let runtime = s.runtime;
+    let parent_pid = rustix::process::getpid().as_raw_nonzero().get();
     let contained = s.class >= Class::Scoped;
     // The loader and libraries of the allowed binaries: only landlock and the sealed root
     // need them, so an advisory spawn does not read a single ELF header.
@@ -168,7 +188,7 @@ pub fn spawn(s: Spawn<'_>) -> Result<Child, Diagnostic> {
             read.extend(sealed::system_dirs());
         }
         let grants = rules::Grants {
-            workdir: s.workdir,
+            workdir: s.workdir_held.unwrap_or(s.workdir),
             workdir_exec: s.workdir_exec,
             exec_files: &closure,
             read: &read,
@@ -191,8 +211,18 @@ pub fn spawn(s: Spawn<'_>) -> Result<Child, Diagnostic> {
         files.insert(s.program.to_path_buf());
         let read_binds: Vec<PathBuf> = s.read_dirs.iter().chain(s.read_unlisted).cloned().collect();
         Some(
-            sealed::plan(Some(s.workdir), &files, &read_binds, s.workdir_exec)
-                .map_err(|e| install_error(11, e))?,
+            sealed::plan(
+                Some((
+                    s.workdir,
+                    s.workdir_held
+                        .and_then(|h| rustix::fs::stat(h).ok())
+                        .map(|st| (st.st_dev, st.st_ino)),
+                )),
+                &files,
+                &read_binds,
+                s.workdir_exec,
+            )
+            .map_err(|e| install_error(11, e))?,
         )
     } else {
         None
@@ -210,7 +240,7 @@ pub fn spawn(s: Spawn<'_>) -> Result<Child, Diagnostic> {
     cmd.args(s.args)
         .env_clear()
         .envs(s.env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
-        .current_dir(s.workdir)
+        .current_dir(s.workdir_held.unwrap_or(s.workdir))
         .stdin(s.stdin)
         .stdout(s.stdout)
         .stderr(s.stderr);
@@ -236,6 +266,9 @@ pub fn spawn(s: Spawn<'_>) -> Result<Child, Diagnostic> {
         // Its own session and process group, with no controlling terminal: no TIOCSTI
         // into the operator's terminal, no job-control signals from it.
         run(16, child::new_session())?;
+        if runtime {
+            run(17, child::die_with_parent(parent_pid))?;
+        }
         if let Some(fd) = procs_fd {
             run(1, child::write_fd(fd, b"0"))?;
         }
@@ -247,15 +280,25 @@ pub fn spawn(s: Spawn<'_>) -> Result<Child, Diagnostic> {
         }
         run(3, child::cloexec_from_3())?;
         run(15, child::unblock_signals())?;
+        // A delegated runtime keeps the host's limits: wasmtime reserves address space far
+        // beyond any command's, and the child sets its own subprocesses' limits. All but
+        // the core size: a runtime holds its spawn credential and approval in memory, and a
+        // core file would write them to disk.
         run(
             4,
-            child::limit(libc::RLIMIT_NOFILE, limits.open_files)
-                .and_then(|_| child::limit(libc::RLIMIT_FSIZE, limits.file_size))
-                .and_then(|_| child::limit(libc::RLIMIT_CPU, limits.cpu_seconds))
-                .and_then(|_| child::limit(libc::RLIMIT_CORE, 0))
-                .and_then(|_| child::limit(libc::RLIMIT_AS, limits.address_space)),
+            if runtime {
+                child::limit(libc::RLIMIT_CORE, 0)
+            } else {
+                child::limit(libc::RLIMIT_NOFILE, limits.open_files)
+                    .and_then(|_| child::limit(libc::RLIMIT_FSIZE, limits.file_size))
+                    .and_then(|_| child::limit(libc::RLIMIT_CPU, limits.cpu_seconds))
+                    .and_then(|_| child::limit(libc::RLIMIT_CORE, 0))
+                    .and_then(|_| child::limit(libc::RLIMIT_AS, limits.address_space))
+            },
         )?;
-        run(5, child::drop_capabilities())?;
+        if !runtime {
+            run(5, child::drop_capabilities())?;
+        }
         run(6, child::no_new_privs())?;
         if let Some(f) = &filter {
             run(7, seccompiler::apply_filter(f).map_err(io_of))?;

@@ -3,6 +3,7 @@
 //! lifecycle.
 
 use super::component;
+use super::delegation::{self, registration::Standing};
 use super::door;
 use super::explain::Scope;
 use super::lifecycle::{self, Lifecycle};
@@ -55,6 +56,8 @@ pub struct Prelude<'a> {
     pub env_present: &'a [(String, String)],
     /// `effective_grants` for `session_start`.
     pub grants_json: serde_json::Value,
+    /// Who delegated this session, and its registration with the roost.
+    pub standing: Standing,
 }
 
 /// A manifest and where its component comes from.
@@ -172,6 +175,12 @@ pub fn run(opts: RunOptions) -> Result<u8, Diagnostic> {
     if let Some(refusal) = decision.refusal_for(caps.unix_sockets) {
         return Err(refusal);
     }
+    if let Some(w) = delegation::lifecycle_warning(m) {
+        eprintln!("{w}");
+    }
+    // E-RUN-020 and E-RUN-019 before anything of the session is made.
+    let process_env = |k: &str| std::env::var(k).ok();
+    let standing = delegation::registration::settle(m, &session_id, &process_env)?;
     if m.inference.is_some() {
         let registry = opts.registry.clone().unwrap_or_else(registry::default_root);
         let grants_json = scope(plan.preopen().display().to_string()).grants();
@@ -190,6 +199,7 @@ pub fn run(opts: RunOptions) -> Result<u8, Diagnostic> {
             sleeps,
             env_present: &env_present,
             grants_json,
+            standing,
         });
     }
     let component_bytes = source.component?;
@@ -245,18 +255,17 @@ pub fn run(opts: RunOptions) -> Result<u8, Diagnostic> {
         .map_err(|e| io_err(&trace_path, e.into()))?;
     let mut trace = Trace::new(trace_file, &session_id);
     let s = scope(layout.preopen.display().to_string());
+    let mut start = json!({
+        "capsule_name": m.name,
+        "capsule_version": m.version,
+        "containment_declared": declared.as_str(),
+        "containment_achieved": achieved.as_str(),
+        "workdir_exec": caps.workdir_exec,
+        "effective_grants": s.grants(),
+    });
+    delegation::session_start_fields(standing.spawner.as_ref(), &mut start);
     trace
-        .event(
-            "session_start",
-            json!({
-                "capsule_name": m.name,
-                "capsule_version": m.version,
-                "containment_declared": declared.as_str(),
-                "containment_achieved": achieved.as_str(),
-                "workdir_exec": caps.workdir_exec,
-                "effective_grants": s.grants(),
-            }),
-        )
+        .event("session_start", start)
         .map_err(|e| trace_err(&trace_path, e))?;
 
     let mut env = env_present.clone();
@@ -294,7 +303,7 @@ pub fn run(opts: RunOptions) -> Result<u8, Diagnostic> {
         stdout: &out_sink.write_end,
         stderr: &err_sink.write_end,
     };
-    let ended = component::serve(life, &runner, &mut trace, &mut bootstrap, stop);
+    let ended = component::serve(life, &runner, &mut trace, &mut bootstrap, stop.clone());
     // The guest's stores (holding the pipes' write ends) are gone: the copiers end.
     for (name, s) in [("stdout", out_sink), ("stderr", err_sink)] {
         match s.finish() {
@@ -317,6 +326,19 @@ pub fn run(opts: RunOptions) -> Result<u8, Diagnostic> {
             return Err(d);
         }
     };
+    delegation::finish(
+        standing,
+        &delegation::Ended {
+            manifest: m,
+            session_id: &session_id,
+            ok: end.exit_status() == "ok",
+            signalled: stop.load(std::sync::atomic::Ordering::SeqCst) != 0,
+            records: &layout.records_dir,
+            work: &layout.work,
+            workdir: &layout.workdir,
+            duration_ms: ms(started),
+        },
+    );
     let mut fields =
         json!({"exit_status": end.exit_status(), "duration_ms": ms(started), "tasks": end.tasks});
     if let Some((kind, _)) = &end.trapped {

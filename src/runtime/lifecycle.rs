@@ -95,6 +95,9 @@ impl Lifecycle {
             Acceptance::Single if self.ran > 0 => return None,
             Acceptance::Single => Some(self.idle),
             Acceptance::Queue(_) if self.sleeps => None,
+            // A session that delegated waits for its completions (see `Tasks::hold`), then
+            // ends with the last of them: its work is done.
+            Acceptance::Queue(_) if self.tasks.delegated() => Some(Duration::ZERO),
             Acceptance::Queue(_) => Some(self.idle),
         };
         match self.tasks.next(wait, &self.stop, now_ms) {

@@ -3,6 +3,7 @@
 
 pub mod agent;
 pub mod component;
+pub mod delegation;
 pub mod door;
 pub mod explain;
 pub mod gate;

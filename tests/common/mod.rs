@@ -107,6 +107,7 @@ impl Drop for TempDir {
 pub mod agent;
 pub mod agent_door;
 pub mod capsule;
+pub mod delegation;
 pub mod door;
 pub mod peer;
 pub mod provider;

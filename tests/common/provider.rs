@@ -21,6 +21,11 @@
 //! forwards the response head and only half of the body, then closes. The loopback guard is
 //! off on the inner server (the `host` its clients send names the relay's port, not the inner
 //! one); `host` is recorded like every other header so tests can assert it.
+//!
+//! A *responder* mock ([`Provider::start_responder`]) has no script: a function decides each
+//! answer from the request itself, so one mock serves every capsule of a formation (each
+//! telling itself apart by, say, the `model` it asks for) deterministically whatever order
+//! their requests arrive in. Turn numbers and recording are as for a script.
 #![allow(dead_code)]
 
 use murmur::http::{Controller, Exchange, Limits, Reply, Request, Response, Server};
@@ -201,8 +206,13 @@ struct Script {
     turns: u64,
 }
 
+/// What a responder mock answers with: a function of the request.
+pub type Responder = Box<dyn Fn(&Recorded) -> Step + Send + Sync + 'static>;
+
 struct Shared {
     sink: bool,
+    /// When set, the step for each model request comes from here instead of the script.
+    responder: Option<Responder>,
     recorded: Mutex<Vec<Recorded>>,
     script: Mutex<Script>,
     /// Ports of relay-to-inner sockets whose answer the relay is to cut mid-body.
@@ -227,17 +237,24 @@ pub struct Provider {
 impl Provider {
     /// Start a mock that answers model requests from `script`, in order.
     pub fn start(script: Vec<Step>) -> Provider {
-        Provider::launch(script, false)
+        Provider::launch(script, false, None)
+    }
+
+    /// Start a mock that answers each model request with `f(request)`. A panic in `f` is
+    /// answered with a provider-format 500 naming it, never taking the mock down.
+    pub fn start_responder(f: impl Fn(&Recorded) -> Step + Send + Sync + 'static) -> Provider {
+        Provider::launch(Vec::new(), false, Some(Box::new(f)))
     }
 
     /// Start a sink: it records every request and answers each with 200 `{}`.
     pub fn start_sink() -> Provider {
-        Provider::launch(Vec::new(), true)
+        Provider::launch(Vec::new(), true, None)
     }
 
-    fn launch(script: Vec<Step>, sink: bool) -> Provider {
+    fn launch(script: Vec<Step>, sink: bool, responder: Option<Responder>) -> Provider {
         let shared = Arc::new(Shared {
             sink,
+            responder,
             recorded: Mutex::new(Vec::new()),
             script: Mutex::new(Script {
                 steps: script.into(),
@@ -365,7 +382,9 @@ impl Drop for Provider {
 
 /// The inner server's handler. Never panics on any input (the layer would answer a 500).
 fn handle(shared: &Shared, req: &Request, ex: &Exchange<'_>) -> Reply {
-    lock(&shared.recorded).push(Recorded::from_request(req));
+    let recorded = Recorded::from_request(req);
+    let for_responder = shared.responder.as_ref().map(|_| recorded.clone());
+    lock(&shared.recorded).push(recorded);
     if shared.sink {
         return Response::json(200, "{}").into();
     }
@@ -381,7 +400,19 @@ fn handle(shared: &Shared, req: &Request, ex: &Exchange<'_>) -> Reply {
     let (step, turn) = {
         let mut script = lock(&shared.script);
         script.turns += 1;
-        (script.steps.pop_front(), script.turns)
+        let step = match shared.responder {
+            Some(_) => None,
+            None => script.steps.pop_front(),
+        };
+        (step, script.turns)
+    };
+    // A responder is asked outside the script's lock (it may take its time).
+    let step = match (&shared.responder, for_responder) {
+        (Some(f), Some(r)) => match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(&r))) {
+            Ok(step) => Some(step),
+            Err(_) => return error_response(wire, 500, "mock provider: the responder panicked", None).into(),
+        },
+        _ => step,
     };
     let Some(step) = step else {
         return error_response(wire, 500, EXHAUSTED, None).into();
@@ -735,4 +766,32 @@ fn content_text(content: Option<&Value>) -> String {
             .collect(),
         _ => String::new(),
     }
+}
+
+/// The `model` a request asked for (empty when it named none).
+pub fn model_of(req: &Recorded) -> String {
+    req.json
+        .as_ref()
+        .and_then(|j| j.get("model"))
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_string()
+}
+
+/// Whether the last message of `req` is a tool result: an OpenAI `role: tool` message, or an
+/// Anthropic user turn carrying a `tool_result` block.
+pub fn last_is_tool_result(req: &Recorded) -> bool {
+    let Some(last) = messages_of(req).and_then(|m| m.last()) else {
+        return false;
+    };
+    if last.get("role").and_then(Value::as_str) == Some("tool") {
+        return true;
+    }
+    last.get("content")
+        .and_then(Value::as_array)
+        .is_some_and(|blocks| {
+            blocks
+                .iter()
+                .any(|b| b.get("type").and_then(Value::as_str) == Some("tool_result"))
+        })
 }

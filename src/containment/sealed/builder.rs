@@ -185,10 +185,20 @@ impl Builder {
     }
 
     /// A host directory at its own path, read-write (the workdir): always bound, over
-    /// whatever a read-only grant shows there.
-    pub(super) fn bind_writable_dir(&mut self, p: &Path) -> Result<(), String> {
+    /// whatever a read-only grant shows there; then, with `ident`, checked to be that
+    /// device and inode (a bind source is opened by path inside the new mount namespace,
+    /// where the session's own descriptor cannot serve).
+    pub(super) fn bind_writable_dir(&mut self, p: &Path, ident: Option<(u64, u64)>) -> Result<(), String> {
         self.mkdir_all(p)?;
-        self.bind(p, p, 0)
+        self.bind(p, p, 0)?;
+        if let Some((dev, ino)) = ident {
+            let path = self.staged(p)?;
+            self.op(
+                Op::Same { path, dev, ino },
+                format!("check that {} is the session's workdir (stat)", p.display()),
+            );
+        }
+        Ok(())
     }
 
     /// A host file or directory at its own path, read-only with `flags`; nothing when a

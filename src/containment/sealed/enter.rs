@@ -163,6 +163,14 @@ fn run_op(op: &Op, fds: &[libc::c_int]) -> io::Result<()> {
                 Ok(())
             }
             Op::Symlink { target, link } => check(libc::symlink(target.as_ptr(), link.as_ptr())),
+            Op::Same { path, dev, ino } => {
+                let mut st: libc::stat = std::mem::zeroed();
+                check(libc::stat(path.as_ptr(), &mut st))?;
+                if st.st_dev as u64 != *dev || st.st_ino as u64 != *ino {
+                    return Err(io::Error::from_raw_os_error(libc::EXDEV));
+                }
+                Ok(())
+            }
             Op::Bind { src, dst } => {
                 let mut buf = [0u8; 32];
                 let from = fd_path(fds[*src], &mut buf);

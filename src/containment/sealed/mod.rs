@@ -55,6 +55,14 @@ enum Op {
         path: CString,
         bytes: Vec<u8>,
     },
+    /// Fail unless `path` is the directory with this device and inode number (the workdir
+    /// the session holds: a bind by path must have found that one, not a planted symlink's
+    /// target).
+    Same {
+        path: CString,
+        dev: u64,
+        ino: u64,
+    },
 }
 
 /// The complete plan of a sealed child.
@@ -153,10 +161,12 @@ pub fn shows(p: &Path) -> bool {
 /// `workdir_exec`), `files` (the allowed binaries and their closure: mappable and
 /// executable, each bound over the `noexec` system directories unless a library directory
 /// already shows it) and `read` (granted read-only directories and files: shown mappable,
-/// never executable, since landlock grants no execute there). `workdir` is `None` for the
+/// never executable, since landlock grants no execute there). `workdir` is the workdir's
+/// path, bound at that same path inside the root, with the device and inode number the
+/// bound directory must have (the one the session holds open), if known; `None` for the
 /// host probe.
 pub fn plan(
-    workdir: Option<&Path>,
+    workdir: Option<(&Path, Option<(u64, u64)>)>,
     files: &BTreeSet<PathBuf>,
     read: &[PathBuf],
     workdir_exec: bool,
@@ -168,7 +178,7 @@ pub fn plan(
     let uid = rustix::process::geteuid().as_raw();
     let gid = rustix::process::getegid().as_raw();
     let cwd = match workdir {
-        Some(w) => cstr(w.as_os_str().as_bytes())?,
+        Some((w, _)) => cstr(w.as_os_str().as_bytes())?,
         None => cstr("/")?,
     };
     let mut b = Builder::new(Plan {
@@ -293,8 +303,8 @@ pub fn plan(
     for f in files {
         b.bind_own_path(f, RO)?;
     }
-    if let Some(w) = workdir {
-        b.bind_writable_dir(w)?;
+    if let Some((w, ident)) = workdir {
+        b.bind_writable_dir(w, ident)?;
         if !workdir_exec {
             b.noexec(w, w)?;
         }
@@ -342,7 +352,7 @@ mod tests {
         let files = crate::containment::elf::closure(&env);
         let libs = crate::containment::runtime_dirs::library_dirs();
         let read = [PathBuf::from("/srv/murmur-grant")];
-        let p = plan(Some(Path::new("/srv/murmur-work")), &files, &read, false).unwrap();
+        let p = plan(Some((Path::new("/srv/murmur-work"), None)), &files, &read, false).unwrap();
         let d = p.descriptions();
         let at = |s: &str| {
             d.iter()

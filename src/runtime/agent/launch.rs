@@ -17,6 +17,7 @@ use crate::diag::{code, Diagnostic};
 use crate::manifest::model::ArtifactRuntime;
 use crate::manifest::model::TaskAcceptance;
 use crate::runtime::component;
+use crate::runtime::delegation;
 use crate::runtime::door;
 use crate::runtime::door::tasks::Acceptance;
 use crate::runtime::launch::{announce, Bootstrap, Prelude};
@@ -347,6 +348,7 @@ pub fn run(p: Prelude<'_>) -> Result<u8, Diagnostic> {
         landlock_abi: p.landlock_abi,
         allowed,
         workdir: workdir_real,
+        held: layout.preopen_dir.try_clone().ok(),
         workdir_exec: caps.workdir_exec,
         unix_sockets: caps.unix_sockets,
         env: child_env,
@@ -387,7 +389,30 @@ pub fn run(p: Prelude<'_>) -> Result<u8, Diagnostic> {
         toolbox.peer =
             super::peer::PeerTools::new(m, p.session_id, bound.port, work, p.achieved, peer_key.clone());
     }
-    let peer_specs = toolbox.peer.as_ref().map(|t| t.specs()).unwrap_or_default();
+    let mut peer_specs = toolbox.peer.as_ref().map(|t| t.specs()).unwrap_or_default();
+    // `delegate-task`, when the manifest names capsules it may spawn (it registered).
+    if let (Some(reg), false) = (&p.standing.registration, caps.spawn_allow.is_empty()) {
+        let tool = super::delegate::Delegate::new(delegation::launcher::Launcher::new(
+            delegation::launcher::Parent {
+                session_id: p.session_id.to_string(),
+                stop: interrupted.clone(),
+                door_url: format!("http://127.0.0.1:{}", bound.port),
+                work: crate::runtime::launch::door_workdir(&layout)
+                    .map_err(|d| failed_start(&mut trace, &layout.work, d))?,
+                work_path: layout.preopen.clone(),
+                registry: p.registry.to_path_buf(),
+                env_allow: caps.env_allow.clone(),
+                spawn_allow: caps.spawn_allow.clone(),
+                deadline: delegation::deadline(m, &|k: &str| std::env::var(k).ok()),
+                records_root: layout.records.parent().map(PathBuf::from).unwrap_or_default(),
+            },
+            reg.roost.clone(),
+            reg.credential.clone(),
+            delegation::watch::Watch::new(life.tasks.clone(), trace.try_clone().ok()),
+        ));
+        peer_specs.push(tool.spec());
+        toolbox.delegate = Some(tool);
+    }
     for spec in &peer_specs {
         toolbox.offer(spec.clone());
     }
@@ -480,21 +505,20 @@ pub fn run(p: Prelude<'_>) -> Result<u8, Diagnostic> {
         .map_err(|d| failed_start(&mut trace, &layout.work, d))?;
 
     let tools_declared: Vec<&str> = toolbox.specs.iter().map(|s| s.name.as_str()).collect();
+    let mut start = json!({
+        "capsule_name": m.name,
+        "capsule_version": m.version,
+        "model": model,
+        "max_turns": inf.max_turns,
+        "tools_declared": tools_declared,
+        "containment_declared": p.declared.as_str(),
+        "containment_achieved": p.achieved.as_str(),
+        "workdir_exec": caps.workdir_exec,
+        "effective_grants": p.grants_json,
+    });
+    delegation::session_start_fields(p.standing.spawner.as_ref(), &mut start);
     trace
-        .event(
-            "session_start",
-            json!({
-                "capsule_name": m.name,
-                "capsule_version": m.version,
-                "model": model,
-                "max_turns": inf.max_turns,
-                "tools_declared": tools_declared,
-                "containment_declared": p.declared.as_str(),
-                "containment_achieved": p.achieved.as_str(),
-                "workdir_exec": caps.workdir_exec,
-                "effective_grants": p.grants_json,
-            }),
-        )
+        .event("session_start", start)
         .map_err(|e| io_diag("cannot write trace.jsonl", e))
         .map_err(|d| failed_start(&mut trace, &layout.work, d))?;
     let door = bound
@@ -523,6 +547,7 @@ pub fn run(p: Prelude<'_>) -> Result<u8, Diagnostic> {
         super::identity_block(&m.name, &m.version, p.session_id, &url),
         prompt.as_deref().unwrap_or(super::DEFAULT_SYSTEM_PROMPT)
     );
+    let signalled = interrupted.clone();
     let mut session = Session {
         driver,
         tools: toolbox,
@@ -554,6 +579,7 @@ pub fn run(p: Prelude<'_>) -> Result<u8, Diagnostic> {
             id: taken.id.clone(),
             context_id: taken.context_id.clone(),
             source: taken.source,
+            trust: taken.origin.trust.clone(),
             text: taken.text.clone(),
             cancel: taken.cancel.clone(),
         };
@@ -590,6 +616,8 @@ pub fn run(p: Prelude<'_>) -> Result<u8, Diagnostic> {
     if last.is_none() {
         bootstrap.line("no task arrived: the session ends idle");
     }
+    // How the last task ended, before a queue session's exit forgets it.
+    let last_ok = matches!(last, Some(TaskEnd::Done { .. }));
     let queue = matches!(life.tasks.acceptance(), Acceptance::Queue(_));
     // A queue session's exit does not hang on its last task; others answer for their one.
     let end = match last {
@@ -600,6 +628,10 @@ pub fn run(p: Prelude<'_>) -> Result<u8, Diagnostic> {
             truncated: false,
         },
     };
+    // Children still running are ended with this session (recorded, posted to nobody).
+    if let Some(d) = session.tools.delegate.as_ref() {
+        d.launcher.watch.shutdown();
+    }
     // on-session-end: after the task loop exits (and after the sleep of a queue session).
     session.fire(hooks::spec::Binding::SessionEnd, || Event::SessionEnd);
     let totals = session.totals;
@@ -622,6 +654,19 @@ pub fn run(p: Prelude<'_>) -> Result<u8, Diagnostic> {
         }),
     );
     door.close();
+    delegation::finish(
+        p.standing,
+        &delegation::Ended {
+            manifest: m,
+            session_id: p.session_id,
+            ok: last_ok,
+            signalled: signalled.load(Ordering::SeqCst) != 0,
+            records: &layout.records_dir,
+            work: &layout.work,
+            workdir: &layout.workdir,
+            duration_ms: task::ms(started),
+        },
+    );
     for (name, s) in [("stdout", out_sink), ("stderr", err_sink)] {
         if let Ok(n) = s.finish() {
             if n > wasm::sink::LOG_CAP {

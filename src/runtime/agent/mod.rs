@@ -4,6 +4,7 @@
 //! stage the artifacts; open the door; write `MURMUR.md`; build the driver, the tools and
 //! the containment runner; run the task; record the end.
 
+pub mod delegate;
 pub mod driver;
 pub mod grants;
 pub mod hooks;

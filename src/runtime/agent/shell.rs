@@ -30,6 +30,9 @@ pub struct Runner {
     pub allowed: Vec<(String, Option<PathBuf>)>,
     /// The accessible workdir (real path): the child's cwd and its writable tree.
     pub workdir: PathBuf,
+    /// The session's own descriptor on it: every spawn takes the tree from this, never
+    /// from re-resolving `workdir` (which something above it could swap for a symlink).
+    pub held: Option<crate::fsx::Dir>,
     pub workdir_exec: bool,
     pub unix_sockets: bool,
     pub env: Vec<(String, String)>,
@@ -218,6 +221,7 @@ impl Runner {
         if !allowed.iter().any(|p| p == program) {
             allowed.push(program.to_path_buf());
         }
+        let held = self.held.as_ref().map(|d| d.proc_path());
         let child = spawn::spawn(spawn::Spawn {
             class: self.class,
             landlock_abi: self.landlock_abi,
@@ -227,11 +231,13 @@ impl Runner {
             read_dirs: &self.read_dirs,
             read_unlisted: &self.read_unlisted,
             workdir: &self.workdir,
+            workdir_held: held.as_deref(),
             workdir_exec: self.workdir_exec,
             unix_sockets: self.unix_sockets,
             env: &self.env,
             cgroup: self.cgroup.as_deref(),
             rlimits: spawn::Rlimits::default(),
+            runtime: false,
             stdin: if stdin.is_some() {
                 Stdio::piped()
             } else {

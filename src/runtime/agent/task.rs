@@ -34,6 +34,9 @@ pub struct Task {
     pub context_id: String,
     /// Where it came from: `file` (`task.md` or `--task`) or `a2a`.
     pub source: &'static str,
+    /// The trust class of its origin (`trusted` or `untrusted`): a delegation made from
+    /// it carries this class.
+    pub trust: String,
     pub text: String,
     /// Set when the task is canceled (over A2A): the loop stops at its next safe point.
     pub cancel: Arc<AtomicBool>,
@@ -173,6 +176,9 @@ impl Session<'_> {
                 input_bytes: task.text.len() as u64,
             })
         });
+        if let Some(d) = self.tools.delegate.as_mut() {
+            d.set_task(&task.context_id, &task.trust);
+        }
         // A shell or native call in progress is killed when this task is canceled.
         self.tools.runner.cancel = task.cancel.clone();
         let mut text = task.text.clone();

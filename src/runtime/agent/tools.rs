@@ -21,6 +21,8 @@ pub enum Kind {
     Wasm,
     /// `share-file` or `fetch-peer-file`, run by the runtime itself.
     Peer,
+    /// `delegate-task`, run by the runtime itself.
+    Delegate,
     Unknown,
 }
 
@@ -32,6 +34,7 @@ impl Kind {
             Kind::Skill => "skill",
             Kind::Wasm => "wasm",
             Kind::Peer => "peer",
+            Kind::Delegate => "delegate",
             Kind::Unknown => "unknown",
         }
     }
@@ -67,6 +70,8 @@ pub struct Toolbox {
     pub runner: Runner,
     /// `share-file` and `fetch-peer-file`, when the manifest grants either.
     pub peer: Option<super::peer::PeerTools>,
+    /// `delegate-task`, when `capabilities.spawn.allow` names a capsule.
+    pub delegate: Option<super::delegate::Delegate>,
     seq: u32,
 }
 
@@ -108,6 +113,7 @@ impl Toolbox {
             wasm: Vec::new(),
             runner,
             peer: None,
+            delegate: None,
             seq: 0,
         }
     }
@@ -139,6 +145,9 @@ impl Toolbox {
                 events: vec![out.event],
                 ..done(Kind::Peer, out.text, out.is_error)
             };
+        }
+        if let Some((text, is_error)) = self.delegate.as_ref().and_then(|d| d.call(name, input)) {
+            return done(Kind::Delegate, text, is_error);
         }
         if let Some((_, program)) = self.natives.iter().find(|(n, _)| n == name) {
             let ran = self

@@ -196,6 +196,10 @@ pub struct Tasks {
     wake: Condvar,
     generation: AtomicU64,
     on_cancel: Mutex<Option<OnCancel>>,
+    /// Delegations started and not yet reported (their completions are tasks to come).
+    held: AtomicU64,
+    /// Whether any delegation was started in this session.
+    delegated: AtomicBool,
 }
 
 /// Send one event to every subscriber still listening, its JSON rendered once per
@@ -240,6 +244,8 @@ impl Tasks {
                 done_seq: 0,
             }),
             wake: Condvar::new(),
+            held: AtomicU64::new(0),
+            delegated: AtomicBool::new(false),
             generation: AtomicU64::new(0),
             on_cancel: Mutex::new(None),
         })
@@ -592,7 +598,9 @@ impl Tasks {
                 inner.running = Some(id);
                 return Next::Task(taken);
             }
+            // While a delegation is out its completion is a task to come: no idle end.
             let left = match until {
+                _ if self.held.load(Ordering::SeqCst) > 0 => Duration::from_secs(3600),
                 None => Duration::from_secs(3600),
                 Some(u) => match u.checked_duration_since(Instant::now()) {
                     Some(d) if !d.is_zero() => d,
@@ -605,6 +613,26 @@ impl Tasks {
                 .map(|(g, _)| g)
                 .unwrap_or_else(|p| p.into_inner().0);
         }
+    }
+
+    /// A delegation started: until [`Tasks::release`], waiting for tasks never ends idle.
+    pub fn hold(&self) {
+        self.delegated.store(true, Ordering::SeqCst);
+        self.held.fetch_add(1, Ordering::SeqCst);
+    }
+
+    /// Whether this session has delegated: under `queue` + `exit` it then ends as soon as
+    /// no delegation is out and nothing waits, rather than after an idle wait.
+    pub fn delegated(&self) -> bool {
+        self.delegated.load(Ordering::SeqCst)
+    }
+
+    /// A delegation was reported (its completion, if any, is already submitted).
+    pub fn release(&self) {
+        let _ = self
+            .held
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1));
+        self.wake();
     }
 
     /// Wake a session waiting in [`Tasks::next`] (a signal arrived).

@@ -286,3 +286,41 @@ fn a_refused_send_evicts_nothing() {
         "refusals made no room at an answer's cost"
     );
 }
+
+#[test]
+fn a_held_delegation_keeps_the_wait_open_until_its_completion_is_in() {
+    let t = Tasks::new(Acceptance::Queue(4));
+    assert!(!t.delegated());
+    t.hold();
+    assert!(t.delegated());
+    let (t2, stop) = (t.clone(), AtomicI32::new(0));
+    let waiter = std::thread::spawn(move || {
+        let started = std::time::Instant::now();
+        let got = t2.next(Some(Duration::ZERO), &stop, || 2);
+        (got, started.elapsed())
+    });
+    // The completion arrives, then the child is seen gone.
+    std::thread::sleep(Duration::from_millis(200));
+    let c = submit(&t, "Delegated capsule finished.");
+    t.release();
+    let (got, waited) = waiter.join().unwrap();
+    assert!(
+        waited >= Duration::from_millis(150),
+        "the zero idle wait did not end the session early"
+    );
+    match got {
+        Next::Task(k) => assert_eq!(k.id, c.id),
+        other => panic!("the completion was not taken: {other:?}"),
+    }
+    // Nothing is out any more: a zero wait ends at once.
+    assert!(matches!(
+        t.next(Some(Duration::ZERO), &AtomicI32::new(0), || 3),
+        Next::Idle
+    ));
+    // A release with nothing held does not wrap around.
+    t.release();
+    assert!(matches!(
+        t.next(Some(Duration::ZERO), &AtomicI32::new(0), || 4),
+        Next::Idle
+    ));
+}

@@ -1,0 +1,141 @@
+//! A session's standing with the roost, settled before any task runs. A capsule launched by
+//! a delegating parent carries `MURMUR_SPAWNER` (E-RUN-020 when it cannot be read) and its
+//! approval as one line on standard input; a session registers when its manifest declares
+//! `capabilities.spawn.allow` or when it holds such an approval, and a missing
+//! `MURMUR_ROOST_URL` or a refused registration is E-RUN-019. At the end it deregisters,
+//! best effort and bounded in time.
+
+use super::roost_client::{Credential, Roost};
+use crate::diag::{code, Diagnostic};
+use crate::manifest::model::Manifest;
+use crate::spawner::Spawner;
+use std::io::Read;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// How long one roost call may take.
+pub const ROOST_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long deregistration may hold up the end of a session.
+const DEREGISTER_TIMEOUT: Duration = Duration::from_secs(2);
+/// How long a launched child waits for its approval on standard input.
+const STDIN_WAIT: Duration = Duration::from_secs(10);
+/// The longest approval line read, bytes.
+const MAX_APPROVAL: u64 = 8 * 1024;
+
+/// What the launch learned about delegation.
+pub struct Standing {
+    /// Who delegated this session, if anybody.
+    pub spawner: Option<Spawner>,
+    /// The registration, when this session registered.
+    pub registration: Option<Registration>,
+}
+
+/// A registered session: the roost and the credential it minted for this session.
+pub struct Registration {
+    pub roost: Roost,
+    pub credential: Arc<Credential>,
+    finished: bool,
+}
+
+fn refused(why: impl Into<String>) -> Diagnostic {
+    Diagnostic::new(code::RUN_ROOST, "MURMUR_ROOST_URL", why)
+}
+
+/// The approval a delegating parent wrote on standard input: one line, trimmed.
+fn approval_from_stdin() -> Result<String, Diagnostic> {
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut buf = Vec::new();
+        let r = std::io::stdin()
+            .lock()
+            .take(MAX_APPROVAL)
+            .read_to_end(&mut buf)
+            .map(|_| buf);
+        let _ = tx.send(r);
+    });
+    let bytes = match rx.recv_timeout(STDIN_WAIT) {
+        Ok(Ok(b)) => b,
+        Ok(Err(e)) => {
+            return Err(refused(format!(
+                "cannot read the spawn approval from standard input: {e}"
+            )))
+        }
+        Err(_) => {
+            return Err(refused(format!(
+                "no spawn approval arrived on standard input within {} s",
+                STDIN_WAIT.as_secs()
+            )))
+        }
+    };
+    let text = String::from_utf8(bytes).unwrap_or_default();
+    let line = text.lines().next().unwrap_or("").trim().to_string();
+    if line.is_empty() {
+        return Err(refused(
+            "MURMUR_SPAWNER is set but no spawn approval arrived on standard input (a delegated capsule is launched by its parent's runtime)",
+        ));
+    }
+    Ok(line)
+}
+
+/// Settle delegation for session `session_id` of `m`. `env` reads the process environment.
+pub fn settle(
+    m: &Manifest,
+    session_id: &str,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<Standing, Diagnostic> {
+    let spawner = Spawner::from_env(env("MURMUR_SPAWNER").as_deref())?;
+    let approval = match &spawner {
+        Some(_) => Some(approval_from_stdin()?),
+        None => None,
+    };
+    if m.capabilities.spawn_allow.is_empty() && approval.is_none() {
+        return Ok(Standing {
+            spawner,
+            registration: None,
+        });
+    }
+    let url = env("MURMUR_ROOST_URL")
+        .filter(|u| !u.trim().is_empty())
+        .ok_or_else(|| {
+            refused("MURMUR_ROOST_URL is not set: a capsule that declares capabilities.spawn.allow, or that was launched under a spawn approval, registers with mur-roost before it runs")
+                .with_hint("start mur-roost and set MURMUR_ROOST_URL=http://127.0.0.1:<port>")
+        })?;
+    let roost = Roost::new(&url, ROOST_TIMEOUT).map_err(refused)?;
+    let credential = roost
+        .register(session_id, &m.name, &m.version, approval.as_deref())
+        .map_err(|e| refused(format!("registration with mur-roost failed: {e}")))?;
+    Ok(Standing {
+        spawner,
+        registration: Some(Registration {
+            roost,
+            credential: Arc::new(credential),
+            finished: false,
+        }),
+    })
+}
+
+impl Registration {
+    /// Deregister with `complete` (the session ended ok) or `failed`; best effort, at most
+    /// a couple of seconds.
+    pub fn finish(mut self, ok: bool) {
+        self.deregister(ok);
+    }
+
+    fn deregister(&mut self, ok: bool) {
+        if self.finished {
+            return;
+        }
+        self.finished = true;
+        let outcome = if ok { "complete" } else { "failed" };
+        if let Ok(roost) = Roost::new(self.roost.url(), DEREGISTER_TIMEOUT) {
+            let _ = roost.deregister(&self.credential, outcome);
+        }
+    }
+}
+
+impl Drop for Registration {
+    /// A session that ends on an error path is reported `failed`.
+    fn drop(&mut self) {
+        self.deregister(false);
+    }
+}

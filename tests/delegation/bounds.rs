@@ -1,0 +1,187 @@
+//! The roost's bounds as a delegating capsule meets them: the refusal sentence is the tool's
+//! result, word for word, the session carries on and the formation still ends by itself.
+//! Depth (a capsule that names itself), concurrency and the machine ceiling (two delegations
+//! in one turn), and the spawn envelope (no child directory, no child process).
+
+use crate::common::delegation::*;
+use crate::common::provider::{last_user_text, Provider};
+use serde_json::{json, Value};
+
+/// The `delegation` events of `trace` with status `status`.
+fn with_status<'a>(trace: &'a [Value], status: &str) -> Vec<&'a Value> {
+    events_of(trace, "delegation")
+        .into_iter()
+        .filter(|e| e["status"] == status)
+        .collect()
+}
+
+/// The refused `delegation` line of a trace: capsule, version and the sentence.
+fn assert_refused_line(trace: &[Value], capsule: &str, sentence: &str) {
+    let refused = with_status(trace, "refused");
+    assert_eq!(refused.len(), 1, "{:#?}", events_of(trace, "delegation"));
+    let e = refused[0];
+    assert_eq!(e["capsule"], capsule, "{e}");
+    assert_eq!(e["version"], V, "{e}");
+    assert_eq!(e["output"], sentence, "{e}");
+}
+
+#[test]
+fn a_capsule_that_names_itself_stops_at_the_depth_bound() {
+    let p = Provider::start_responder(responder(&[(
+        "looper",
+        Plan::delegate(&[("looper", "go one level deeper")]),
+    )]));
+    let mut f = Formation::new("dlg-depth");
+    f.publish(&p, &Cap::delegating("looper", &["looper"]));
+    f.start_roost(&["looper"], &["--max-depth", "2"]);
+    let mut top = f.start("looper", Some("start the recursion"), &f.env());
+    let code = top.finish(FORMATION, || f.dump());
+    assert_eq!(code, Some(0), "{}\n{}", top.both(), f.dump());
+
+    // Levels 1 and 2 started a child; level 3's call got the depth sentence, exactly.
+    let all: Vec<String> = results_of(&p, "looper").into_iter().flatten().collect();
+    assert_eq!(all.len(), 3, "{all:#?}");
+    let (json_results, sentences): (Vec<&String>, Vec<&String>) =
+        all.iter().partition(|t| serde_json::from_str::<Value>(t).is_ok());
+    assert_eq!(sentences, [&depth_sentence(2)], "{all:#?}");
+    assert_eq!(json_results.len(), 2, "{all:#?}");
+
+    // Follow the chain through the traces.
+    let l1 = top.sid.clone();
+    let t1 = f.trace(&l1);
+    let s1 = with_status(&t1, "started");
+    assert_eq!(s1.len(), 1, "{t1:#?}");
+    let l2 = sv(s1[0], "child_session_id").to_string();
+    let t2 = f.trace(&l2);
+    let s2 = with_status(&t2, "started");
+    assert_eq!(s2.len(), 1, "{t2:#?}");
+    let l3 = sv(s2[0], "child_session_id").to_string();
+    let t3 = f.trace(&l3);
+    assert_eq!(session_start(&t2)["spawned_by"], json!(l1));
+    assert_eq!(session_start(&t3)["spawned_by"], json!(l2));
+    assert!(with_status(&t3, "started").is_empty(), "{t3:#?}");
+    assert_refused_line(&t3, "looper", &depth_sentence(2));
+    for t in [&t1, &t2] {
+        assert_eq!(with_status(t, "ok").len(), 1, "{t:#?}");
+    }
+
+    // Three sessions, no fourth directory, and the roost's view of the budget.
+    assert_eq!(f.sessions().len(), 3, "{:?}", f.sessions());
+    let d2 = top.workdir.join(sv(s1[0], "child_workdir"));
+    let d3 = d2.join(sv(s2[0], "child_workdir"));
+    assert!(d3.is_dir(), "{}", d3.display());
+    assert_eq!(names_in(&d3.join(".murmur/children")), Vec::<String>::new());
+    for (sid, depth) in [(&l1, 2), (&l2, 1), (&l3, 0)] {
+        let s = f.roost_status(sid, "complete");
+        assert_eq!(s["depth_remaining"], depth, "{sid}: {s}");
+    }
+    f.assert_nothing_left();
+}
+
+/// A capsule delegating twice in one turn under a roost started with `args`: the first
+/// starts, the second is refused with `sentence`, the formation completes.
+fn second_of_two_is_refused(label: &str, args: &[&str], sentence: &str) {
+    let p = Provider::start_responder(responder(&[
+        (
+            "fanout",
+            Plan::delegate(&[("leaf", "FIRST-TASK"), ("leaf", "SECOND-TASK")]),
+        ),
+        ("leaf", Plan::answer("OUTPUT-leaf")),
+    ]));
+    let mut f = Formation::new(label);
+    f.publish(&p, &Cap::delegating("fanout", &["leaf"]));
+    f.publish(&p, &Cap::leaf("leaf"));
+    f.start_roost(&["fanout"], args);
+    let mut top = f.start("fanout", Some("fan out twice"), &f.env());
+    let code = top.finish(FORMATION, || f.dump());
+    assert_eq!(code, Some(0), "{}\n{}", top.both(), f.dump());
+
+    let r = results_of(&p, "fanout");
+    assert_eq!(r.len(), 1, "{r:#?}");
+    assert_eq!(r[0].len(), 2, "{r:#?}");
+    let first = started(&r[0][0], "leaf");
+    assert_eq!(r[0][1], sentence);
+
+    // One child ran, on the first task; the session went on and took its completion.
+    let leaf_reqs = requests_of(&p, "leaf");
+    assert_eq!(leaf_reqs.len(), 1);
+    assert_eq!(last_user_text(&leaf_reqs[0]), "FIRST-TASK");
+    assert_eq!(completions_to(&p, "fanout").len(), 1);
+    assert_eq!(
+        names_in(&top.workdir.join(".murmur/children")).len(),
+        1,
+        "one child directory"
+    );
+    let trace = f.trace(&top.sid);
+    assert_refused_line(&trace, "leaf", sentence);
+    let ok = with_status(&trace, "ok");
+    assert_eq!(ok.len(), 1, "{trace:#?}");
+    assert_eq!(ok[0]["delegation_id"], first["delegation_id"]);
+    assert_eq!(f.sessions().len(), 2, "{:?}", f.sessions());
+    f.roost_status(&top.sid, "complete");
+    f.assert_nothing_left();
+}
+
+#[test]
+fn a_second_child_past_max_concurrent_is_refused_with_the_concurrency_sentence() {
+    second_of_two_is_refused(
+        "dlg-concurrent",
+        &["--max-concurrent", "1"],
+        &concurrency_sentence(1, 1),
+    );
+}
+
+#[test]
+fn a_second_child_past_the_machine_ceiling_is_refused_with_the_ceiling_sentence() {
+    // The top-level session counts once registered; its first child's reservation fills it.
+    second_of_two_is_refused(
+        "dlg-ceiling",
+        &["--max-live-capsules", "2"],
+        &ceiling_sentence(2, 2),
+    );
+}
+
+#[test]
+fn a_child_wider_than_its_parent_is_refused_and_nothing_is_launched() {
+    let p = Provider::start_responder(responder(&[
+        ("narrow", Plan::delegate(&[("wide", "reach further")])),
+        ("wide", Plan::answer("OUTPUT-wide")),
+    ]));
+    let mut f = Formation::new("dlg-envelope");
+    f.publish(&p, &Cap::delegating("narrow", &["wide"]));
+    f.publish(&p, &Cap::leaf("wide").network(&["api.example.com"]));
+    f.start_roost(&["narrow"], &[]);
+    let mut env = f.env();
+    // Nothing was delegated, so the session may wait for another task: not for long.
+    env.insert("MURMUR_A2A_TIMEOUT_SECS".into(), "3".into());
+    let mut top = f.start("narrow", Some("delegate beyond your grants"), &env);
+
+    // Once the refusal is back with the model, no child process exists.
+    wait_for(WAIT * 2, "the refusal to reach the model", || {
+        (!results_of(&p, "narrow").is_empty()).then_some(())
+    });
+    let children: Vec<String> = f
+        .procs()
+        .into_iter()
+        .filter(|pr| pr.has_pair("--capsule", "wide"))
+        .map(|pr| pr.cmdline())
+        .collect();
+    assert!(children.is_empty(), "{children:?}");
+    let code = top.finish(FORMATION, || f.dump());
+    assert_eq!(code, Some(0), "{}\n{}", top.both(), f.dump());
+
+    let sentence = envelope_sentence("capabilities.network.allow", "api.example.com");
+    assert_eq!(results_of(&p, "narrow"), [vec![sentence.clone()]]);
+    assert!(requests_of(&p, "wide").is_empty(), "the wide capsule ran");
+    assert_eq!(
+        names_in(&top.workdir.join(".murmur/children")),
+        Vec::<String>::new()
+    );
+    let trace = f.trace(&top.sid);
+    assert_refused_line(&trace, "wide", &sentence);
+    assert_eq!(events_of(&trace, "delegation").len(), 1, "{trace:#?}");
+    assert_eq!(f.sessions(), [top.sid.clone()]);
+    let s = f.roost_status(&top.sid, "complete");
+    assert_eq!(s["live_children"], 0, "{s}");
+    f.assert_nothing_left();
+}

@@ -13,7 +13,7 @@ use super::provider::{
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 mod door;
 mod world;
@@ -295,24 +295,8 @@ pub fn tool_schema(req: &Recorded, name: &str) -> Option<Value> {
 }
 
 /// The names of the tools `req` offered.
-pub fn offered(req: &Recorded) -> Vec<String> {
-    let tools = req
-        .json
-        .as_ref()
-        .and_then(|j| j.get("tools"))
-        .and_then(Value::as_array)
-        .cloned()
-        .unwrap_or_default();
-    tools
-        .iter()
-        .filter_map(|t| {
-            t.pointer("/function/name")
-                .or_else(|| t.get("name"))
-                .and_then(Value::as_str)
-                .map(str::to_string)
-        })
-        .collect()
-}
+#[allow(unused_imports)]
+pub use super::provider::offered;
 
 // ---------------------------------------------------------------------------------------
 // Shapes.
@@ -440,20 +424,9 @@ pub fn names_in(dir: &Path) -> Vec<String> {
     out
 }
 
-/// Wait until `f` gives something or `timeout` passes (then panic naming `what`).
-pub fn wait_for<T>(timeout: Duration, what: &str, mut f: impl FnMut() -> Option<T>) -> T {
-    let until = Instant::now() + timeout;
-    loop {
-        if let Some(v) = f() {
-            return v;
-        }
-        assert!(
-            Instant::now() < until,
-            "timed out after {timeout:?} waiting for {what}"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
-}
+/// The one polling helper of the tests.
+#[allow(unused_imports)]
+pub use super::door::wait_for;
 
 /// The events of `kind` in `trace`.
 pub fn events_of<'a>(trace: &'a [Value], kind: &str) -> Vec<&'a Value> {

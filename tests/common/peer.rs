@@ -4,7 +4,7 @@
 #![allow(dead_code)]
 
 use super::agent::Spec;
-use super::provider::{tool_results, Provider, Recorded};
+use super::provider::{tool_results, Provider};
 use serde_json::{json, Value};
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
@@ -86,25 +86,9 @@ pub fn results(p: &Provider, n: usize) -> Vec<Value> {
         .collect()
 }
 
-/// The names of the tools a model request offered (OpenAI `tools[].function.name`).
-pub fn offered(req: &Recorded) -> Vec<String> {
-    let tools = req
-        .json
-        .as_ref()
-        .and_then(|j| j.get("tools"))
-        .and_then(Value::as_array)
-        .cloned()
-        .unwrap_or_default();
-    tools
-        .iter()
-        .filter_map(|t| {
-            t.pointer("/function/name")
-                .or_else(|| t.get("name"))
-                .and_then(Value::as_str)
-                .map(str::to_string)
-        })
-        .collect()
-}
+/// The names of the tools a model request offered.
+#[allow(unused_imports)]
+pub use super::provider::offered;
 
 /// A string field of a JSON value.
 pub fn sv<'a>(v: &'a Value, key: &str) -> &'a str {

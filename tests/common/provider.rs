@@ -795,3 +795,24 @@ pub fn last_is_tool_result(req: &Recorded) -> bool {
                 .any(|b| b.get("type").and_then(Value::as_str) == Some("tool_result"))
         })
 }
+
+/// The names of the tools a model request offered (OpenAI `tools[].function.name`,
+/// Anthropic `tools[].name`).
+pub fn offered(req: &Recorded) -> Vec<String> {
+    let tools = req
+        .json
+        .as_ref()
+        .and_then(|j| j.get("tools"))
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    tools
+        .iter()
+        .filter_map(|t| {
+            t.pointer("/function/name")
+                .or_else(|| t.get("name"))
+                .and_then(Value::as_str)
+                .map(str::to_string)
+        })
+        .collect()
+}

@@ -86,7 +86,12 @@ fn second_of_two_is_refused(label: &str, args: &[&str], sentence: &str) {
             "fanout",
             Plan::delegate(&[("leaf", "FIRST-TASK"), ("leaf", "SECOND-TASK")]),
         ),
-        ("leaf", Plan::answer("OUTPUT-leaf")),
+        // The first child is still running (so still counted) when the second is asked
+        // for: a leaf that answered at once could be gone by then.
+        (
+            "leaf",
+            Plan::answer_after(std::time::Duration::from_secs(3), "OUTPUT-leaf"),
+        ),
     ]));
     let mut f = Formation::new(label);
     f.publish(&p, &Cap::delegating("fanout", &["leaf"]));

@@ -154,3 +154,59 @@ fn without_spawn_allow_there_is_no_delegate_tool_and_no_roost_is_needed() {
         "an undelegated session wrote a completion"
     );
 }
+
+#[test]
+fn a_task_whose_context_a_child_could_not_read_is_refused_before_the_roost_is_asked() {
+    let p = Provider::start_responder(responder(&[
+        ("orch", Plan::delegate(&[("solo", "TASK-FOR-SOLO")])),
+        ("solo", Plan::answer("OUTPUT-solo")),
+    ]));
+    let mut f = Formation::new("dlg-bad-context");
+    f.publish(&p, &Cap::delegating("orch", &["solo"]));
+    f.publish(&p, &Cap::leaf("solo"));
+    f.start_roost(&["orch"], &[]);
+    let mut env = f.env();
+    env.insert("MURMUR_A2A_TIMEOUT_SECS".into(), "3".into());
+    let mut top = f.start("orch", None, &env);
+    // An A2A task whose contextId holds a control character, which the door takes but a
+    // child's MURMUR_SPAWNER could not carry.
+    let body = serde_json::json!({
+        "jsonrpc": "2.0", "id": 1, "method": "message/send",
+        "params": {
+            "message": {"kind": "message", "role": "user", "messageId": "m1",
+                        "contextId": "ctx\u{1}x", "parts": [{"kind": "text", "text": "TASK-FOR-ORCH"}]},
+            "configuration": {"blocking": false}
+        }
+    })
+    .to_string();
+    let req = format!(
+        "POST / HTTP/1.1\r\nhost: 127.0.0.1:{}\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n{body}",
+        top.port,
+        body.len()
+    );
+    let answer = crate::common::exchange(
+        std::net::SocketAddr::from(([127, 0, 0, 1], top.port)),
+        req.as_bytes(),
+    );
+    assert!(
+        answer.starts_with("HTTP/1.1 200") && !answer.contains("\"error\""),
+        "{answer}"
+    );
+    let code = top.finish(FORMATION, || f.dump());
+    assert_eq!(code, Some(0), "{}\n{}", top.both(), f.dump());
+    let results = results_of(&p, "orch");
+    assert_eq!(results.len(), 1, "{results:?}");
+    let r: Value = serde_json::from_str(&results[0][0]).unwrap_or_else(|_| panic!("{results:?}"));
+    assert_eq!(r["status"], "failed", "{r}");
+    assert!(
+        r["output"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("cannot be handed to a child"),
+        "{r}"
+    );
+    // Nothing was reserved at the roost and nothing was made or started.
+    assert_eq!(f.roost().status(&top.sid)["live_children"], 0);
+    assert!(!top.workdir.join(".murmur/children").exists());
+    assert!(requests_of(&p, "solo").is_empty());
+}

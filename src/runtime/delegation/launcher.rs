@@ -133,6 +133,24 @@ impl Launcher {
                 format!("the version is longer than {MAX_VERSION} bytes or holds a control character"),
             );
         }
+        // The handle the child will be given must be one it can read (a context id an A2A
+        // client chose may hold what `MURMUR_SPAWNER` refuses): checked with the child's
+        // own parser before the roost reserves anything.
+        let handle = Spawner {
+            url: self.parent.door_url.clone(),
+            session_id: self.parent.session_id.clone(),
+            context_id: ask.context_id.to_string(),
+            trust: ask.trust,
+            delegation_id: id.clone(),
+        };
+        if let Err(d) = Spawner::from_env(Some(&handle.to_env())) {
+            return self.failed(
+                &id,
+                ask,
+                "",
+                format!("this task's context cannot be handed to a child: {}", d.message),
+            );
+        }
         if ask.task.len() > crate::a2a::rpc::MAX_TEXT {
             return self.failed(
                 &id,
@@ -206,6 +224,8 @@ impl Launcher {
             }),
             _ => Err("cannot write the approval to the child's standard input".to_string()),
         };
+        // The child-watch bound counts from here: the launch bound is not spent out of it.
+        let ready_at = Instant::now();
         let (session_id, url) = match ready {
             Ok(r) => r,
             Err(why) => return self.abandon(child, &id, ask, "", why, &stderr),
@@ -240,7 +260,7 @@ impl Launcher {
                 trust: ask.trust,
                 delegation_id: id.clone(),
             },
-            started: Instant::now(),
+            started: ready_at,
             deadline: self.parent.deadline,
             stderr,
         });

@@ -118,10 +118,10 @@ fn install_error(step: usize, e: impl std::fmt::Display) -> Diagnostic {
     Diagnostic::new(
         code::RUN_CONTAINMENT,
         "",
-        format!(
-            "containment could not be installed, the command was not run: {}: {e}",
-            STEPS[step]
-        ),
+        match STEPS[step] {
+            "" => format!("containment could not be installed, the command was not run: {e}"),
+            name => format!("containment could not be installed, the command was not run: {name}: {e}"),
+        },
     )
 }
 
@@ -169,6 +169,21 @@ pub fn spawn(s: Spawn<'_>) -> Result<Child, Diagnostic> {
     }
     let runtime = s.runtime;
     let parent_pid = rustix::process::getpid().as_raw_nonzero().get();
+    // The held workdir's identity, which a sealed root's bind (made by path in its own
+    // mount namespace) must find; a held descriptor that cannot be read refuses the spawn
+    // rather than leaving the bind unchecked.
+    let held_ident = match s.workdir_held {
+        Some(h) => match rustix::fs::stat(h) {
+            Ok(st) => Some((st.st_dev, st.st_ino)),
+            Err(e) => {
+                return Err(install_error(
+                    0,
+                    format!("the session's own workdir descriptor cannot be read: {e}"),
+                ))
+            }
+        },
+        None => None,
+    };
     let contained = s.class >= Class::Scoped;
     // The loader and libraries of the allowed binaries: only landlock and the sealed root
     // need them, so an advisory spawn does not read a single ELF header.
@@ -211,18 +226,8 @@ pub fn spawn(s: Spawn<'_>) -> Result<Child, Diagnostic> {
         files.insert(s.program.to_path_buf());
         let read_binds: Vec<PathBuf> = s.read_dirs.iter().chain(s.read_unlisted).cloned().collect();
         Some(
-            sealed::plan(
-                Some((
-                    s.workdir,
-                    s.workdir_held
-                        .and_then(|h| rustix::fs::stat(h).ok())
-                        .map(|st| (st.st_dev, st.st_ino)),
-                )),
-                &files,
-                &read_binds,
-                s.workdir_exec,
-            )
-            .map_err(|e| install_error(11, e))?,
+            sealed::plan(Some((s.workdir, held_ident)), &files, &read_binds, s.workdir_exec)
+                .map_err(|e| install_error(11, e))?,
         )
     } else {
         None

@@ -117,17 +117,9 @@ impl World {
             err_path,
             exit: None,
         };
-        let until = Instant::now() + ANNOUNCE_DEADLINE;
-        let line = loop {
-            let out = std::fs::read_to_string(&served.out_path).unwrap_or_default();
-            if let Some((first, _)) = out.split_once('\n') {
-                break first.to_string();
-            }
-            if served.try_exit().is_some() || Instant::now() >= until {
-                panic!("mur run never announced itself\n{}", served.both());
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        };
+        let out_path = served.out_path.clone();
+        let line = super::announcement(&out_path, ANNOUNCE_DEADLINE, || served.try_exit().is_some())
+            .unwrap_or_else(|| panic!("mur run never announced itself\n{}", served.both()));
         served.announced_at = Instant::now();
         let v: Value = serde_json::from_str(&line)
             .unwrap_or_else(|e| panic!("announcement {line:?}: {e}\n{}", served.both()));

@@ -413,16 +413,8 @@ pub fn canonical(path: &Path) -> PathBuf {
 }
 
 /// The names in `dir` (empty when it does not exist), sorted.
-pub fn names_in(dir: &Path) -> Vec<String> {
-    let mut out: Vec<String> = std::fs::read_dir(dir)
-        .map(|d| {
-            d.map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-                .collect()
-        })
-        .unwrap_or_default();
-    out.sort();
-    out
-}
+#[allow(unused_imports)]
+pub use super::peer::names_in;
 
 /// The one polling helper of the tests.
 #[allow(unused_imports)]

@@ -140,3 +140,23 @@ pub fn trace_events(records: &std::path::Path, kind: &str) -> Vec<serde_json::Va
         .filter(|e| e["event_type"] == kind)
         .collect()
 }
+
+/// The first line a `mur run` wrote to its stdout file `out` (its announcement), polled
+/// every 20 ms; `None` once `ended()` says the process exited first or `within` passes.
+pub fn announcement(
+    out: &std::path::Path,
+    within: Duration,
+    mut ended: impl FnMut() -> bool,
+) -> Option<String> {
+    let until = std::time::Instant::now() + within;
+    loop {
+        let text = std::fs::read_to_string(out).unwrap_or_default();
+        if let Some((first, _)) = text.split_once('\n') {
+            return Some(first.to_string());
+        }
+        if ended() || std::time::Instant::now() >= until {
+            return None;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}

@@ -389,7 +389,8 @@ pub fn run(p: Prelude<'_>) -> Result<u8, Diagnostic> {
         toolbox.peer =
             super::peer::PeerTools::new(m, p.session_id, bound.port, work, p.achieved, peer_key.clone());
     }
-    let mut peer_specs = toolbox.peer.as_ref().map(|t| t.specs()).unwrap_or_default();
+    // The runtime's own tools (peer plane, delegation), offered before any artifact's.
+    let mut runtime_specs = toolbox.peer.as_ref().map(|t| t.specs()).unwrap_or_default();
     // `delegate-task`, when the manifest names capsules it may spawn (it registered).
     if let (Some(reg), false) = (&p.standing.registration, caps.spawn_allow.is_empty()) {
         let tool = super::delegate::Delegate::new(delegation::launcher::Launcher::new(
@@ -410,10 +411,10 @@ pub fn run(p: Prelude<'_>) -> Result<u8, Diagnostic> {
             reg.credential.clone(),
             delegation::watch::Watch::new(life.tasks.clone(), trace.try_clone().ok()),
         ));
-        peer_specs.push(tool.spec());
+        runtime_specs.push(tool.spec());
         toolbox.delegate = Some(tool);
     }
-    for spec in &peer_specs {
+    for spec in &runtime_specs {
         toolbox.offer(spec.clone());
     }
     let mut listed: Vec<(String, &'static str, String)> = Vec::new();
@@ -481,7 +482,7 @@ pub fn run(p: Prelude<'_>) -> Result<u8, Diagnostic> {
     }
     let listed_names: Vec<String> = listed.iter().map(|(n, _, _)| n.clone()).collect();
     listed.extend(
-        peer_specs
+        runtime_specs
             .into_iter()
             .map(|s| (s.name, "runtime tool", s.description)),
     );

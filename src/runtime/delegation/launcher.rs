@@ -174,7 +174,7 @@ impl Launcher {
             }
             Err(e) => return self.failed(&id, ask, "", e.to_string()),
         };
-        let env = match self.child_env(ask, &id, &approval.sha256) {
+        let env = match self.child_env(ask, &handle, &approval.sha256) {
             Ok(env) => env,
             Err(why) => return self.failed(&id, ask, "", why),
         };
@@ -253,13 +253,8 @@ impl Launcher {
                 reported_by: "launcher",
             },
             records: self.parent.records_root.join(&session_id),
-            own_door: Spawner {
-                url: self.parent.door_url.clone(),
-                session_id: self.parent.session_id.clone(),
-                context_id: ask.context_id.to_string(),
-                trust: ask.trust,
-                delegation_id: id.clone(),
-            },
+            // The launcher's own reports go where the child's would: the same handle.
+            own_door: handle,
             started: ready_at,
             deadline: self.parent.deadline,
             stderr,
@@ -315,7 +310,12 @@ impl Launcher {
 
     /// The child's whole environment. The artifact the child will run (from this session's
     /// registry) must be the one the roost judged: `approved` is its sha256.
-    fn child_env(&self, ask: &Ask<'_>, id: &str, approved: &str) -> Result<Vec<(String, String)>, String> {
+    fn child_env(
+        &self,
+        ask: &Ask<'_>,
+        handle: &Spawner,
+        approved: &str,
+    ) -> Result<Vec<(String, String)>, String> {
         let lookup = |k: &str| std::env::var(k).ok();
         let resolved = crate::registry::resolve(
             &self.parent.registry,
@@ -348,13 +348,6 @@ impl Launcher {
             }
         }
         env.push(("MURMUR_ROOST_URL".into(), self.roost.url().to_string()));
-        let handle = Spawner {
-            url: self.parent.door_url.clone(),
-            session_id: self.parent.session_id.clone(),
-            context_id: ask.context_id.to_string(),
-            trust: ask.trust,
-            delegation_id: id.to_string(),
-        };
         env.push(("MURMUR_SPAWNER".into(), handle.to_env()));
         Ok(env)
     }

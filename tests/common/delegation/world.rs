@@ -474,17 +474,9 @@ impl Capsule {
             err,
             exit: None,
         };
-        let until = Instant::now() + ANNOUNCE;
-        let line = loop {
-            let text = std::fs::read_to_string(&c.out).unwrap_or_default();
-            if let Some((first, _)) = text.split_once('\n') {
-                break first.to_string();
-            }
-            if c.try_exit().is_some() || Instant::now() >= until {
-                panic!("mur run never announced itself\n{}", c.both());
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        };
+        let out = c.out.clone();
+        let line = crate::common::announcement(&out, ANNOUNCE, || c.try_exit().is_some())
+            .unwrap_or_else(|| panic!("mur run never announced itself\n{}", c.both()));
         let v: Value = serde_json::from_str(&line)
             .unwrap_or_else(|e| panic!("announcement {line:?}: {e}\n{}", c.both()));
         c.sid = sv(&v, "session_id").to_string();

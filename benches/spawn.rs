@@ -72,6 +72,7 @@ fn main() {
                     cgroup: cgroup.as_ref(),
                     rlimits: spawn::Rlimits::default(),
                     runtime: false,
+                    net: None,
                     stdin: Stdio::null(),
                     stdout: Stdio::null(),
                     stderr: Stdio::null(),

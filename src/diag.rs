@@ -15,6 +15,8 @@ pub mod code {
     pub const CAP_FLOOR: &str = "E-CAP-003";
     /// Decision: a command `mur exec` was asked to run that `shell.allow` does not list.
     pub const CAP_SHELL: &str = "E-CAP-004";
+    /// The host cannot give the subprocess tree its own network namespace.
+    pub const CAP_NO_NETNS: &str = "E-CAP-005";
     pub const CAP_EXPORT_ROOT_ESCAPES: &str = "E-CAP-007";
     pub const CAP_PEER_TTL: &str = "E-CAP-008";
     pub const REG_NOT_INSTALLED: &str = "E-RUN-008";
@@ -41,6 +43,8 @@ pub mod code {
     pub const RUN_ROOST: &str = "E-RUN-019";
     /// `MURMUR_SPAWNER` is set but cannot be read: the child refuses to launch.
     pub const RUN_SPAWNER: &str = "E-RUN-020";
+    /// Advisory containment with a subprocess route: nothing constrains its network.
+    pub const SEC_ADVISORY_NETWORK: &str = "W-SEC-003";
     pub const SEC_LITERAL_SECRET: &str = "W-SEC-004";
     /// A per-artifact grant outside the capsule's ceiling, dropped.
     pub const SEC_OUTSIDE_CEILING: &str = "W-SEC-007";

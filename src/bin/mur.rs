@@ -405,6 +405,12 @@ fn exe() -> PathBuf {
 }
 
 fn main() -> ExitCode {
+    // Hidden: the session network namespace's helper (see `containment::egress::namespace`),
+    // started by `mur` itself with the hand-off socket as its stdout.
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    if args.first().map(String::as_str) == Some("__netns") {
+        return ExitCode::from(murmur::containment::egress::namespace::helper_main(&args[1..]) as u8);
+    }
     let cmd = match parse(Args::new(std::env::args().skip(1))) {
         Ok(c) => c,
         Err(e) => {

@@ -4,7 +4,7 @@
 
 use crate::containment::class::{self, Class};
 use crate::containment::host_env::{credential_shaped, resolve_binary, PIDS_MAX};
-use crate::containment::{cgroup::Cgroup, probe, runtime_dirs, spawn};
+use crate::containment::{cgroup::Cgroup, egress, probe, runtime_dirs, spawn};
 use crate::diag::{code, Diagnostic};
 use crate::manifest::{self, Resolve};
 use std::path::{Path, PathBuf};
@@ -60,9 +60,25 @@ pub fn exec(o: ExecOptions, exe: &Path) -> Result<u8, Diagnostic> {
     })?;
     let report = probe::probe(exe, caps.containment.max(o.containment.unwrap_or_default()));
     let decision = class::decide(caps.containment, o.containment, caps.workdir_exec, &report);
+    // The session's network namespace and relay first: a host that cannot make the
+    // namespace refuses a subprocess whatever the class (E-CAP-005).
+    let (egress, net_events) = egress::start(exe, &caps.network_allow)?;
     if let Some(refusal) = decision.refusal_for(caps.unix_sockets) {
         return Err(refusal);
     }
+    if decision.achieved == Class::Advisory {
+        eprintln!("{}", egress::advisory_warning());
+    }
+    std::thread::spawn(move || {
+        for e in net_events {
+            if !matches!(
+                e.decision,
+                egress::event::Decision::Closed { .. } | egress::event::Decision::Answered(_)
+            ) {
+                eprintln!("mur: network: {}", e.line());
+            }
+        }
+    });
     // What the child may read besides its workdir and binaries (interpreter runtimes, the
     // trust store with a network grant, time zone data); W-SEC-009 names what a declared
     // interpreter_runtime opens.
@@ -148,6 +164,7 @@ pub fn exec(o: ExecOptions, exe: &Path) -> Result<u8, Diagnostic> {
         cgroup: cgroup.as_ref(),
         rlimits: spawn::Rlimits::default(),
         runtime: false,
+        net: Some(&egress.join),
         stdin: Stdio::null(),
         stdout: Stdio::inherit(),
         stderr: Stdio::inherit(),
@@ -168,6 +185,7 @@ pub fn exec(o: ExecOptions, exe: &Path) -> Result<u8, Diagnostic> {
         .wait()
         .map_err(|e| Diagnostic::new(code::RUN_CONTAINMENT, "", format!("waiting for {cmd}: {e}")))?;
     drop(cgroup);
+    drop(egress);
     use std::os::unix::process::ExitStatusExt;
     Ok(match (status.code(), status.signal()) {
         (Some(c), _) => c as u8,

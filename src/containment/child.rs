@@ -25,6 +25,13 @@ pub fn enter_network_namespace() -> io::Result<()> {
     check(unsafe { libc::unshare(flags) } as libc::c_long)
 }
 
+/// Join the namespace `fd` refers to (`nstype` one `CLONE_NEW*` flag): the session's user
+/// namespace, then its network namespace.
+pub fn join_namespace(fd: libc::c_int, nstype: libc::c_int) -> io::Result<()> {
+    // SAFETY: setns takes a descriptor the parent holds and a flag.
+    check(unsafe { libc::setns(fd, nstype) } as libc::c_long)
+}
+
 /// A new session: the child leads its own session and process group and has no
 /// controlling terminal, so `TIOCSTI` cannot reach the operator's terminal (the kernel
 /// refuses it on a terminal that is not the caller's controlling one) and the terminal's

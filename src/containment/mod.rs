@@ -1,7 +1,7 @@
 //! Containment of the runtime's child processes: the class decision (`class`), the host
 //! probe (`probe`), the seccomp policy (`seccomp`, with its argument conditions in
 //! `seccomp_args`), the landlock rules (`rules`), the ELF closure of allowed binaries
-//! (`elf`), the composed root of `sealed` (`sealed`), the pids cgroup (`cgroup`), the steps
+//! (`elf`), the per-session network namespace and egress relay (`egress`), the composed root of `sealed` (`sealed`), the pids cgroup (`cgroup`), the steps
 //! a child installs on itself (`child`), and the one spawn function (`spawn`). `confine` is
 //! the daemon's confinement of itself. `runtime_dirs` decides what a contained child may
 //! read beyond its workdir (interpreter runtimes, the trust store, time zone data).
@@ -17,6 +17,7 @@ pub mod cgroup;
 pub mod child;
 pub mod class;
 pub mod confine;
+pub mod egress;
 pub mod elf;
 pub mod host_env;
 pub mod probe;

@@ -11,6 +11,7 @@
 
 use super::cgroup::Cgroup;
 use super::class::Class;
+use super::egress::namespace::Join;
 use super::sealed::{self, Failure};
 use super::{child, rules, seccomp};
 use crate::diag::{code, Diagnostic};
@@ -77,13 +78,17 @@ pub struct Spawn<'a> {
     /// SIGTERM when the thread that started it dies, so no child outlives a parent that was
     /// killed outright. Only with `class` `advisory`.
     pub runtime: bool,
+    /// The session's network namespace (`egress`): a contained child joins it (under
+    /// `sealed`, before its own namespaces, so the command holds no capability over it).
+    /// Without one a contained child gets a namespace of its own with only a down loopback.
+    pub net: Option<&'a Join>,
     pub stdin: Stdio,
     pub stdout: Stdio,
     pub stderr: Stdio,
 }
 
 /// The steps of the child, numbered for the error pipe (`sealed::STEP_*` share them).
-const STEPS: [&str; 18] = [
+const STEPS: [&str; 19] = [
     "",
     "join the pids cgroup",
     "enter a network namespace (unshare)",
@@ -102,6 +107,7 @@ const STEPS: [&str; 18] = [
     "unblock signals (pthread_sigmask)",
     "start a session without a controlling terminal (setsid)",
     "ask for SIGTERM when the parent dies (prctl PR_SET_PDEATHSIG)",
+    "join the session's network namespace (setns)",
 ];
 
 /// Test-only fault injection: `MURMUR_FAULT=seccomp|landlock` makes that step fail in the
@@ -232,6 +238,11 @@ pub fn spawn(s: Spawn<'_>) -> Result<Child, Diagnostic> {
     } else {
         None
     };
+    // Only a contained child joins: advisory constrains nothing, the network included.
+    let join = s.net.filter(|_| contained).map(Join::raw);
+    if let (Some(p), Some(_)) = (plan.as_mut(), join) {
+        p.share_network();
+    }
     let sealed_ops = plan.as_ref().map(|p| p.descriptions()).unwrap_or_default();
     let tmp_rights = rules::workdir_rights(s.landlock_abi, s.workdir_exec).bits();
     let etc_rights = rules::read_rights().bits();
@@ -277,10 +288,16 @@ pub fn spawn(s: Spawn<'_>) -> Result<Child, Diagnostic> {
         if let Some(fd) = procs_fd {
             run(1, child::write_fd(fd, b"0"))?;
         }
+        if let Some((user, net)) = join {
+            if let Some(u) = user {
+                run(18, child::join_namespace(u, libc::CLONE_NEWUSER))?;
+            }
+            run(18, child::join_namespace(net, libc::CLONE_NEWNET))?;
+        }
         if let Some(p) = plan.as_mut() {
             // Returns in pid 1 of the new namespaces, inside the composed root.
             p.enter().map_err(report)?;
-        } else if contained {
+        } else if contained && join.is_none() {
             run(2, child::enter_network_namespace())?;
         }
         run(3, child::cloexec_from_3())?;

@@ -1,6 +1,7 @@
 //! The effective grants of a session, as one JSON value (the `session_start` trace event and
 //! `--explain-scope --json` print the same object) and as text for people.
 
+use crate::containment::egress;
 use crate::manifest::model::{Containment, Manifest};
 use serde_json::{json, Value};
 
@@ -52,6 +53,7 @@ impl Scope<'_> {
                 "http_allow": c.network_allow.iter().map(|r| r.to_string()).collect::<Vec<_>>(),
                 "sockets": false,
                 "unix_sockets": c.unix_sockets,
+                "subprocess_egress": self.egress(),
             },
             "shell": c.shell_allow.clone().unwrap_or_default(),
             "spawn": c.spawn_allow,
@@ -61,6 +63,23 @@ impl Scope<'_> {
                 "instances": c.limits.instances,
                 "deadline_seconds": c.limits.deadline(),
             },
+        })
+    }
+
+    /// What a shell command or native tool may reach: by name through the session's egress
+    /// relay under `scoped` and `sealed`; nothing is constrained under `advisory`.
+    fn egress(&self) -> Value {
+        let m = self.manifest;
+        let rules = &m.capabilities.network_allow;
+        let enforced = self.achieved >= Containment::Scoped;
+        json!({
+            "subprocesses": m.inference.is_some() && super::launch::subprocess_route(m),
+            "enforced": enforced,
+            "rules": if enforced { egress::policy::Policy::describe(rules) } else { Vec::new() },
+            "ports": egress::policy::ports(rules).unwrap_or_default(),
+            "dns": if enforced { "the allowed names only (A records, TTL 60 s); every other name REFUSED" } else { "the host's" },
+            "ipv6": !enforced,
+            "udp": if enforced { "port 53 to the relay's DNS only" } else { "any" },
         })
     }
 
@@ -107,7 +126,7 @@ impl Scope<'_> {
              filesystem: {} as '.', read-write{}\n\
              env: {}\n\
              network: http via the allow-list gate to {}; no sockets\n\
-             \x20 (native child processes get no route out until the egress proxy lands)\n\
+             \x20 subprocesses: {}\n\
              shell: {}\n\
              spawn: {}\n\
              limits: memory {} bytes, table {} elements, {} instances, deadline {} s\n",
@@ -124,6 +143,7 @@ impl Scope<'_> {
             },
             list(&g["env"]),
             list(&g["network"]["http_allow"]),
+            subprocess_network(&g["network"]["subprocess_egress"]),
             list(&g["shell"]),
             list(&g["spawn"]),
             l["memory_bytes"],
@@ -132,4 +152,25 @@ impl Scope<'_> {
             l["deadline_seconds"],
         )
     }
+}
+
+/// The text line for a session's subprocess egress.
+fn subprocess_network(e: &Value) -> String {
+    if e["subprocesses"] != true {
+        return "none (no shell.allow or tool artifact)".into();
+    }
+    if e["enforced"] != true {
+        return "NOT constrained (containment is advisory)".into();
+    }
+    let rules: Vec<&str> = e["rules"]
+        .as_array()
+        .map(|a| a.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    if rules.is_empty() {
+        return "no destination (empty capabilities.network.allow); DNS answers REFUSED".into();
+    }
+    format!(
+        "by name through the session's egress relay to {}; DNS answers only those names; IPv4 only, no UDP but DNS",
+        rules.join("; ")
+    )
 }

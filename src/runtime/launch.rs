@@ -58,6 +58,21 @@ pub struct Prelude<'a> {
     pub grants_json: serde_json::Value,
     /// Who delegated this session, and its registration with the roost.
     pub standing: Standing,
+    /// The session's network namespace and egress relay, with its decisions (an agent
+    /// with a subprocess route).
+    pub egress: Option<(
+        crate::containment::egress::Egress,
+        std::sync::mpsc::Receiver<crate::containment::egress::event::Event>,
+    )>,
+}
+
+/// Whether a capsule can start subprocesses: shell commands, or tool artifacts (which may
+/// be native binaries).
+pub fn subprocess_route(m: &Manifest) -> bool {
+    m.capabilities.shell_allow.is_some()
+        || m.artifacts
+            .iter()
+            .any(|a| a.runtime == crate::manifest::model::ArtifactRuntime::Tool)
 }
 
 /// A manifest and where its component comes from.
@@ -172,6 +187,14 @@ pub fn run(opts: RunOptions) -> Result<u8, Diagnostic> {
         print!("{}", if opts.json { s.to_json() } else { s.to_text() });
         return Ok(0);
     }
+    // An agent that can start subprocesses gets the session's network namespace and egress
+    // relay before the floor is checked: a host that cannot make it refuses the capsule
+    // whatever the class (E-CAP-005).
+    let egress = if m.inference.is_some() && subprocess_route(m) {
+        Some(crate::containment::egress::start(&exe, &caps.network_allow)?)
+    } else {
+        None
+    };
     if let Some(refusal) = decision.refusal_for(caps.unix_sockets) {
         return Err(refusal);
     }
@@ -200,6 +223,7 @@ pub fn run(opts: RunOptions) -> Result<u8, Diagnostic> {
             env_present: &env_present,
             grants_json,
             standing,
+            egress,
         });
     }
     let component_bytes = source.component?;

@@ -110,6 +110,7 @@ pub mod capsule;
 pub mod delegation;
 pub mod door;
 pub mod peer;
+pub mod probe;
 pub mod provider;
 pub mod resources;
 pub mod roost;

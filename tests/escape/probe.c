@@ -1,10 +1,13 @@
 /* The escape probe: one attempt per run, named by argv[1]; prints
  * "<case> <syscall> <errno> <verdict>" where verdict is contained (the attempt failed),
- * escaped (it worked), or allowed (it worked and is expected to). Built by the tests with cc. */
+ * escaped (it worked), or allowed (it worked and is expected to), sometimes followed by
+ * more words (a line count, a reply, a byte count). Built by the tests with cc. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/if_ether.h>
 #include <linux/perf_event.h>
+#include <netdb.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
@@ -72,6 +75,97 @@ static int tcp(const char *ip, int port) {
     a.sin_port = htons(port);
     inet_pton(AF_INET, ip, &a.sin_addr);
     return report("connect", connect(s, (struct sockaddr *)&a, sizeof a), 0);
+}
+
+/* A TCP connection to an IPv4 address ("a.b.c.d", port) with a 5 s receive timeout: the
+ * socket, or -1 with errno set. */
+static int tcp4_connect(const char *ip, const char *port) {
+    struct sockaddr_in a = {0};
+    a.sin_family = AF_INET;
+    a.sin_port = htons(atoi(port));
+    if (inet_pton(AF_INET, ip, &a.sin_addr) != 1) {
+        errno = EINVAL;
+        return -1;
+    }
+    int s = socket(AF_INET, SOCK_STREAM, 0);
+    if (s < 0) return -1;
+    struct timeval tv = {5, 0};
+    setsockopt(s, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    if (connect(s, (struct sockaddr *)&a, sizeof a) < 0) {
+        int e = errno;
+        close(s);
+        errno = e;
+        return -1;
+    }
+    return s;
+}
+
+/* Send "ping\n", shut the write side, and read the whole reply (up to 4 KiB, each read
+ * under the socket's receive timeout) into reply (NUL-terminated): its length, -2 with
+ * errno set when the send failed, or -1 with errno set when nothing came before an error. */
+static ssize_t ping(int s, char *reply, size_t cap) {
+    if (send(s, "ping\n", 5, MSG_NOSIGNAL) != 5) return -2;
+    shutdown(s, SHUT_WR);
+    size_t got = 0;
+    while (got < cap - 1) {
+        ssize_t n = read(s, reply + got, cap - 1 - got);
+        if (n < 0 && got == 0) return -1;
+        if (n <= 0) break;
+        got += n;
+    }
+    reply[got] = 0;
+    return got;
+}
+
+/* One exchange on the connected socket s (or s < 0: the connect failed, errno set):
+ * "<case> <call> 0 allowed <reply>" on a non-empty reply (its blanks and control bytes as
+ * '_', a final newline dropped), "<case> read <errno> contained" on none ("send" when
+ * the request could not even be sent). */
+static int exchange(const char *call, int s) {
+    if (s < 0) return report("connect", -1, 0);
+    char reply[4096];
+    ssize_t n = ping(s, reply, sizeof reply);
+    int e = errno;
+    close(s);
+    if (n < 0) {
+        errno = e;
+        return report(n == -2 ? "send" : "read", -1, 0);
+    }
+    if (n == 0) {
+        printf("%s read 0 contained\n", name);
+        fflush(stdout);
+        return 0;
+    }
+    if (reply[n - 1] == '\n') reply[--n] = 0;
+    for (ssize_t i = 0; i < n; i++)
+        if (reply[i] <= ' ' || reply[i] > '~') reply[i] = '_';
+    printf("%s %s 0 allowed %s\n", name, call, reply);
+    fflush(stdout);
+    return 0;
+}
+
+/* A DNS query for the A record of qname, recursion desired, in q: its length, or -1 when
+ * the name does not fit (a label over 63 bytes, the name over 255). */
+static int dns_query(const char *qname, unsigned char *q, size_t cap) {
+    static const unsigned char header[12] = {0x4d, 0x55, 0x01, 0x00, 0, 1, 0, 0, 0, 0, 0, 0};
+    memcpy(q, header, sizeof header);
+    size_t at = sizeof header;
+    const char *label = qname;
+    while (*label) {
+        const char *dot = strchr(label, '.');
+        size_t len = dot ? (size_t)(dot - label) : strlen(label);
+        if (len == 0 || len > 63 || at + 1 + len + 5 > cap || at + 1 + len > 12 + 254) return -1;
+        q[at++] = (unsigned char)len;
+        memcpy(q + at, label, len);
+        at += len;
+        label += len + (dot ? 1 : 0);
+    }
+    q[at++] = 0;
+    q[at++] = 0;
+    q[at++] = 1; /* QTYPE A */
+    q[at++] = 0;
+    q[at++] = 1; /* QCLASS IN */
+    return (int)at;
 }
 
 static int unix_connect(const char *path, int abstract) {
@@ -173,7 +267,9 @@ int main(int argc, char **argv) {
         a.sin_family = AF_INET;
         a.sin_port = htons(atoi(arg));
         inet_pton(AF_INET, "127.0.0.1", &a.sin_addr);
-        return report("sendto", sendto(s, "x", 1, 0, (struct sockaddr *)&a, sizeof a), 0);
+        /* Lo is up inside the namespace, so sendto works; the host-side socket (arg's port)
+         * grades whether the datagram got out. */
+        return report("sendto", sendto(s, "x", 1, 0, (struct sockaddr *)&a, sizeof a), 1);
     }
     if (!strcmp(name, "unix-abstract")) return unix_connect(arg, 1);
     if (!strcmp(name, "unix-path")) return unix_connect(arg, 0);
@@ -342,6 +438,156 @@ int main(int argc, char **argv) {
         int proc = !strcmp(name, "memfd-proc-exec");
         if (proc) fcntl(fd, F_SETFD, 0);
         return exec_marker(proc ? "execve" : "execveat", proc ? 2 : 1, fd, args, arg);
+    }
+    /* Network egress: a TCP exchange ("ping\n", half-close, the whole reply) with a name,
+     * an IPv4 literal, or [::1]; a hand-made DNS query to 127.0.0.1:53; one UDP datagram;
+     * raw and packet sockets; connection churn; a slow reader of a large reply. */
+    if (!strcmp(name, "tcp-name")) {
+        if (argc < 4) return 2;
+        struct addrinfo hints = {0}, *res = NULL;
+        hints.ai_family = AF_INET;
+        hints.ai_socktype = SOCK_STREAM;
+        int rc = getaddrinfo(argv[2], argv[3], &hints, &res);
+        if (rc != 0) {
+            printf("%s getaddrinfo %d contained %s\n", name, rc, gai_strerror(rc));
+            fflush(stdout);
+            return 0;
+        }
+        int s = socket(AF_INET, SOCK_STREAM, 0);
+        if (s < 0) return report("socket", -1, 0);
+        struct timeval tv = {5, 0};
+        setsockopt(s, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+        if (connect(s, res->ai_addr, res->ai_addrlen) < 0) {
+            int e = errno;
+            close(s);
+            errno = e;
+            s = -1;
+        }
+        freeaddrinfo(res);
+        return exchange("connect", s);
+    }
+    if (!strcmp(name, "tcp-ip")) {
+        if (argc < 4) return 2;
+        return exchange("connect", tcp4_connect(argv[2], argv[3]));
+    }
+    if (!strcmp(name, "tcp6")) {
+        int s = socket(AF_INET6, SOCK_STREAM, 0);
+        if (s < 0) return report("socket", -1, 0);
+        struct sockaddr_in6 a = {0};
+        a.sin6_family = AF_INET6;
+        a.sin6_port = htons(atoi(arg));
+        a.sin6_addr = in6addr_loopback;
+        return report("connect", connect(s, (struct sockaddr *)&a, sizeof a), 0);
+    }
+    if (!strcmp(name, "dns-query")) {
+        unsigned char q[512], r[4096];
+        int len = dns_query(arg, q, sizeof q);
+        if (len < 0) {
+            errno = EINVAL;
+            return report("query", -1, 0);
+        }
+        int s = socket(AF_INET, SOCK_DGRAM, 0);
+        if (s < 0) return report("socket", -1, 0);
+        struct sockaddr_in a = {0};
+        a.sin_family = AF_INET;
+        a.sin_port = htons(53);
+        inet_pton(AF_INET, "127.0.0.1", &a.sin_addr);
+        struct timeval tv = {3, 0};
+        setsockopt(s, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+        if (connect(s, (struct sockaddr *)&a, sizeof a) < 0) return report("connect", -1, 0);
+        if (send(s, q, len, 0) != len) return report("send", -1, 0);
+        ssize_t n;
+        /* The answer to this query (its id echoed); anything else is skipped. */
+        do n = recv(s, r, sizeof r, 0);
+        while (n >= 0 && (n < 12 || r[0] != q[0] || r[1] != q[1] || !(r[2] & 0x80)));
+        if (n < 0) return report("recv", -1, 0);
+        int rcode = r[3] & 0x0f, answers = r[6] << 8 | r[7];
+        printf("%s recv 0 %s rcode=%d answers=%d\n", name, rcode == 0 && answers > 0 ? "allowed" : "contained",
+               rcode, answers);
+        fflush(stdout);
+        return 0;
+    }
+    if (!strcmp(name, "udp-to")) {
+        if (argc < 4) return 2;
+        int s = socket(AF_INET, SOCK_DGRAM, 0);
+        if (s < 0) return report("socket", -1, 0);
+        struct sockaddr_in a = {0};
+        a.sin_family = AF_INET;
+        a.sin_port = htons(atoi(argv[3]));
+        inet_pton(AF_INET, argv[2], &a.sin_addr);
+        /* Whether the datagram got out is graded by the host's receiver, not here. */
+        return report("sendto", sendto(s, "x", 1, 0, (struct sockaddr *)&a, sizeof a), 1);
+    }
+    if (!strcmp(name, "raw-socket")) return report("socket", socket(AF_INET, SOCK_RAW, IPPROTO_ICMP), 0);
+    if (!strcmp(name, "packet-socket")) return report("socket", socket(AF_PACKET, SOCK_RAW, htons(ETH_P_ALL)), 0);
+    if (!strcmp(name, "churn")) {
+        /* argv: N IP PORT [SECONDS]. N connections one after another, in rotation: closed at
+         * once; 1 KiB written, closed unread; a whole exchange; reset (SO_LINGER 0). Then one
+         * exchange that decides the verdict (with the count of failed connects after the
+         * reply), then a sleep of SECONDS so the caller can look at the relay idle. */
+        if (argc < 5) return 2;
+        int n = atoi(argv[2]), failed = 0;
+        char junk[1024], reply[4096];
+        memset(junk, 'j', sizeof junk);
+        for (int i = 0; i < n; i++) {
+            int s = tcp4_connect(argv[3], argv[4]);
+            if (s < 0) {
+                failed++;
+                continue;
+            }
+            switch (i % 4) {
+            case 1:
+                send(s, junk, sizeof junk, MSG_NOSIGNAL);
+                break;
+            case 2:
+                ping(s, reply, sizeof reply);
+                break;
+            case 3: {
+                struct linger l = {1, 0};
+                setsockopt(s, SOL_SOCKET, SO_LINGER, &l, sizeof l);
+                break;
+            }
+            }
+            close(s);
+        }
+        int s = tcp4_connect(argv[3], argv[4]);
+        if (s < 0) return report("connect", -1, 0);
+        ssize_t got = ping(s, reply, sizeof reply);
+        int e = errno;
+        close(s);
+        if (got <= 0) {
+            printf("%s %s %d contained failed-connects=%d\n", name, got == -2 ? "send" : "read", got < 0 ? e : 0,
+                   failed);
+        } else {
+            if (reply[got - 1] == '\n') reply[--got] = 0;
+            for (ssize_t i = 0; i < got; i++)
+                if (reply[i] <= ' ' || reply[i] > '~') reply[i] = '_';
+            printf("%s exchange 0 allowed %s failed-connects=%d\n", name, reply, failed);
+        }
+        fflush(stdout);
+        if (argc > 5) sleep(atoi(argv[5]));
+        return 0;
+    }
+    if (!strcmp(name, "slow-read")) {
+        /* argv: IP PORT BYTES. "ping\n", half-close, then the reply read 4 KiB at a time with
+         * a 1 ms pause every 64 reads; allowed when BYTES came, the count after the verdict. */
+        if (argc < 5) return 2;
+        int s = tcp4_connect(argv[2], argv[3]);
+        if (s < 0) return report("connect", -1, 0);
+        if (send(s, "ping\n", 5, MSG_NOSIGNAL) != 5) return report("send", -1, 0);
+        shutdown(s, SHUT_WR);
+        char b[4096];
+        long long count = 0, reads = 0;
+        ssize_t n;
+        while ((n = read(s, b, sizeof b)) > 0) {
+            count += n;
+            if (++reads % 64 == 0) usleep(1000);
+        }
+        int e = n < 0 ? errno : 0;
+        close(s);
+        printf("%s read %d %s %lld\n", name, e, count == atoll(argv[4]) ? "allowed" : "contained", count);
+        fflush(stdout);
+        return 0;
     }
     fprintf(stderr, "unknown case %s\n", name);
     return 2;

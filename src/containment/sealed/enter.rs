@@ -18,10 +18,11 @@ impl Plan {
                 detail,
             }
         };
+        let net = if self.own_network { libc::CLONE_NEWNET } else { 0 };
         let flags = libc::CLONE_NEWUSER
             | libc::CLONE_NEWNS
             | libc::CLONE_NEWPID
-            | libc::CLONE_NEWNET
+            | net
             | libc::CLONE_NEWIPC
             | libc::CLONE_NEWUTS;
         // SAFETY: unshare takes flags only; the caller is a single-threaded child.

@@ -78,6 +78,9 @@ pub struct Plan {
     gid_map: Vec<u8>,
     /// Where the command starts, inside the new root.
     cwd: CString,
+    /// Whether the child makes a network namespace of its own (false: it has joined the
+    /// session's before entering).
+    own_network: bool,
 }
 
 /// What failed in the child: a step of `spawn::STEPS`, the errno, and (for the root
@@ -190,6 +193,7 @@ pub fn plan(
         uid_map: format!("{uid} {uid} 1\n").into_bytes(),
         gid_map: format!("{gid} {gid} 1\n").into_bytes(),
         cwd,
+        own_network: true,
     });
     let nosuid_nodev = libc::MS_NOSUID | libc::MS_NODEV;
     b.op(
@@ -313,6 +317,11 @@ pub fn plan(
 }
 
 impl Plan {
+    /// Enter no network namespace of its own: the child joined the session's first.
+    pub fn share_network(&mut self) {
+        self.own_network = false;
+    }
+
     /// What each operation does, for error messages (indexed by `Failure::detail`).
     pub fn descriptions(&self) -> Vec<String> {
         self.descriptions.clone()

@@ -343,6 +343,23 @@ pub fn run(p: Prelude<'_>) -> Result<u8, Diagnostic> {
             }
         });
     }
+    // Every decision of the egress relay goes to the trace as a `network` event.
+    let net = match p.egress {
+        Some((egress, events)) => {
+            if p.achieved == Class::Advisory {
+                warnings.push(crate::containment::egress::advisory_warning());
+            }
+            if let Ok(mut t) = trace.try_clone() {
+                std::thread::spawn(move || {
+                    for e in events {
+                        let _ = t.event("network", e.to_json());
+                    }
+                });
+            }
+            Some(Arc::new(egress))
+        }
+        None => None,
+    };
     let runner = Runner {
         class: p.achieved,
         landlock_abi: p.landlock_abi,
@@ -355,6 +372,7 @@ pub fn run(p: Prelude<'_>) -> Result<u8, Diagnostic> {
         read_dirs: reads.paths,
         read_unlisted: reads.unlisted,
         cgroup,
+        net,
         time_limit: TOOL_TIME_LIMIT,
         cancel: Arc::default(),
     };

@@ -42,6 +42,8 @@ pub struct Runner {
     pub read_unlisted: Vec<PathBuf>,
     /// The session's pids cgroup (shared with the signal handler thread, which empties it).
     pub cgroup: Option<Arc<Cgroup>>,
+    /// The session's network namespace and egress relay (every contained call joins it).
+    pub net: Option<Arc<crate::containment::egress::Egress>>,
     pub time_limit: Duration,
     /// The running task's cancel flag: a call in progress when it is set is killed (checked
     /// every [`CANCEL_TICK`] on the session's own thread, so it never touches the next task).
@@ -238,6 +240,7 @@ impl Runner {
             cgroup: self.cgroup.as_deref(),
             rlimits: spawn::Rlimits::default(),
             runtime: false,
+            net: self.net.as_deref().map(|e| &e.join),
             stdin: if stdin.is_some() {
                 Stdio::piped()
             } else {

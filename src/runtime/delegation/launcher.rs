@@ -384,6 +384,7 @@ impl Launcher {
             cgroup: None,
             rlimits: Rlimits::default(),
             runtime: true,
+            net: None,
             stdin: Stdio::piped(),
             stdout: Stdio::piped(),
             stderr: Stdio::piped(),

@@ -1,0 +1,242 @@
+//! The per-session network namespace. A helper child (`mur __netns PORT...`, started by the
+//! one spawn function) makes a namespace holding only `lo`, up, with the single route
+//! `local default dev lo` (every IPv4 destination is delivered locally, so no veth, NAT or
+//! netfilter is needed), opens one TCP listener per allowed port and a UDP socket on port 53
+//! inside it, and hands them, with the namespace's own descriptors, to `mur` over one
+//! `SCM_RIGHTS` message. The helper then exits: the descriptors keep the namespace alive for
+//! exactly as long as `mur` holds them.
+
+use crate::containment::{class::Class, spawn};
+use std::io::{IoSlice, IoSliceMut, Read};
+use std::mem::MaybeUninit;
+use std::net::{TcpListener, UdpSocket};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd, RawFd};
+use std::path::Path;
+use std::process::Stdio;
+use std::time::Duration;
+
+/// At most this many descriptors cross in the hand-off: the namespace's two, the UDP
+/// socket and one listener per port.
+const MAX_FDS: usize = super::policy::MAX_PORTS + 3;
+
+/// The namespace's descriptors a child joins with `setns`: the user namespace that owns it
+/// (only when `mur` is not root, which needs one to be allowed to make a network namespace)
+/// and the network namespace.
+#[derive(Debug)]
+pub struct Join {
+    pub user: Option<OwnedFd>,
+    pub net: OwnedFd,
+}
+
+impl Join {
+    /// The raw descriptors, for the child side of a spawn (which must not allocate).
+    pub fn raw(&self) -> (Option<RawFd>, RawFd) {
+        (self.user.as_ref().map(|f| f.as_raw_fd()), self.net.as_raw_fd())
+    }
+}
+
+/// What the helper made.
+pub struct Namespace {
+    pub join: Join,
+    pub tcp: Vec<(u16, TcpListener)>,
+    pub udp: UdpSocket,
+}
+
+/// Make the namespace with a listener on each of `ports`. `exe` is the running `mur`. An
+/// error is the sentence for E-CAP-005. `MURMUR_PROBE_DENY=netns` (the probe's simulation
+/// of a host that refuses) refuses here too.
+pub fn create(exe: &Path, ports: &[u16]) -> Result<Namespace, String> {
+    if std::env::var("MURMUR_PROBE_DENY").is_ok_and(|s| s.split(',').any(|w| w.trim() == "netns")) {
+        return Err("unshare(CLONE_NEWNET): refused (simulated by MURMUR_PROBE_DENY)".into());
+    }
+    use rustix::net::{socketpair, AddressFamily, SocketFlags, SocketType};
+    let (ours, theirs) = socketpair(
+        AddressFamily::UNIX,
+        SocketType::STREAM,
+        SocketFlags::CLOEXEC,
+        None,
+    )
+    .map_err(|e| format!("socketpair: {e}"))?;
+    let args: Vec<String> = std::iter::once("__netns".to_string())
+        .chain(ports.iter().map(u16::to_string))
+        .collect();
+    let child = spawn::spawn(spawn::Spawn {
+        class: Class::Advisory,
+        landlock_abi: 0,
+        program: exe,
+        args: &args,
+        allowed_binaries: &[],
+        read_dirs: &[],
+        read_unlisted: &[],
+        workdir: Path::new("/"),
+        workdir_held: None,
+        workdir_exec: false,
+        unix_sockets: false,
+        env: &[],
+        cgroup: None,
+        rlimits: spawn::Rlimits::default(),
+        runtime: true,
+        net: None,
+        stdin: Stdio::null(),
+        stdout: Stdio::from(theirs),
+        stderr: Stdio::piped(),
+    });
+    let mut child = child.map_err(|d| d.message)?;
+    let _ = rustix::net::sockopt::set_socket_timeout(
+        &ours,
+        rustix::net::sockopt::Timeout::Recv,
+        Some(Duration::from_secs(10)),
+    );
+    let got = receive(&ours, ports);
+    let mut why = String::new();
+    if let Some(mut e) = child.stderr.take() {
+        let _ = (&mut e).take(4096).read_to_string(&mut why);
+    }
+    let status = child
+        .wait()
+        .map_err(|e| format!("waiting for the namespace helper: {e}"))?;
+    match got {
+        Ok(ns) if status.success() => Ok(ns),
+        Ok(_) => Err(format!("the namespace helper failed ({status})")),
+        Err(e) if why.trim().is_empty() => Err(e),
+        Err(_) => Err(why.trim().to_string()),
+    }
+}
+
+/// Read the hand-off: a text line `user=<0|1> ports=<p,p,...>` and the descriptors in the
+/// order net, [user], udp, one listener per port.
+fn receive(sock: &OwnedFd, ports: &[u16]) -> Result<Namespace, String> {
+    use rustix::net::{recvmsg, RecvAncillaryBuffer, RecvAncillaryMessage, RecvFlags};
+    let mut space = [MaybeUninit::<u8>::uninit(); rustix::cmsg_space!(ScmRights(MAX_FDS))];
+    let mut control = RecvAncillaryBuffer::new(&mut space);
+    let mut text = [0u8; 256];
+    let got = recvmsg(
+        sock,
+        &mut [IoSliceMut::new(&mut text)],
+        &mut control,
+        RecvFlags::CMSG_CLOEXEC,
+    )
+    .map_err(|e| format!("no hand-off from the namespace helper: {e}"))?;
+    let mut fds: Vec<OwnedFd> = Vec::new();
+    for m in control.drain() {
+        if let RecvAncillaryMessage::ScmRights(r) = m {
+            fds.extend(r);
+        }
+    }
+    let text = String::from_utf8_lossy(&text[..got.bytes.min(text.len())]).into_owned();
+    let has_user = text.starts_with("user=1");
+    let expected = 2 + usize::from(has_user) + ports.len();
+    if got.bytes == 0 || fds.len() != expected || !text.ends_with(&format!("ports={}", joined(ports))) {
+        return Err(format!(
+            "the namespace helper's hand-off was incomplete ({} descriptors)",
+            fds.len()
+        ));
+    }
+    let mut fds = fds.into_iter();
+    let mut next = || fds.next().ok_or("the hand-off ended early".to_string());
+    let net = next()?;
+    let user = if has_user { Some(next()?) } else { None };
+    let udp = UdpSocket::from(next()?);
+    let mut tcp = Vec::new();
+    for p in ports {
+        tcp.push((*p, TcpListener::from(next()?)));
+    }
+    udp.set_nonblocking(true).map_err(|e| e.to_string())?;
+    for (_, l) in &tcp {
+        l.set_nonblocking(true).map_err(|e| e.to_string())?;
+    }
+    Ok(Namespace {
+        join: Join { user, net },
+        tcp,
+        udp,
+    })
+}
+
+fn joined(ports: &[u16]) -> String {
+    ports.iter().map(u16::to_string).collect::<Vec<_>>().join(",")
+}
+
+/// `mur __netns PORT...`: the helper's side. Its stdout is the hand-off socket.
+pub fn helper_main(args: &[String]) -> i32 {
+    match build(args) {
+        Ok(()) => 0,
+        Err(e) => {
+            eprintln!("{e}");
+            1
+        }
+    }
+}
+
+fn build(args: &[String]) -> Result<(), String> {
+    let ports: Vec<u16> = args
+        .iter()
+        .map(|a| a.parse::<u16>().map_err(|_| format!("not a port: {a}")))
+        .collect::<Result<_, _>>()?;
+    if ports.len() > super::policy::MAX_PORTS {
+        return Err("too many ports".into());
+    }
+    let root = rustix::process::geteuid().is_root();
+    crate::containment::child::enter_network_namespace().map_err(|e| {
+        if root {
+            format!("unshare(CLONE_NEWNET): {e}")
+        } else {
+            format!("unshare(CLONE_NEWUSER|CLONE_NEWNET): {e}")
+        }
+    })?;
+    if !root {
+        let (uid, gid) = (
+            rustix::process::getuid().as_raw(),
+            rustix::process::getgid().as_raw(),
+        );
+        let w = |p: &str, s: String| std::fs::write(p, s).map_err(|e| format!("writing {p}: {e}"));
+        w("/proc/self/setgroups", "deny".into())?;
+        w("/proc/self/uid_map", format!("{uid} {uid} 1\n"))?;
+        w("/proc/self/gid_map", format!("{gid} {gid} 1\n"))?;
+    }
+    super::netlink::loopback_up_with_local_default()
+        .map_err(|e| format!("netlink (lo up, local default route): {e}"))?;
+    let open_ns = |p: &str| -> Result<OwnedFd, String> {
+        std::fs::File::open(p)
+            .map(OwnedFd::from)
+            .map_err(|e| format!("open {p}: {e}"))
+    };
+    let net = open_ns("/proc/self/ns/net")?;
+    let user = if root {
+        None
+    } else {
+        Some(open_ns("/proc/self/ns/user")?)
+    };
+    let udp = UdpSocket::bind("0.0.0.0:53").map_err(|e| format!("bind udp 0.0.0.0:53: {e}"))?;
+    let mut tcp = Vec::new();
+    for p in &ports {
+        tcp.push(TcpListener::bind(("0.0.0.0", *p)).map_err(|e| format!("bind tcp 0.0.0.0:{p}: {e}"))?);
+    }
+    let mut fds: Vec<BorrowedFd<'_>> = vec![net.as_fd()];
+    if let Some(u) = &user {
+        fds.push(u.as_fd());
+    }
+    fds.push(udp.as_fd());
+    fds.extend(tcp.iter().map(|l| l.as_fd()));
+    let text = format!("user={} ports={}", u8::from(user.is_some()), joined(&ports));
+    send(&fds, text.as_bytes()).map_err(|e| format!("hand-off: {e}"))
+}
+
+fn send(fds: &[BorrowedFd<'_>], text: &[u8]) -> std::io::Result<()> {
+    use rustix::net::{sendmsg, SendAncillaryBuffer, SendAncillaryMessage, SendFlags};
+    let mut space = [MaybeUninit::<u8>::uninit(); rustix::cmsg_space!(ScmRights(MAX_FDS))];
+    let mut control = SendAncillaryBuffer::new(&mut space);
+    if !control.push(SendAncillaryMessage::ScmRights(fds)) {
+        return Err(std::io::Error::from_raw_os_error(libc::ENOSPC));
+    }
+    let out = std::io::stdout();
+    let n = sendmsg(
+        out.as_fd(),
+        &[IoSlice::new(text)],
+        &mut control,
+        SendFlags::empty(),
+    )?;
+    if n != text.len() {
+        return Err(std::io::Error::from_raw_os_error(libc::EMSGSIZE));
+    }
+    Ok(())
+}

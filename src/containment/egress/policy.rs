@@ -1,0 +1,211 @@
+//! Which destinations a contained subprocess may reach: the ports `capabilities.network.allow`
+//! implies, the names the DNS answerer may resolve, and the decision for one connection's
+//! original destination (an address our DNS handed out for an allowed name, kept for a
+//! bounded time, or an address in the launch-time resolution of an allowed rule, with the
+//! rule's port).
+
+use crate::manifest::netrule::NetRule;
+use std::collections::{BTreeSet, HashMap};
+use std::net::Ipv4Addr;
+use std::time::{Duration, Instant};
+
+/// The most listening ports one session may imply.
+pub const MAX_PORTS: usize = 16;
+/// How long an address handed out by our DNS stays bound to its name.
+pub const BINDING_TTL: Duration = Duration::from_secs(300);
+/// The TTL our DNS answers carry.
+pub const ANSWER_TTL: u32 = 60;
+/// At most this many addresses are bound at once (the oldest go first).
+const MAX_BINDINGS: usize = 4096;
+
+/// The ports a rule implies: its own, or 80 and 443 for a bare host.
+fn rule_ports(r: &NetRule) -> Vec<u16> {
+    match r.port {
+        Some(p) => vec![p],
+        None => vec![80, 443],
+    }
+}
+
+/// An IPv4 literal rule's address.
+fn literal(r: &NetRule) -> Option<Ipv4Addr> {
+    r.host.parse().ok()
+}
+
+/// Every port the rules imply, sorted; an error naming the count past [`MAX_PORTS`].
+pub fn ports(rules: &[NetRule]) -> Result<Vec<u16>, String> {
+    let set: BTreeSet<u16> = rules
+        .iter()
+        .filter(|r| !r.host.starts_with('['))
+        .flat_map(rule_ports)
+        .collect();
+    if set.len() > MAX_PORTS {
+        return Err(format!(
+            "capabilities.network.allow implies {} ports; a session listens on at most {MAX_PORTS}",
+            set.len()
+        ));
+    }
+    Ok(set.into_iter().collect())
+}
+
+/// The allowed host names (not literals), lowercased.
+pub fn names(rules: &[NetRule]) -> Vec<String> {
+    let set: BTreeSet<String> = rules
+        .iter()
+        .filter(|r| literal(r).is_none() && !r.host.starts_with('['))
+        .map(|r| r.host.clone())
+        .collect();
+    set.into_iter().collect()
+}
+
+/// Why a destination was refused.
+pub const NOT_ALLOWED: &str = "not in capabilities.network.allow";
+/// Why a port was refused for an allowed host.
+pub const PORT_NOT_ALLOWED: &str = "port not allowed for this host";
+
+/// The decisions' state: rules, launch-time resolution, live DNS bindings.
+pub struct Policy {
+    rules: Vec<NetRule>,
+    /// Address → the names it resolved to at launch.
+    launch: HashMap<Ipv4Addr, BTreeSet<String>>,
+    /// Address → names our DNS handed it out for, each with when the binding lapses.
+    bound: HashMap<Ipv4Addr, Vec<(String, Instant)>>,
+}
+
+impl Policy {
+    /// `launch` is each allowed name's launch-time resolution.
+    pub fn new(rules: &[NetRule], launch: &[(String, Vec<Ipv4Addr>)]) -> Policy {
+        let mut by_addr: HashMap<Ipv4Addr, BTreeSet<String>> = HashMap::new();
+        for (name, addrs) in launch {
+            for a in addrs {
+                by_addr.entry(*a).or_default().insert(name.clone());
+            }
+        }
+        Policy {
+            rules: rules.to_vec(),
+            launch: by_addr,
+            bound: HashMap::new(),
+        }
+    }
+
+    /// Whether our DNS may resolve `name` (an allowed host name, lowercased).
+    pub fn name_allowed(&self, name: &str) -> bool {
+        self.rules.iter().any(|r| r.host == name && literal(r).is_none())
+    }
+
+    /// Whether some rule for `host` allows `port`.
+    fn port_ok(&self, host: &str, port: u16) -> bool {
+        self.rules
+            .iter()
+            .any(|r| r.host == host && rule_ports(r).contains(&port))
+    }
+
+    /// Remember that our DNS answered `name` with `addrs`.
+    pub fn bind(&mut self, name: &str, addrs: &[Ipv4Addr], now: Instant) {
+        if self.bound.len() + addrs.len() > MAX_BINDINGS {
+            self.bound.retain(|_, v| v.iter().any(|(_, until)| *until > now));
+        }
+        for a in addrs {
+            if self.bound.len() >= MAX_BINDINGS && !self.bound.contains_key(a) {
+                break;
+            }
+            let v = self.bound.entry(*a).or_default();
+            v.retain(|(n, until)| n != name && *until > now);
+            v.push((name.to_string(), now + BINDING_TTL));
+        }
+    }
+
+    /// The decision for a connection whose original destination is `addr:port`: the name
+    /// it is allowed under (or the literal address), or why it is refused.
+    pub fn decide(&self, addr: Ipv4Addr, port: u16, now: Instant) -> Result<String, &'static str> {
+        let mut host_known = false;
+        let bound = self
+            .bound
+            .get(&addr)
+            .into_iter()
+            .flatten()
+            .filter(|(_, until)| *until > now)
+            .map(|(n, _)| n.as_str());
+        let launch = self.launch.get(&addr).into_iter().flatten().map(String::as_str);
+        let text = addr.to_string();
+        for name in bound.chain(launch).chain(std::iter::once(text.as_str())) {
+            if self.rules.iter().any(|r| r.host == name) {
+                host_known = true;
+                if self.port_ok(name, port) {
+                    return Ok(name.to_string());
+                }
+            }
+        }
+        Err(if host_known { PORT_NOT_ALLOWED } else { NOT_ALLOWED })
+    }
+
+    /// The effective rules, one line each, for `--explain-scope`.
+    pub fn describe(rules: &[NetRule]) -> Vec<String> {
+        rules
+            .iter()
+            .map(|r| {
+                if r.host.starts_with('[') {
+                    format!("{}: never (IPv6 is not routed; IPv4 only)", r.host)
+                } else {
+                    let ports: Vec<String> = rule_ports(r).iter().map(u16::to_string).collect();
+                    format!("{} port {}", r.host, ports.join(", "))
+                }
+            })
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rules(list: &[&str]) -> Vec<NetRule> {
+        list.iter().map(|s| NetRule::parse(s).unwrap()).collect()
+    }
+
+    #[test]
+    fn ports_follow_the_rules_and_are_capped() {
+        let r = rules(&[
+            "api.example.com",
+            "https://b.example",
+            "c.example:8080",
+            "10.0.0.1:22",
+        ]);
+        assert_eq!(ports(&r).unwrap(), vec![22, 80, 443, 8080]);
+        let many: Vec<String> = (1..=17).map(|p| format!("h:{p}")).collect();
+        let many: Vec<&str> = many.iter().map(String::as_str).collect();
+        assert!(ports(&rules(&many)).unwrap_err().contains("17 ports"));
+        assert_eq!(names(&r), vec!["api.example.com", "b.example", "c.example"]);
+    }
+
+    #[test]
+    fn an_address_is_allowed_only_through_a_name_or_a_literal_with_its_port() {
+        let now = Instant::now();
+        let r = rules(&["localhost:8080", "other.test:9000", "10.1.2.3:22"]);
+        let lo = Ipv4Addr::LOCALHOST;
+        let mut p = Policy::new(&r, &[("localhost".into(), vec![lo])]);
+        assert_eq!(p.decide(lo, 8080, now).unwrap(), "localhost");
+        assert_eq!(p.decide(lo, 9000, now), Err(PORT_NOT_ALLOWED));
+        assert_eq!(p.decide(Ipv4Addr::new(127, 0, 0, 2), 8080, now), Err(NOT_ALLOWED));
+        assert_eq!(p.decide(Ipv4Addr::new(10, 1, 2, 3), 22, now).unwrap(), "10.1.2.3");
+        assert_eq!(
+            p.decide(Ipv4Addr::new(10, 1, 2, 3), 80, now),
+            Err(PORT_NOT_ALLOWED)
+        );
+        let other = Ipv4Addr::new(127, 0, 0, 9);
+        assert_eq!(p.decide(other, 9000, now), Err(NOT_ALLOWED));
+        p.bind("other.test", &[other], now);
+        assert_eq!(p.decide(other, 9000, now).unwrap(), "other.test");
+        assert_eq!(p.decide(other, 9000, now + BINDING_TTL), Err(NOT_ALLOWED));
+        assert!(p.name_allowed("other.test") && !p.name_allowed("10.1.2.3") && !p.name_allowed("x.test"));
+    }
+
+    #[test]
+    fn bindings_stay_bounded() {
+        let now = Instant::now();
+        let mut p = Policy::new(&rules(&["a.test"]), &[]);
+        for i in 0..(MAX_BINDINGS as u32 + 100) {
+            p.bind("a.test", &[Ipv4Addr::from(i)], now);
+        }
+        assert!(p.bound.len() <= MAX_BINDINGS);
+    }
+}

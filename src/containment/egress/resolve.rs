@@ -1,0 +1,137 @@
+//! Host-side name resolution for the egress relay: the system resolver (`getaddrinfo`), or,
+//! when `MURMUR_EGRESS_RESOLVER=IP:PORT` names one, a DNS server asked directly over UDP.
+//! Only allowed names ever get here. IPv4 only. The relay's lookups run on one worker
+//! thread, so its event loop never blocks on a resolver.
+
+use super::dns;
+use std::net::{Ipv4Addr, SocketAddr, ToSocketAddrs, UdpSocket};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+/// How long one upstream DNS question may take.
+const UPSTREAM_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// Why a name did not resolve.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Failure {
+    /// The name has no IPv4 address.
+    NotFound,
+    /// The resolver did not answer usefully.
+    Failed,
+}
+
+/// Where allowed names are resolved.
+#[derive(Debug, Clone, Copy)]
+pub enum Resolver {
+    System,
+    Upstream(SocketAddr),
+}
+
+impl Resolver {
+    /// From `MURMUR_EGRESS_RESOLVER` (an `IP:PORT`), else the system resolver.
+    pub fn from_env() -> Result<Resolver, String> {
+        match std::env::var("MURMUR_EGRESS_RESOLVER") {
+            Ok(v) if !v.is_empty() => v
+                .parse::<SocketAddr>()
+                .map(Resolver::Upstream)
+                .map_err(|_| format!("MURMUR_EGRESS_RESOLVER={v} is not an IP:PORT")),
+            _ => Ok(Resolver::System),
+        }
+    }
+
+    /// The IPv4 addresses of `name`, deduplicated, in the resolver's order.
+    pub fn lookup(&self, name: &str) -> Result<Vec<Ipv4Addr>, Failure> {
+        let mut addrs = match self {
+            Resolver::System => (name, 0u16)
+                .to_socket_addrs()
+                .map_err(|_| Failure::NotFound)?
+                .filter_map(|a| match a {
+                    SocketAddr::V4(v4) => Some(*v4.ip()),
+                    SocketAddr::V6(_) => None,
+                })
+                .collect::<Vec<_>>(),
+            Resolver::Upstream(server) => ask(*server, name)?,
+        };
+        let mut seen = std::collections::HashSet::new();
+        addrs.retain(|a| seen.insert(*a));
+        if addrs.is_empty() {
+            return Err(Failure::NotFound);
+        }
+        Ok(addrs)
+    }
+
+    /// Resolve every name at once, each on its own thread, waiting at most `within`: a
+    /// name still unresolved then has no launch-time addresses.
+    pub fn lookup_all(&self, names: &[String], within: Duration) -> Vec<(String, Vec<Ipv4Addr>)> {
+        let (tx, rx) = mpsc::channel();
+        for n in names {
+            let (tx, n, r) = (tx.clone(), n.clone(), *self);
+            std::thread::spawn(move || {
+                let got = r.lookup(&n).unwrap_or_default();
+                let _ = tx.send((n, got));
+            });
+        }
+        drop(tx);
+        let deadline = Instant::now() + within;
+        let mut out = Vec::new();
+        while out.len() < names.len() {
+            match rx.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
+                Ok(r) => out.push(r),
+                Err(_) => break,
+            }
+        }
+        out
+    }
+}
+
+/// One A question to `server`.
+fn ask(server: SocketAddr, name: &str) -> Result<Vec<Ipv4Addr>, Failure> {
+    let bind = if server.is_ipv4() { "0.0.0.0:0" } else { "[::]:0" };
+    let sock = UdpSocket::bind(bind).map_err(|_| Failure::Failed)?;
+    sock.connect(server).map_err(|_| Failure::Failed)?;
+    let _ = sock.set_read_timeout(Some(UPSTREAM_TIMEOUT));
+    let mut id = [0u8; 2];
+    getrandom::fill(&mut id).map_err(|_| Failure::Failed)?;
+    let id = u16::from_ne_bytes(id);
+    let q = dns::build_query(id, name, dns::TYPE_A).map_err(|_| Failure::Failed)?;
+    sock.send(&q).map_err(|_| Failure::Failed)?;
+    let deadline = Instant::now() + UPSTREAM_TIMEOUT;
+    let mut buf = [0u8; 4096];
+    while Instant::now() < deadline {
+        let n = sock.recv(&mut buf).map_err(|_| Failure::Failed)?;
+        // An answer to something else (a late reply) is skipped, not trusted.
+        if let Ok((rcode, records)) = dns::parse_answer(&buf[..n], id, name) {
+            return match rcode {
+                dns::NOERROR => Ok(records.into_iter().map(|(a, _)| a).collect()),
+                dns::NXDOMAIN => Err(Failure::NotFound),
+                _ => Err(Failure::Failed),
+            };
+        }
+    }
+    Err(Failure::Failed)
+}
+
+/// A lookup the relay asked for, and its answer.
+pub struct Done {
+    pub name: String,
+    pub result: Result<Vec<Ipv4Addr>, Failure>,
+}
+
+/// The relay's resolver worker: names in, results out, then a wake of the relay's loop.
+pub fn worker(
+    resolver: Resolver,
+    waker: std::sync::Arc<mio::Waker>,
+) -> (mpsc::Sender<String>, mpsc::Receiver<Done>) {
+    let (ask_tx, ask_rx) = mpsc::channel::<String>();
+    let (done_tx, done_rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        for name in ask_rx {
+            let result = resolver.lookup(&name);
+            if done_tx.send(Done { name, result }).is_err() {
+                break;
+            }
+            let _ = waker.wake();
+        }
+    });
+    (ask_tx, done_rx)
+}

@@ -1,0 +1,75 @@
+//! Names: one the allow list does not hold is answered REFUSED by mur's DNS inside the
+//! namespace (so the child's resolver fails) and is never asked of the host's resolver; one
+//! it holds is resolved on the host (here by a fake resolver, `MURMUR_EGRESS_RESOLVER`) and
+//! reached by that name.
+
+use super::servers::{FakeDns, Upstream};
+use super::{capsule, classes, serial};
+use std::net::Ipv4Addr;
+
+#[test]
+fn an_unlisted_name_is_not_resolved() {
+    let _serial = serial();
+    let up = Upstream::pong();
+    let p = up.port().to_string();
+    let c = capsule("unlisted-name", &[format!("localhost:{p}")]);
+    for class in classes(&c) {
+        let r = c.probe(class, &["tcp-name", "murmur-unlisted.test", &p], &[]);
+        assert_eq!(r.verdict(), "contained", "{class}: {}: {}", r.line(), r.stderr);
+        let r = c.probe(class, &["dns-query", "murmur-unlisted.test"], &[]);
+        assert_eq!(
+            r.line(),
+            "dns-query recv 0 contained rcode=5 answers=0",
+            "{class}: {}",
+            r.stderr
+        );
+        assert!(r.refused("murmur-unlisted.test"), "{class}: {}", r.stderr);
+    }
+    assert_eq!(up.connections(), 0);
+}
+
+#[test]
+fn an_allowed_name_is_resolved_on_the_host_and_an_unlisted_one_never_leaves() {
+    let _serial = serial();
+    let up = Upstream::pong();
+    let p = up.port().to_string();
+    let dns = FakeDns::start(&[("allowed.test", Ipv4Addr::LOCALHOST)]);
+    let resolver = dns.addr();
+    let env = [("MURMUR_EGRESS_RESOLVER", resolver.as_str())];
+    let c = capsule("resolver", &[format!("allowed.test:{p}")]);
+    let ran = classes(&c);
+    for &class in &ran {
+        let r = c.probe(class, &["tcp-name", "allowed.test", &p], &env);
+        assert_eq!(
+            r.line(),
+            "tcp-name connect 0 allowed pong:5",
+            "{class}: {}",
+            r.stderr
+        );
+        let r = c.probe(class, &["dns-query", "allowed.test"], &env);
+        assert_eq!(
+            r.line(),
+            "dns-query recv 0 allowed rcode=0 answers=1",
+            "{class}: {}",
+            r.stderr
+        );
+        let r = c.probe(class, &["dns-query", "secret-0123456789.exfil.test"], &env);
+        assert_eq!(
+            r.line(),
+            "dns-query recv 0 contained rcode=5 answers=0",
+            "{class}: {}",
+            r.stderr
+        );
+        assert!(r.refused("secret-0123456789.exfil.test"), "{class}: {}", r.stderr);
+    }
+    let names = dns.names();
+    println!("the host-side resolver was asked: {names:?}");
+    if !ran.is_empty() {
+        assert!(names.iter().any(|n| n == "allowed.test"), "{names:?}");
+    }
+    assert!(names.iter().all(|n| n == "allowed.test"), "{names:?}");
+    assert!(
+        !dns.saw("exfil"),
+        "the unlisted name reached the resolver: {names:?}"
+    );
+}

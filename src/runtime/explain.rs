@@ -70,7 +70,7 @@ impl Scope<'_> {
     /// relay under `scoped` and `sealed`; nothing is constrained under `advisory`.
     fn egress(&self) -> Value {
         let m = self.manifest;
-        let rules = &m.capabilities.network_allow;
+        let rules = &super::launch::subprocess_rules(m);
         let enforced = self.achieved >= Containment::Scoped;
         json!({
             "subprocesses": m.inference.is_some() && super::launch::subprocess_route(m),

@@ -66,6 +66,20 @@ pub struct Prelude<'a> {
     )>,
 }
 
+/// The destinations a session's subprocesses may reach: `capabilities.network.allow` less
+/// every rule that covers the inference endpoint. The endpoint is the driver's destination;
+/// a shell command reaching it could send the workdir to the model provider under a key of
+/// its own.
+pub fn subprocess_rules(m: &Manifest) -> Vec<crate::manifest::netrule::NetRule> {
+    let endpoint = m.inference.as_ref().and_then(|i| i.endpoint.as_deref());
+    m.capabilities
+        .network_allow
+        .iter()
+        .filter(|r| endpoint.is_none_or(|e| !super::agent::preflight::endpoint_covered(r, e)))
+        .cloned()
+        .collect()
+}
+
 /// Whether a capsule can start subprocesses: shell commands, or tool artifacts (which may
 /// be native binaries).
 pub fn subprocess_route(m: &Manifest) -> bool {
@@ -191,7 +205,7 @@ pub fn run(opts: RunOptions) -> Result<u8, Diagnostic> {
     // relay before the floor is checked: a host that cannot make it refuses the capsule
     // whatever the class (E-CAP-005).
     let egress = if m.inference.is_some() && subprocess_route(m) {
-        Some(crate::containment::egress::start(&exe, &caps.network_allow)?)
+        Some(crate::containment::egress::start(&exe, &subprocess_rules(m))?)
     } else {
         None
     };

@@ -73,3 +73,35 @@ fn an_allowed_name_is_resolved_on_the_host_and_an_unlisted_one_never_leaves() {
         "the unlisted name reached the resolver: {names:?}"
     );
 }
+
+#[test]
+fn a_name_answered_with_a_metadata_address_is_not_resolved_and_nothing_goes_out() {
+    let _serial = serial();
+    let dns = FakeDns::start(&[
+        ("meta.test", Ipv4Addr::new(169, 254, 169, 254)),
+        ("zero.test", Ipv4Addr::UNSPECIFIED),
+    ]);
+    let resolver = dns.addr();
+    let env = [("MURMUR_EGRESS_RESOLVER", resolver.as_str())];
+    let c = capsule(
+        "metadata",
+        &["meta.test:80".to_string(), "zero.test:80".to_string()],
+    );
+    for class in classes(&c) {
+        // Asked of the host, but the answer is dropped: link-local (cloud metadata) and
+        // "this network" addresses never stand for a name.
+        for name in ["meta.test", "zero.test"] {
+            let r = c.probe(class, &["dns-query", name], &env);
+            assert_eq!(
+                r.line(),
+                "dns-query recv 0 contained rcode=3 answers=0",
+                "{class} {name}: {}",
+                r.stderr
+            );
+        }
+        // Nor does the launch-time resolution open the address.
+        let r = c.probe(class, &["tcp-ip", "169.254.169.254", "80"], &env);
+        assert_eq!(r.verdict(), "contained", "{class}: {}: {}", r.line(), r.stderr);
+        assert!(r.refused("169.254.169.254:80"), "{class}: {}", r.stderr);
+    }
+}

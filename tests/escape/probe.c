@@ -479,6 +479,28 @@ int main(int argc, char **argv) {
         a.sin6_addr = in6addr_loopback;
         return report("connect", connect(s, (struct sockaddr *)&a, sizeof a), 0);
     }
+    if (!strcmp(name, "dns-flood")) {
+        /* N questions for N different names under argv[3], sent as fast as the socket
+         * takes them, answers not awaited: a flood of refusals for the trace. */
+        int n = atoi(arg), sent = 0;
+        const char *base = argc > 3 ? argv[3] : "flood.test";
+        int s = socket(AF_INET, SOCK_DGRAM, 0);
+        if (s < 0) return report("socket", -1, 0);
+        struct sockaddr_in a = {0};
+        a.sin_family = AF_INET;
+        a.sin_port = htons(53);
+        inet_pton(AF_INET, "127.0.0.1", &a.sin_addr);
+        for (int i = 0; i < n; i++) {
+            char qname[300];
+            unsigned char q[512];
+            snprintf(qname, sizeof qname, "n%d.%s", i, base);
+            int len = dns_query(qname, q, sizeof q);
+            if (len > 0 && sendto(s, q, len, 0, (struct sockaddr *)&a, sizeof a) == len) sent++;
+        }
+        printf("dns-flood sendto 0 allowed %d\n", sent);
+        fflush(stdout);
+        return 0;
+    }
     if (!strcmp(name, "dns-query")) {
         unsigned char q[512], r[4096];
         int len = dns_query(arg, q, sizeof q);

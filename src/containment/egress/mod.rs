@@ -51,7 +51,15 @@ pub fn start(exe: &Path, rules: &[NetRule]) -> Result<(Egress, mpsc::Receiver<ev
         )
     })?;
     let ns = namespace::create(exe, &ports).map_err(refusal)?;
-    let launch = resolver.lookup_all(&policy::names(rules), LAUNCH_LOOKUP);
+    let trusted = resolver.operator_chosen();
+    let launch: Vec<(String, Vec<std::net::Ipv4Addr>)> = resolver
+        .lookup_all(&policy::names(rules), LAUNCH_LOOKUP)
+        .into_iter()
+        .map(|(n, a)| {
+            let a = policy::usable(&n, &a, trusted);
+            (n, a)
+        })
+        .collect();
     let policy = policy::Policy::new(rules, &launch);
     let (tx, rx) = mpsc::channel();
     let relay = relay::start(ns.tcp, ns.udp, policy, resolver, tx).map_err(|e| {

@@ -57,6 +57,32 @@ pub fn names(rules: &[NetRule]) -> Vec<String> {
     set.into_iter().collect()
 }
 
+/// At most this many addresses of one name are answered and bound.
+pub const MAX_ANSWERS: usize = 16;
+
+/// Whether `addr` may stand for a name, so that a spoofed, poisoned or hostile answer for an
+/// allowed name cannot point a child at the host's own services: "this network" (0/8),
+/// link-local (where cloud metadata services live), multicast, reserved and broadcast
+/// addresses never do; loopback does only for `localhost` (and `*.localhost`) or when the
+/// operator named the resolver (`trusted_resolver`). A literal rule is never filtered.
+pub fn may_stand_for(name: &str, addr: Ipv4Addr, trusted_resolver: bool) -> bool {
+    let o = addr.octets();
+    if o[0] == 0 || addr.is_link_local() || addr.is_multicast() || o[0] >= 240 {
+        return false;
+    }
+    !addr.is_loopback() || name == "localhost" || name.ends_with(".localhost") || trusted_resolver
+}
+
+/// The addresses of a lookup of `name` that may stand for it, at most [`MAX_ANSWERS`].
+pub fn usable(name: &str, addrs: &[Ipv4Addr], trusted_resolver: bool) -> Vec<Ipv4Addr> {
+    addrs
+        .iter()
+        .copied()
+        .filter(|a| may_stand_for(name, *a, trusted_resolver))
+        .take(MAX_ANSWERS)
+        .collect()
+}
+
 /// Why a destination was refused.
 pub const NOT_ALLOWED: &str = "not in capabilities.network.allow";
 /// Why a port was refused for an allowed host.
@@ -197,6 +223,33 @@ mod tests {
         assert_eq!(p.decide(other, 9000, now).unwrap(), "other.test");
         assert_eq!(p.decide(other, 9000, now + BINDING_TTL), Err(NOT_ALLOWED));
         assert!(p.name_allowed("other.test") && !p.name_allowed("10.1.2.3") && !p.name_allowed("x.test"));
+    }
+
+    #[test]
+    fn special_addresses_stand_only_for_localhost_or_under_the_operators_resolver() {
+        let meta = Ipv4Addr::new(169, 254, 169, 254);
+        let lo = Ipv4Addr::LOCALHOST;
+        let public = Ipv4Addr::new(93, 184, 216, 34);
+        let private = Ipv4Addr::new(10, 1, 2, 3);
+        assert!(!may_stand_for("api.example.com", meta, false));
+        assert!(!may_stand_for("api.example.com", lo, false));
+        assert!(!may_stand_for("api.example.com", Ipv4Addr::UNSPECIFIED, false));
+        assert!(!may_stand_for("api.example.com", Ipv4Addr::BROADCAST, false));
+        assert!(!may_stand_for(
+            "api.example.com",
+            Ipv4Addr::new(224, 0, 0, 1),
+            false
+        ));
+        assert!(may_stand_for("api.example.com", public, false));
+        assert!(may_stand_for("api.example.com", private, false));
+        assert!(may_stand_for("localhost", lo, false));
+        assert!(may_stand_for("db.localhost", lo, false));
+        assert!(may_stand_for("api.example.com", lo, true));
+        assert!(!may_stand_for("api.example.com", meta, true));
+        assert!(!may_stand_for("localhost", meta, false));
+        let many: Vec<Ipv4Addr> = (0..40).map(|i| Ipv4Addr::new(93, 184, 0, i)).collect();
+        assert_eq!(usable("a.test", &many, false).len(), MAX_ANSWERS);
+        assert_eq!(usable("a.test", &[lo, public], false), vec![public]);
     }
 
     #[test]

@@ -8,7 +8,7 @@
 
 use super::dns;
 use super::event::{Decision, Event};
-use super::policy::{Policy, ANSWER_TTL};
+use super::policy::{self, Policy, ANSWER_TTL};
 use super::resolve::{self, Failure, Resolver};
 use mio::net::{TcpListener, TcpStream, UdpSocket};
 use mio::{Events, Interest, Poll, Token, Waker};
@@ -30,6 +30,8 @@ const IDLE_TIMEOUT: Duration = Duration::from_secs(300);
 const TOTAL_TIMEOUT: Duration = Duration::from_secs(3600);
 /// How long a resolved name is answered from the cache.
 const CACHE_TTL: Duration = Duration::from_secs(ANSWER_TTL as u64);
+/// How long a failed lookup is answered from the cache.
+const NEGATIVE_TTL: Duration = Duration::from_secs(5);
 /// Decisions reported per second at most; the rest are counted and reported as one
 /// `suppressed` event a second, so a child that floods refusals cannot fill the disk
 /// through the trace.
@@ -94,6 +96,7 @@ pub fn start(
         pending: HashMap::new(),
         pending_count: 0,
         cache: HashMap::new(),
+        trusted_resolver: resolver.operator_chosen(),
         reported: 0,
         suppressed: 0,
     };
@@ -207,7 +210,9 @@ struct Loop {
     /// Questions waiting for a name's lookup: (query, who asked).
     pending: HashMap<String, Vec<(dns::Query, SocketAddr)>>,
     pending_count: usize,
-    cache: HashMap<String, (Vec<Ipv4Addr>, Instant)>,
+    cache: HashMap<String, (Result<Vec<Ipv4Addr>, Failure>, Instant)>,
+    /// The operator named the resolver (`MURMUR_EGRESS_RESOLVER`).
+    trusted_resolver: bool,
     /// Events reported in the current second, and those held back.
     reported: u32,
     suppressed: u64,
@@ -244,8 +249,13 @@ impl Loop {
         self.new_window();
     }
 
+    /// Report a decision. Allowed ones (and answers) are always reported: they are bounded
+    /// by real connections and lookups. Refusals and failures past [`EVENTS_PER_SECOND`]
+    /// are counted instead, so a flood of them can neither fill the disk nor bury an
+    /// allowed connection.
     fn emit(&mut self, e: Event) {
-        if self.reported >= EVENTS_PER_SECOND {
+        let always = matches!(e.decision, Decision::Closed { .. } | Decision::Answered(_));
+        if !always && self.reported >= EVENTS_PER_SECOND {
             self.suppressed += 1;
             return;
         }
@@ -438,10 +448,10 @@ impl Loop {
             // IPv4 only: AAAA (and every other type) is answered empty.
             return self.reply(&dns::answer_empty(&q, dns::NOERROR), from);
         }
-        if let Some((addrs, until)) = self.cache.get(&q.name) {
+        if let Some((result, until)) = self.cache.get(&q.name) {
             if *until > Instant::now() {
-                let addrs = addrs.clone();
-                return self.answer(&q, Ok(addrs), from);
+                let result = result.clone();
+                return self.answer(&q, result, from);
             }
         }
         if self.pending_count >= MAX_PENDING_DNS {
@@ -457,6 +467,14 @@ impl Loop {
     }
 
     fn answer(&mut self, q: &dns::Query, result: Result<Vec<Ipv4Addr>, Failure>, from: SocketAddr) {
+        let result = result.and_then(|a| {
+            let a = policy::usable(&q.name, &a, self.trusted_resolver);
+            if a.is_empty() {
+                Err(Failure::NotFound)
+            } else {
+                Ok(a)
+            }
+        });
         let packet = match &result {
             Ok(addrs) => {
                 self.policy.bind(&q.name, addrs, Instant::now());
@@ -483,10 +501,11 @@ impl Loop {
     /// Answer every question waiting on a lookup that finished.
     fn answer_resolved(&mut self) {
         while let Ok(d) = self.done.try_recv() {
-            if let Ok(a) = &d.result {
-                self.cache
-                    .insert(d.name.clone(), (a.clone(), Instant::now() + CACHE_TTL));
-            }
+            // A failure is remembered briefly too, so a child asking again and again for a
+            // name that does not resolve does not ask the host's resolver each time.
+            let ttl = if d.result.is_ok() { CACHE_TTL } else { NEGATIVE_TTL };
+            self.cache
+                .insert(d.name.clone(), (d.result.clone(), Instant::now() + ttl));
             for (q, from) in self.pending.remove(&d.name).unwrap_or_default() {
                 self.pending_count = self.pending_count.saturating_sub(1);
                 self.answer(&q, d.result.clone(), from);

@@ -10,6 +10,9 @@ use std::time::{Duration, Instant};
 
 /// How long one upstream DNS question may take.
 const UPSTREAM_TIMEOUT: Duration = Duration::from_secs(2);
+/// Lookups run at once (at launch, and for the relay), so one name that hangs does not
+/// hold up the others.
+pub const POOL: usize = 4;
 
 /// Why a name did not resolve.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -60,16 +63,30 @@ impl Resolver {
         Ok(addrs)
     }
 
-    /// Resolve every name at once, each on its own thread, waiting at most `within`: a
-    /// name still unresolved then has no launch-time addresses.
+    /// Whether the operator named this resolver (its answers may map a name to loopback or
+    /// link-local addresses; see `policy::may_stand_for`).
+    pub fn operator_chosen(&self) -> bool {
+        matches!(self, Resolver::Upstream(_))
+    }
+
+    /// Resolve every name on [`POOL`] threads, waiting at most `within`: a name still
+    /// unresolved then has no launch-time addresses.
     pub fn lookup_all(&self, names: &[String], within: Duration) -> Vec<(String, Vec<Ipv4Addr>)> {
         let (tx, rx) = mpsc::channel();
-        for n in names {
-            let (tx, n, r) = (tx.clone(), n.clone(), *self);
-            std::thread::spawn(move || {
+        let queue = std::sync::Arc::new(std::sync::Mutex::new(names.to_vec()));
+        for _ in 0..POOL.min(names.len()) {
+            let (tx, queue, r) = (tx.clone(), queue.clone(), *self);
+            let spawned = std::thread::Builder::new().spawn(move || loop {
+                let next = queue.lock().unwrap_or_else(|p| p.into_inner()).pop();
+                let Some(n) = next else { break };
                 let got = r.lookup(&n).unwrap_or_default();
-                let _ = tx.send((n, got));
+                if tx.send((n, got)).is_err() {
+                    break;
+                }
             });
+            if spawned.is_err() {
+                break;
+            }
         }
         drop(tx);
         let deadline = Instant::now() + within;
@@ -117,21 +134,31 @@ pub struct Done {
     pub result: Result<Vec<Ipv4Addr>, Failure>,
 }
 
-/// The relay's resolver worker: names in, results out, then a wake of the relay's loop.
+/// The relay's resolver workers ([`POOL`] threads): names in, results out, then a wake of
+/// the relay's loop.
 pub fn worker(
     resolver: Resolver,
     waker: std::sync::Arc<mio::Waker>,
 ) -> (mpsc::Sender<String>, mpsc::Receiver<Done>) {
     let (ask_tx, ask_rx) = mpsc::channel::<String>();
     let (done_tx, done_rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        for name in ask_rx {
-            let result = resolver.lookup(&name);
-            if done_tx.send(Done { name, result }).is_err() {
-                break;
-            }
-            let _ = waker.wake();
+    let ask_rx = std::sync::Arc::new(std::sync::Mutex::new(ask_rx));
+    for _ in 0..POOL {
+        let (ask_rx, done_tx, waker) = (ask_rx.clone(), done_tx.clone(), waker.clone());
+        let spawned = std::thread::Builder::new()
+            .name("egress-dns".into())
+            .spawn(move || loop {
+                let next = ask_rx.lock().unwrap_or_else(|p| p.into_inner()).recv();
+                let Ok(name) = next else { break };
+                let result = resolver.lookup(&name);
+                if done_tx.send(Done { name, result }).is_err() {
+                    break;
+                }
+                let _ = waker.wake();
+            });
+        if spawned.is_err() {
+            break;
         }
-    });
+    }
     (ask_tx, done_rx)
 }

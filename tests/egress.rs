@@ -431,6 +431,14 @@ fn advisory_constrains_nothing_on_the_network() {
     let r = c.probe("advisory", &["tcp-ip", "127.0.0.1", &p], &[]);
     assert_eq!(r.line(), "tcp-ip connect 0 allowed pong:5", "{}", r.stderr);
     assert_eq!(up.connections(), 1);
+    // And the launch says so plainly.
+    assert!(
+        r.stderr.lines().any(|l| l
+            == "warning[W-SEC-003]: containment is advisory: nothing constrains a subprocess's network \
+                (capabilities.network.allow is enforced for shell commands and native tools only under scoped and sealed)"),
+        "{}",
+        r.stderr
+    );
     let (mut child, sleeper) = start_sleep(&c, "advisory");
     let ns = netns_of(&sleeper.to_string());
     stop(&mut child, sleeper);

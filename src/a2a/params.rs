@@ -1,10 +1,19 @@
 //! The typed params of the A2A methods (send, get/cancel/subscribe, list), read from an
 //! untrusted JSON object with caps and type checks; errors are `Invalid params` texts.
 
-use super::rpc::{DEFAULT_PAGE_SIZE, MAX_ID, MAX_PAGE_SIZE, MAX_PARTS, MAX_TEXT};
 use super::shapes::{parse_rfc3339, State};
 use super::Generation;
 use serde_json::{Map, Value};
+
+/// The most message text accepted (all text parts joined), bytes.
+pub const MAX_TEXT: usize = 256 << 10;
+/// The most parts one message may have.
+pub const MAX_PARTS: usize = 64;
+/// The longest request id, message/task/context id or page token accepted, bytes.
+pub const MAX_ID: usize = 256;
+/// ListTasks page size: the default and the cap (larger requests are clamped).
+pub const DEFAULT_PAGE_SIZE: u32 = 50;
+pub const MAX_PAGE_SIZE: u32 = 100;
 
 /// A message to send: its text parts joined with `\n`.
 #[derive(Debug, Clone, PartialEq)]

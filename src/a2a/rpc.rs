@@ -4,20 +4,12 @@
 
 use super::params::{list_params, send_params, task_params};
 pub use super::params::{Call, ListRequest, Op, SendRequest, TaskRequest};
+pub use super::params::{DEFAULT_PAGE_SIZE, MAX_ID, MAX_PAGE_SIZE, MAX_PARTS, MAX_TEXT};
 use super::Generation;
 use serde_json::{json, Value};
 
 /// The largest request body parsed, bytes (a door is not an upload endpoint).
 pub const MAX_BODY: usize = 1 << 20;
-/// The most message text accepted (all text parts joined), bytes.
-pub const MAX_TEXT: usize = 256 << 10;
-/// The most parts one message may have.
-pub const MAX_PARTS: usize = 64;
-/// The longest request id, message/task/context id or page token accepted, bytes.
-pub const MAX_ID: usize = 256;
-/// ListTasks page size: the default and the cap (larger requests are clamped).
-pub const DEFAULT_PAGE_SIZE: u32 = 50;
-pub const MAX_PAGE_SIZE: u32 = 100;
 
 pub const PARSE_ERROR: i64 = -32700;
 pub const INVALID_REQUEST: i64 = -32600;

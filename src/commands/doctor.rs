@@ -108,11 +108,7 @@ fn count_artifacts(root: &Path) -> Option<u64> {
 
 /// The compile cache: its path, and its entries and bytes if it exists.
 fn cache_json() -> Value {
-    #[cfg(feature = "runtime")]
-    let dir = crate::runtime::wasm::cache::default_dir();
-    #[cfg(not(feature = "runtime"))]
-    let dir: Option<PathBuf> = None;
-    let Some(dir) = dir else {
+    let Some(dir) = crate::places::cache_dir() else {
         return json!({"path": null, "exists": false, "entries": 0, "bytes": 0});
     };
     let (mut entries, mut bytes) = (0u64, 0u64);

@@ -24,16 +24,7 @@ pub struct TraceOptions {
 const POLL: Duration = Duration::from_millis(200);
 const QUIET_AFTER_END: u32 = 5;
 
-/// Where records live: `$MURMUR_RECORDS_DIR`, else `~/.murmur/records`.
-fn records_root() -> Option<PathBuf> {
-    #[cfg(feature = "runtime")]
-    return crate::runtime::session::records_root();
-    #[cfg(not(feature = "runtime"))]
-    {
-        let var = |k: &str| std::env::var_os(k).filter(|v| !v.is_empty()).map(PathBuf::from);
-        var("MURMUR_RECORDS_DIR").or_else(|| var("HOME").map(|h| h.join(".murmur/records")))
-    }
-}
+use crate::places::records_root;
 
 /// A session id names one directory: letters, digits, `_` and `-` only.
 fn session_dir(id: &str) -> Result<PathBuf, Diagnostic> {

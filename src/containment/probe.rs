@@ -7,46 +7,8 @@
 
 use super::class::Class;
 use landlock::{Access, AccessFs, CompatLevel, Compatible, Ruleset, RulesetAttr};
-use serde::{Deserialize, Serialize};
 
-/// What the probe found; each mechanism is `Ok` or the failing call with its errno.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
-pub struct HostReport {
-    pub landlock_abi: u32,
-    pub landlock: Result<(), String>,
-    pub seccomp: Result<(), String>,
-    pub netns: Result<(), String>,
-    pub pids_cgroup: Result<(), String>,
-    /// User + mount + PID namespaces, a tmpfs root, a fresh `/proc` and `pivot_root`: the
-    /// whole sealed plan, run in a throwaway child.
-    pub sealed: Result<(), String>,
-}
-
-impl HostReport {
-    /// Mechanisms named in `MURMUR_PROBE_DENY` (comma-separated) are reported missing, and
-    /// `landlock_abi=N` lowers the landlock ABI to at most N. It can only lower what the
-    /// host backs; tests use it to exercise the refusals.
-    pub fn apply_simulated_denials(&mut self, spec: &str) {
-        for name in spec.split(',').map(str::trim) {
-            if let Some(n) = name
-                .strip_prefix("landlock_abi=")
-                .and_then(|n| n.parse::<u32>().ok())
-            {
-                self.landlock_abi = self.landlock_abi.min(n);
-                continue;
-            }
-            let slot = match name {
-                "landlock" => &mut self.landlock,
-                "seccomp" => &mut self.seccomp,
-                "netns" => &mut self.netns,
-                "cgroup" => &mut self.pids_cgroup,
-                "sealed" => &mut self.sealed,
-                _ => continue,
-            };
-            *slot = Err(format!("{name}: disabled by MURMUR_PROBE_DENY"));
-        }
-    }
-}
+pub use super::class::HostReport;
 
 fn errno_text(call: &str, e: &std::io::Error) -> String {
     format!("{call}: errno {} ({e})", e.raw_os_error().unwrap_or(0))

@@ -18,6 +18,10 @@
 //! and declared directories, which the root rebinds without `noexec` so that C extensions
 //! can be mapped (see `audit/threat-model.md`). Under `advisory` nothing is restricted and
 //! nothing is returned (the warnings still are).
+//!
+//! The host's directory facts live here too, for both the grants and the sealed root:
+//! the system directories ([`SYSTEM_DIRS`]), the `/etc` allow-list ([`ETC_ALLOWED`]) and
+//! what the composed root shows without a grant ([`shows`]).
 
 use super::class::Class;
 use crate::diag::{code, Diagnostic};
@@ -299,7 +303,7 @@ pub fn read_grants(class: Class, allowed_binaries: &[PathBuf], caps: &Capabiliti
         }
     }
     // What the composed root of `sealed` already shows needs no grant there.
-    let needed = |p: &PathBuf| class != Class::Sealed || !super::sealed::shows(p);
+    let needed = |p: &PathBuf| class != Class::Sealed || !shows(p);
     let mut shared: Vec<PathBuf> = GENERAL.iter().filter_map(|g| existing(Path::new(g))).collect();
     if any_interpreter {
         shared.extend(library_dirs());
@@ -319,6 +323,45 @@ pub fn read_grants(class: Class, allowed_binaries: &[PathBuf], caps: &Capabiliti
         unlisted,
         warnings,
     }
+}
+
+/// The host's system directories, shown read-only, `nosuid`, `nodev` and `noexec` (usrmerge
+/// symlinks recreated as symlinks).
+pub const SYSTEM_DIRS: [&str; 7] = ["usr", "bin", "sbin", "lib", "lib32", "lib64", "libx32"];
+/// The `/etc` entries shown read-only (the rest of `/etc` is absent). Only the trust store
+/// of `/etc/ssl` (`certs`, `openssl.cnf`): `/etc/ssl/private` holds private keys.
+pub const ETC_ALLOWED: [&str; 11] = [
+    "ld.so.cache",
+    "ld.so.conf",
+    "ld.so.conf.d",
+    "ssl/certs",
+    "ssl/openssl.cnf",
+    "ca-certificates",
+    "resolv.conf",
+    "hosts",
+    "nsswitch.conf",
+    "localtime",
+    "host.conf",
+];
+
+/// The system directories that are real directories here (not usrmerge symlinks).
+pub fn system_dirs() -> Vec<PathBuf> {
+    SYSTEM_DIRS
+        .iter()
+        .map(|d| Path::new("/").join(d))
+        .filter(|p| std::fs::symlink_metadata(p).is_ok_and(|m| m.is_dir()))
+        .collect()
+}
+
+/// Whether the composed root shows host path `p` (canonical) without any grant: below a
+/// system directory or an `/etc` allow-list entry. What it shows below a system directory
+/// is `noexec`, except the library directories ([`LIBRARY_DIRS`]).
+pub fn shows(p: &Path) -> bool {
+    let etc = Path::new("/etc");
+    SYSTEM_DIRS.iter().any(|d| {
+        let host = Path::new("/").join(d);
+        host.is_dir() && p.starts_with(std::fs::canonicalize(&host).unwrap_or(host))
+    }) || ETC_ALLOWED.iter().any(|e| p.starts_with(etc.join(e)))
 }
 
 #[cfg(test)]

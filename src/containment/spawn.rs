@@ -11,13 +11,12 @@
 
 use super::cgroup::Cgroup;
 use super::class::Class;
-use super::egress::namespace::Join;
 use super::sealed::{self, Failure};
 use super::{child, rules, seccomp};
 use crate::diag::{code, Diagnostic};
 use std::collections::BTreeSet;
 use std::io::Read;
-use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -206,7 +205,7 @@ pub fn spawn(s: Spawn<'_>) -> Result<Child, Diagnostic> {
         // `noexec`, and landlock grants no execute there).
         let mut read: Vec<PathBuf> = s.read_dirs.to_vec();
         if s.class == Class::Sealed {
-            read.extend(sealed::system_dirs());
+            read.extend(super::runtime_dirs::system_dirs());
         }
         let grants = rules::Grants {
             workdir: s.workdir_held.unwrap_or(s.workdir),
@@ -367,5 +366,21 @@ pub fn spawn(s: Spawn<'_>) -> Result<Child, Diagnostic> {
             "",
             format!("cannot start {}: {e}", s.program.display()),
         )),
+    }
+}
+
+/// The namespace's descriptors a child joins with `setns`: the user namespace that owns it
+/// (only when `mur` is not root, which needs one to be allowed to make a network namespace)
+/// and the network namespace.
+#[derive(Debug)]
+pub struct Join {
+    pub user: Option<OwnedFd>,
+    pub net: OwnedFd,
+}
+
+impl Join {
+    /// The raw descriptors, for the child side of a spawn (which must not allocate).
+    pub fn raw(&self) -> (Option<RawFd>, RawFd) {
+        (self.user.as_ref().map(|f| f.as_raw_fd()), self.net.as_raw_fd())
     }
 }

@@ -1,5 +1,6 @@
 //! The loopback guard: a listener on 127.0.0.1 answers only requests that a local process
-//! addressed to it, never one a web page made a browser send.
+//! addressed to it, never one a web page made a browser send. Here too the [`Refusal`]s of
+//! a request head, each with its status and reason.
 //!
 //! A page on any site can make a browser send a "simple" request to `127.0.0.1:P` (a
 //! `text/plain` POST needs no CORS preflight), and DNS rebinding lets it send any request
@@ -15,8 +16,7 @@
 //! 3. a POST body is `application/json` ([`require_json`], called by the routes that take
 //!    a body, after routing, so an unknown path is still a 404). Anything else is 415.
 
-use super::request::Refusal;
-use super::{Request, Response};
+use super::Response;
 
 /// 400: the request names no host (HTTP/1.0 without `host`).
 pub const MISSING_HOST: &str = "missing host header: this server answers only requests addressed to 127.0.0.1 or localhost at its own port";
@@ -61,10 +61,52 @@ pub fn names_this_server(value: &[u8], port: u16) -> bool {
     port_ok && (name == b"127.0.0.1" || name.eq_ignore_ascii_case(b"localhost"))
 }
 
+/// Why a request was refused; each maps to one status code.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Refusal {
+    /// 400: framing or syntax the server will not guess about.
+    BadRequest(&'static str),
+    /// 431: head larger than `max_head` or more than `max_headers` fields.
+    HeadTooLarge,
+    /// 413: declared body larger than `max_body`.
+    BodyTooLarge,
+    /// 400: no `host` header, so the request cannot be shown to be addressed to us.
+    MissingHost,
+    /// 421: a `host` naming anything but this loopback listener (DNS rebinding).
+    Misdirected,
+    /// 403: an `origin` header, so a browser sent it for a web page.
+    CrossOrigin,
+}
+
+impl Refusal {
+    /// The status code this refusal is answered with.
+    pub fn status(self) -> u16 {
+        match self {
+            Refusal::BadRequest(_) | Refusal::MissingHost => 400,
+            Refusal::HeadTooLarge => 431,
+            Refusal::BodyTooLarge => 413,
+            Refusal::Misdirected => 421,
+            Refusal::CrossOrigin => 403,
+        }
+    }
+
+    /// A short human reason, used as the error body.
+    pub fn reason(self) -> &'static str {
+        match self {
+            Refusal::BadRequest(why) => why,
+            Refusal::HeadTooLarge => "request header fields too large",
+            Refusal::BodyTooLarge => "request body too large",
+            Refusal::MissingHost => MISSING_HOST,
+            Refusal::Misdirected => MISDIRECTED,
+            Refusal::CrossOrigin => CROSS_ORIGIN,
+        }
+    }
+}
+
 /// Rule 3: exactly one `content-type`, whose media type is `application/json` in any case,
 /// with any parameters (`; charset=utf-8`). Otherwise the 415 to answer with.
-pub fn require_json(req: &Request) -> Result<(), Response> {
-    let mut types = req.headers.iter().filter(|(n, _)| n == "content-type");
+pub fn require_json(headers: &[(String, Vec<u8>)]) -> Result<(), Response> {
+    let mut types = headers.iter().filter(|(n, _)| n == "content-type");
     let json = match (types.next(), types.next()) {
         (Some((_, value)), None) => {
             let media = value.split(|&b| b == b';').next().unwrap_or_default();
@@ -149,8 +191,11 @@ mod tests {
     #[test]
     fn json_media_type_with_parameters() {
         let post = |types: &[&str]| {
-            let headers: Vec<(&str, &str)> = types.iter().map(|t| ("content-type", *t)).collect();
-            require_json(&Request::new("POST", "/", &headers, b"{}")).map_err(|r| r.status)
+            let headers: Vec<(String, Vec<u8>)> = types
+                .iter()
+                .map(|t| ("content-type".to_string(), t.as_bytes().to_vec()))
+                .collect();
+            require_json(&headers).map_err(|r| r.status)
         };
         for ok in [
             "application/json",

@@ -16,7 +16,6 @@ pub mod response;
 mod server;
 
 pub use conn::{Body, BODY_CHUNK};
-pub use guard::require_json;
 pub use request::{Refusal, Request};
 pub use response::Response;
 pub use server::{serve, Controller, Exchange, Handler, Reply, Server, Stream, Ticket};
@@ -95,4 +94,9 @@ pub fn raise_fd_limit(want: u64) -> u64 {
         let _ = setrlimit(Resource::Nofile, lim);
     }
     getrlimit(Resource::Nofile).current.unwrap_or(want)
+}
+
+/// Rule 3 of the [`guard`]: a body a route takes is `application/json`, else the 415.
+pub fn require_json(req: &Request) -> Result<(), Response> {
+    guard::require_json(&req.headers)
 }

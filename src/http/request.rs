@@ -56,47 +56,7 @@ impl Request {
     }
 }
 
-/// Why a request was refused; each maps to one status code.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Refusal {
-    /// 400: framing or syntax the server will not guess about.
-    BadRequest(&'static str),
-    /// 431: head larger than `max_head` or more than `max_headers` fields.
-    HeadTooLarge,
-    /// 413: declared body larger than `max_body`.
-    BodyTooLarge,
-    /// 400: no `host` header, so the request cannot be shown to be addressed to us.
-    MissingHost,
-    /// 421: a `host` naming anything but this loopback listener (DNS rebinding).
-    Misdirected,
-    /// 403: an `origin` header, so a browser sent it for a web page.
-    CrossOrigin,
-}
-
-impl Refusal {
-    /// The status code this refusal is answered with.
-    pub fn status(self) -> u16 {
-        match self {
-            Refusal::BadRequest(_) | Refusal::MissingHost => 400,
-            Refusal::HeadTooLarge => 431,
-            Refusal::BodyTooLarge => 413,
-            Refusal::Misdirected => 421,
-            Refusal::CrossOrigin => 403,
-        }
-    }
-
-    /// A short human reason, used as the error body.
-    pub fn reason(self) -> &'static str {
-        match self {
-            Refusal::BadRequest(why) => why,
-            Refusal::HeadTooLarge => "request header fields too large",
-            Refusal::BodyTooLarge => "request body too large",
-            Refusal::MissingHost => guard::MISSING_HOST,
-            Refusal::Misdirected => guard::MISDIRECTED,
-            Refusal::CrossOrigin => guard::CROSS_ORIGIN,
-        }
-    }
-}
+pub use super::guard::Refusal;
 
 /// What the reader wants next.
 #[derive(Debug, PartialEq, Eq)]

@@ -15,11 +15,7 @@ use std::sync::Arc;
 pub const MAX_ARCHIVE_BYTES: u64 = 512 << 20;
 const RESERVED_VERSIONS: [&str; 3] = ["latest", "stable", "edge"];
 
-/// `$HOME/.murmur/artifacts`.
-pub fn default_root() -> PathBuf {
-    let home = std::env::var_os("HOME").map_or_else(|| PathBuf::from("/"), PathBuf::from);
-    home.join(".murmur").join("artifacts")
-}
+pub use crate::places::registry_root as default_root;
 
 /// A bare (`worker-a`) or scoped (`local/worker-a`) artifact name.
 #[derive(Debug, Clone, PartialEq, Eq)]

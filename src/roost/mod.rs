@@ -19,7 +19,6 @@ use crate::token::Key;
 use state::State;
 use std::io;
 use std::net::TcpListener;
-use std::time::{SystemTime, UNIX_EPOCH};
 
 /// The roost accepts request bodies of at most 64 KiB, at most 16 MiB of them buffered at
 /// once across all connections, and, descriptors permitting, holds up to 4,096
@@ -121,12 +120,7 @@ impl Roost {
     }
 }
 
-/// Milliseconds since the Unix epoch; read only here, at the edge.
-pub fn now_ms() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as u64)
-}
+pub use crate::clock::now_ms;
 
 /// Serve the roost on `listener` until the process ends.
 pub fn serve(listener: TcpListener, config: Config) -> io::Result<()> {

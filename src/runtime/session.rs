@@ -9,13 +9,7 @@ use std::path::{Path, PathBuf};
 
 pub use crate::ids::session_id as new_session_id;
 
-/// Where a session's records go: `$MURMUR_RECORDS_DIR/<session_id>`, else
-/// `$HOME/.murmur/records/<session_id>`. Never inside a workdir: a guest's preopen and a
-/// contained child's writable tree are the workdir, and records there could be rewritten.
-pub fn records_root() -> Option<PathBuf> {
-    let var = |k: &str| std::env::var_os(k).filter(|v| !v.is_empty()).map(PathBuf::from);
-    var("MURMUR_RECORDS_DIR").or_else(|| var("HOME").map(|h| h.join(".murmur/records")))
-}
+pub use crate::places::records_root;
 
 /// Where a session keeps what the guest sees and what the runtime records (planned).
 #[derive(Debug, Clone)]

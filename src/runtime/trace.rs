@@ -1,23 +1,18 @@
 //! `trace.jsonl`: one JSON object per line, each written with a single `write` on a file
 //! opened for appending, so a crash never leaves half a line. Every string in an event is
-//! passed through the peer-handle redaction first, so no `mh1` token is ever written.
+//! passed through the peer-handle redaction first, so no `mh1` token is ever written. Beside
+//! it, `logs/bootstrap.log`: the runtime's decisions, in words.
 
 use serde_json::{Map, Value};
 use std::fs::File;
 use std::io::{self, Write};
-use std::time::{SystemTime, UNIX_EPOCH};
 
 pub struct Trace {
     file: File,
     session_id: String,
 }
 
-fn now_ms() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_millis() as u64)
-        .unwrap_or(0)
-}
+use crate::clock::now_ms;
 
 impl Trace {
     /// Trace into `file` (opened for appending in the records directory) for `session_id`.
@@ -56,5 +51,16 @@ impl Trace {
             ));
         }
         Ok(())
+    }
+}
+
+/// `logs/bootstrap.log`: what the runtime decided, line by line; best effort.
+pub struct Bootstrap(pub Option<File>);
+
+impl Bootstrap {
+    pub fn line(&mut self, text: &str) {
+        if let Some(f) = self.0.as_mut() {
+            let _ = f.write_all(format!("{text}\n").as_bytes());
+        }
     }
 }

@@ -10,7 +10,7 @@ use crate::containment::{class::Class, spawn};
 use std::io::{IoSlice, IoSliceMut, Read};
 use std::mem::MaybeUninit;
 use std::net::{TcpListener, UdpSocket};
-use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd, RawFd};
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::path::Path;
 use std::process::Stdio;
 use std::time::Duration;
@@ -19,21 +19,7 @@ use std::time::Duration;
 /// socket and one listener per port.
 const MAX_FDS: usize = super::policy::MAX_PORTS + 3;
 
-/// The namespace's descriptors a child joins with `setns`: the user namespace that owns it
-/// (only when `mur` is not root, which needs one to be allowed to make a network namespace)
-/// and the network namespace.
-#[derive(Debug)]
-pub struct Join {
-    pub user: Option<OwnedFd>,
-    pub net: OwnedFd,
-}
-
-impl Join {
-    /// The raw descriptors, for the child side of a spawn (which must not allocate).
-    pub fn raw(&self) -> (Option<RawFd>, RawFd) {
-        (self.user.as_ref().map(|f| f.as_raw_fd()), self.net.as_raw_fd())
-    }
-}
+pub use crate::containment::spawn::Join;
 
 /// What the helper made.
 pub struct Namespace {

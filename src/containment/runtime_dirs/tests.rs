@@ -203,3 +203,12 @@ fn computing_the_grants_costs_little() {
         assert!(per < std::time::Duration::from_millis(50), "{per:?}");
     }
 }
+
+#[test]
+fn the_root_shows_system_directories_and_the_etc_allow_list_only() {
+    assert!(shows(Path::new("/usr/share/zoneinfo")));
+    assert!(shows(Path::new("/etc/ssl/certs/ca-certificates.crt")));
+    assert!(!shows(Path::new("/etc/ssl/private")));
+    assert!(!shows(Path::new("/etc/shadow")));
+    assert!(!shows(Path::new("/home")));
+}

@@ -17,6 +17,7 @@
 mod builder;
 mod enter;
 
+use super::runtime_dirs::{ETC_ALLOWED, SYSTEM_DIRS};
 use builder::{Builder, Shows, RO};
 pub use enter::fork_command;
 use std::collections::BTreeSet;
@@ -116,48 +117,10 @@ pub const STEP_UNSHARE: u8 = 12;
 pub const STEP_FORK_COMMAND: u8 = 13;
 pub const STEP_PRIVATE_RULES: u8 = 14;
 
-/// The host's system directories, shown read-only, `nosuid`, `nodev` and `noexec` (usrmerge
-/// symlinks recreated as symlinks).
-pub const SYSTEM_DIRS: [&str; 7] = ["usr", "bin", "sbin", "lib", "lib32", "lib64", "libx32"];
-/// The `/etc` entries shown read-only (the rest of `/etc` is absent). Only the trust store
-/// of `/etc/ssl` (`certs`, `openssl.cnf`): `/etc/ssl/private` holds private keys.
-pub const ETC_ALLOWED: [&str; 11] = [
-    "ld.so.cache",
-    "ld.so.conf",
-    "ld.so.conf.d",
-    "ssl/certs",
-    "ssl/openssl.cnf",
-    "ca-certificates",
-    "resolv.conf",
-    "hosts",
-    "nsswitch.conf",
-    "localtime",
-    "host.conf",
-];
 const DEVICES: [&str; 6] = ["null", "zero", "full", "random", "urandom", "tty"];
-
-/// The system directories that are real directories here (not usrmerge symlinks).
-pub fn system_dirs() -> Vec<PathBuf> {
-    SYSTEM_DIRS
-        .iter()
-        .map(|d| Path::new("/").join(d))
-        .filter(|p| std::fs::symlink_metadata(p).is_ok_and(|m| m.is_dir()))
-        .collect()
-}
 
 fn cstr(s: impl AsRef<[u8]>) -> Result<CString, String> {
     CString::new(s.as_ref()).map_err(|_| "a path with a NUL byte".to_string())
-}
-
-/// Whether the composed root shows host path `p` (canonical) without any grant: below a
-/// system directory or an `/etc` allow-list entry. What it shows below a system directory
-/// is `noexec`, except the library directories ([`super::runtime_dirs::LIBRARY_DIRS`]).
-pub fn shows(p: &Path) -> bool {
-    let etc = Path::new("/etc");
-    SYSTEM_DIRS.iter().any(|d| {
-        let host = Path::new("/").join(d);
-        host.is_dir() && p.starts_with(std::fs::canonicalize(&host).unwrap_or(host))
-    }) || ETC_ALLOWED.iter().any(|e| p.starts_with(etc.join(e)))
 }
 
 /// Plan the sealed root for `workdir` (read-write, and `noexec` like `/tmp` unless
@@ -397,14 +360,5 @@ mod tests {
         if Path::new("/etc/ssl/certs").is_dir() {
             at("bind /etc/ssl/certs (mount)");
         }
-    }
-
-    #[test]
-    fn the_root_shows_system_directories_and_the_etc_allow_list_only() {
-        assert!(shows(Path::new("/usr/share/zoneinfo")));
-        assert!(shows(Path::new("/etc/ssl/certs/ca-certificates.crt")));
-        assert!(!shows(Path::new("/etc/ssl/private")));
-        assert!(!shows(Path::new("/etc/shadow")));
-        assert!(!shows(Path::new("/home")));
     }
 }

@@ -28,13 +28,7 @@ pub struct A2a {
     pub session_id: String,
 }
 
-/// Unix milliseconds now.
-pub fn now_ms() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_millis() as u64)
-        .unwrap_or(0)
-}
+pub use crate::clock::now_ms;
 
 fn err(id: &Value, code: i64, message: impl Into<String>) -> Reply {
     Reply::Now(answer(&RpcError::new(id, code, message).to_json()))

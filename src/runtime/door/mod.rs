@@ -9,6 +9,7 @@
 
 pub mod a2a;
 pub mod peer;
+pub mod reading;
 pub mod resources;
 pub mod tasks;
 pub mod wire;

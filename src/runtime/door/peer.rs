@@ -4,14 +4,13 @@
 //! Every MAC failure, whatever its cause, is the same `handle_not_valid` answer byte for
 //! byte. The token never reaches the trace: only its `handle_id`.
 
-use super::resources::{answer as send_read, read, refusal_response, Job1, OnTimeout, Outcome, Shared};
+use super::reading::{answer as send_read, read, refusal_response, Job1, OnTimeout, Outcome, Shared};
 use crate::http::{Exchange, Reply, Request, Response, Ticket};
 use crate::resources::peer::{check, PeerRefusal};
 use crate::resources::{path, Refusal};
 use crate::token::{token_id, Key};
 use serde_json::{json, Value};
 use std::sync::Arc;
-use std::time::{SystemTime, UNIX_EPOCH};
 
 /// `exports.peer_files` as the door serves it, with the session's minting key.
 pub struct PeerPlane {
@@ -20,12 +19,7 @@ pub struct PeerPlane {
     pub key: Arc<Key>,
 }
 
-fn now_ms() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_millis() as u64)
-        .unwrap_or(0)
-}
+use crate::clock::now_ms;
 
 struct Redeem<'a> {
     handle_id: Option<String>,
@@ -42,7 +36,7 @@ fn event(shared: &Shared, r: &Redeem<'_>, outcome: Outcome) {
         "peer_handle_redeem",
         json!({
             "handle_id": r.handle_id, "path": r.path, "generation": shared.tasks.generation(),
-            "audience_asserted": r.audience.map(super::resources::shown), "bytes": bytes, "sha256": sha,
+            "audience_asserted": r.audience.map(super::reading::shown), "bytes": bytes, "sha256": sha,
             "outcome": code, "reason": reason,
         }),
     );

@@ -16,14 +16,7 @@ use wasmtime::Engine;
 const MAGIC: &[u8; 8] = b"MURCWSM2";
 const HEADER: usize = 8 + 32 + 32;
 
-/// Where compiled components live: `$MURMUR_CACHE_DIR`, else `$XDG_CACHE_HOME/murmur/compiled`,
-/// else `$HOME/.cache/murmur/compiled`.
-pub fn default_dir() -> Option<PathBuf> {
-    let var = |k: &str| std::env::var_os(k).filter(|v| !v.is_empty()).map(PathBuf::from);
-    var("MURMUR_CACHE_DIR")
-        .or_else(|| var("XDG_CACHE_HOME").map(|d| d.join("murmur/compiled")))
-        .or_else(|| var("HOME").map(|d| d.join(".cache/murmur/compiled")))
-}
+pub use crate::places::cache_dir as default_dir;
 
 /// How a component was obtained.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -225,12 +225,7 @@ pub fn redact_value(v: &Value) -> Value {
     }
 }
 
-fn now_ms() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_millis() as u64)
-        .unwrap_or(0)
-}
+use crate::clock::now_ms;
 
 #[cfg(test)]
 mod tests;

@@ -87,7 +87,7 @@ fn none_runs_its_task_once_and_refuses_every_message() {
 #[test]
 fn single_takes_one_task_rejects_a_second_while_busy_and_exits_after_it() {
     let t = TempDir::new("life-single");
-    let dir = capsule(&t, SLOW, "");
+    let dir = capsule(&t, SLOW, &lifecycle(&["task_acceptance: single"]));
     let mut d = door::start(&t, &dir, &[], &[("MURMUR_A2A_TIMEOUT_SECS", "20")]);
     let first = d.submit("SendMessage", "sleep 3");
     assert_eq!(state_of(&first), "TASK_STATE_SUBMITTED");
@@ -156,7 +156,7 @@ fn single_takes_one_task_rejects_a_second_while_busy_and_exits_after_it() {
 #[test]
 fn single_with_no_task_ends_idle_after_the_timeout() {
     let t = TempDir::new("life-idle");
-    let dir = capsule(&t, SLOW, "");
+    let dir = capsule(&t, SLOW, &lifecycle(&["task_acceptance: single"]));
     let began = Instant::now();
     let mut d = door::start(&t, &dir, &[], &[("MURMUR_A2A_TIMEOUT_SECS", "1")]);
     let status = d.wait_exit(secs(10));

@@ -1,12 +1,16 @@
 //! `mur exec`: run one command exactly as a capsule's shell tool will: the command must be in
 //! `capabilities.shell.allow`, the host is probed, the containment class decided (E-CAP-003
-//! when the floor is not met), and the child started by the one spawn function.
+//! when the floor is not met), and the child started under the session's one
+//! [`ChildPolicy`], the policy a capsule's shell tools are started under. Only where the
+//! command comes from differs.
 
+use crate::containment::child_policy::{env_present, ChildPolicy, PolicyInputs, Stdios, DEFAULT_PATH};
 use crate::containment::class::{self, Class};
-use crate::containment::host_env::{credential_shaped, resolve_binary, PIDS_MAX};
-use crate::containment::{cgroup::Cgroup, egress, probe, runtime_dirs, spawn};
+use crate::containment::host_env::{identity, resolve_binary};
+use crate::containment::{egress, probe};
 use crate::diag::{code, Diagnostic};
-use crate::manifest::{self, Resolve};
+use crate::fsx::Dir;
+use crate::manifest::{self, Manifest, Resolve};
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 
@@ -22,12 +26,73 @@ pub struct ExecOptions {
 /// Run the command; its exit status (128 + signal when killed by one).
 pub fn exec(o: ExecOptions, exe: &Path) -> Result<u8, Diagnostic> {
     let manifest_path = o.manifest.clone().unwrap_or_else(|| PathBuf::from("murmur.yaml"));
-    let loaded = manifest::load_file(&manifest_path, Resolve::All(&manifest::process_env))?;
+    let m = load(&manifest_path)?;
+    let host_path = std::env::var("PATH").unwrap_or_else(|_| DEFAULT_PATH.into());
+    let (cmd, args) = command(&o, &m, &host_path)?;
+    let report = probe::probe(
+        exe,
+        m.capabilities.containment.max(o.containment.unwrap_or_default()),
+    );
+    let decision = class::decide(
+        m.capabilities.containment,
+        o.containment,
+        m.capabilities.workdir_exec,
+        &report,
+    );
+    // The session's network namespace and relay first, for the same rules a capsule's shell
+    // tools get: a host that cannot make the namespace refuses whatever the class (E-CAP-005).
+    let (egress, net_events) = egress::start(exe, &m.subprocess_rules())?;
+    if let Some(refusal) = decision.refusal_for(m.capabilities.unix_sockets) {
+        return Err(refusal);
+    }
+    if decision.achieved == Class::Advisory {
+        eprintln!("{}", egress::advisory_warning());
+    }
+    let printed = print_refusals(net_events);
+    let session_id = crate::ids::session_id()?;
+    let work = workdir(&o, &manifest_path, &session_id)?;
+    let work = scoped(work, m.capabilities.filesystem_scope.as_deref())?;
+    let (policy, warnings) = ChildPolicy::new(PolicyInputs {
+        caps: &m.capabilities,
+        class: decision.achieved,
+        landlock_abi: report.landlock_abi,
+        workdir: &work,
+        session_id: &session_id,
+        identity: &identity(&m.name, &m.version, &session_id, ""),
+        env_present: &env_present(&m.capabilities),
+        secret: m
+            .inference
+            .as_ref()
+            .and_then(|i| i.api_key.as_ref())
+            .and_then(|k| k.secret()),
+        host_path,
+        net: Some(std::sync::Arc::new(egress)),
+    })?;
+    for w in &warnings {
+        eprintln!("{w}");
+    }
+    let code = run(&policy, &cmd, args);
+    // The relay stops with the policy; its last refusals are printed before `mur` exits.
+    drop(policy);
+    let _ = printed.recv_timeout(std::time::Duration::from_secs(1));
+    code
+}
+
+/// The manifest, its warnings printed.
+fn load(path: &Path) -> Result<Manifest, Diagnostic> {
+    let loaded = manifest::load_file(path, Resolve::All(&manifest::process_env))?;
     for w in &loaded.warnings {
         eprintln!("{w}");
     }
-    let m = loaded.manifest;
-    let caps = &m.capabilities;
+    Ok(loaded.manifest)
+}
+
+/// The command and its arguments: a bare `capabilities.shell.allow` name found on `PATH`.
+fn command<'a>(
+    o: &'a ExecOptions,
+    m: &Manifest,
+    host_path: &str,
+) -> Result<(String, &'a [String]), Diagnostic> {
     let Some((cmd, args)) = o.command.split_first() else {
         return Err(Diagnostic::new(
             code::MAN_INVALID,
@@ -35,7 +100,7 @@ pub fn exec(o: ExecOptions, exe: &Path) -> Result<u8, Diagnostic> {
             "no command given after --",
         ));
     };
-    let allowed = caps.shell_allow.clone().unwrap_or_default();
+    let allowed = m.capabilities.shell_allow.clone().unwrap_or_default();
     if cmd.contains('/') || !allowed.iter().any(|a| a == cmd) {
         return Err(Diagnostic::new(
             code::CAP_SHELL,
@@ -50,27 +115,22 @@ pub fn exec(o: ExecOptions, exe: &Path) -> Result<u8, Diagnostic> {
             ),
         ));
     }
-    let host_path = std::env::var("PATH").unwrap_or_else(|_| "/usr/local/bin:/usr/bin:/bin".into());
-    let program = resolve_binary(cmd, &host_path).ok_or_else(|| {
-        Diagnostic::new(
+    if resolve_binary(cmd, host_path).is_none() {
+        return Err(Diagnostic::new(
             code::CAP_SHELL,
             "capabilities.shell.allow",
             format!("'{cmd}' is allowed but not found on PATH"),
-        )
-    })?;
-    let report = probe::probe(exe, caps.containment.max(o.containment.unwrap_or_default()));
-    let decision = class::decide(caps.containment, o.containment, caps.workdir_exec, &report);
-    // The session's network namespace and relay first: a host that cannot make the
-    // namespace refuses a subprocess whatever the class (E-CAP-005).
-    let (egress, net_events) = egress::start(exe, &caps.network_allow)?;
-    if let Some(refusal) = decision.refusal_for(caps.unix_sockets) {
-        return Err(refusal);
+        ));
     }
-    if decision.achieved == Class::Advisory {
-        eprintln!("{}", egress::advisory_warning());
-    }
+    Ok((cmd.clone(), args))
+}
+
+/// Refusals of the egress relay, on stderr as they happen; the receiver hears when the
+/// relay has ended and every one was printed.
+fn print_refusals(events: std::sync::mpsc::Receiver<egress::event::Event>) -> std::sync::mpsc::Receiver<()> {
+    let (done, printed) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
-        for e in net_events {
+        for e in events {
             if !matches!(
                 e.decision,
                 egress::event::Decision::Closed { .. } | egress::event::Decision::Answered(_)
@@ -78,97 +138,75 @@ pub fn exec(o: ExecOptions, exe: &Path) -> Result<u8, Diagnostic> {
                 eprintln!("mur: network: {}", e.line());
             }
         }
+        let _ = done.send(());
     });
-    // What the child may read besides its workdir and binaries (interpreter runtimes, the
-    // trust store with a network grant, time zone data); W-SEC-009 names what a declared
-    // interpreter_runtime opens.
-    let allowed_paths: Vec<PathBuf> = allowed
-        .iter()
-        .filter_map(|a| resolve_binary(a, &host_path))
-        .collect();
-    let grants = runtime_dirs::read_grants(decision.achieved, &allowed_paths, caps);
-    for w in &grants.warnings {
-        eprintln!("{w}");
-    }
-    let session_id = crate::ids::session_id()?;
-    let workdir = match &o.workdir {
-        Some(w) if w.is_dir() => w.clone(),
-        Some(w) => {
-            return Err(Diagnostic::new(
-                code::IO_READ,
-                "--workdir",
-                format!("--workdir {} is not an existing directory", w.display()),
-            ));
-        }
+    printed
+}
+
+/// The workdir, held open: `--workdir` (which must exist), else `workdir/<session>` beside
+/// the manifest, made through the held base directory.
+fn workdir(o: &ExecOptions, manifest_path: &Path, session_id: &str) -> Result<Dir, Diagnostic> {
+    let io = |p: &Path, e: crate::fsx::FsError| {
+        Diagnostic::new(code::IO_READ, "", format!("cannot prepare {}: {e}", p.display()))
+    };
+    match &o.workdir {
+        Some(w) if w.is_dir() => Dir::open(w).map_err(|e| io(w, e)),
+        Some(w) => Err(Diagnostic::new(
+            code::IO_READ,
+            "--workdir",
+            format!("--workdir {} is not an existing directory", w.display()),
+        )),
         None => {
             let base = manifest_path
                 .parent()
                 .filter(|p| !p.as_os_str().is_empty())
                 .unwrap_or(Path::new("."));
-            let w = base.join("workdir").join(&session_id);
-            std::fs::create_dir_all(&w).map_err(|e| {
-                Diagnostic::new(code::IO_READ, "", format!("cannot create {}: {e}", w.display()))
-            })?;
-            w
-        }
-    };
-    let workdir = std::fs::canonicalize(&workdir)
-        .map_err(|e| Diagnostic::new(code::IO_READ, "", format!("{}: {e}", workdir.display())))?;
-    let mut env: Vec<(String, String)> = vec![
-        ("PATH".into(), host_path.clone()),
-        ("HOME".into(), workdir.display().to_string()),
-    ];
-    for name in &caps.env_allow {
-        if credential_shaped(name) || name == "PATH" || name == "HOME" {
-            continue;
-        }
-        if let Ok(v) = std::env::var(name) {
-            env.push((name.clone(), v));
+            Dir::open(base)
+                .and_then(|b| b.mkdirs(&format!("workdir/{session_id}"), 0o755))
+                .map_err(|e| io(base, e))
         }
     }
-    env.push(("MURMUR_CAPSULE_NAME".into(), m.name.clone()));
-    env.push(("MURMUR_CAPSULE_VERSION".into(), m.version.clone()));
-    env.push(("MURMUR_SESSION_ID".into(), session_id.clone()));
-    env.push(("MURMUR_CAPSULE_URL".into(), String::new()));
-    let cgroup = if decision.achieved >= Class::Scoped {
-        Some(Cgroup::create(&session_id, PIDS_MAX).map_err(|e| {
-            Diagnostic::new(
-                code::RUN_CONTAINMENT,
-                "",
-                format!("cannot create the session's pids cgroup: {e}"),
-            )
-        })?)
-    } else {
-        Cgroup::create(&session_id, PIDS_MAX).ok()
+}
+
+/// The accessible workdir: `capabilities.filesystem.scope` beneath the workdir when one is
+/// declared (made without following a symlink, as a capsule's is), else the workdir.
+fn scoped(work: Dir, scope: Option<&str>) -> Result<Dir, Diagnostic> {
+    let Some(s) = scope else {
+        return Ok(work);
     };
-    // SIGINT and SIGTERM go to the child's process group: the spawn makes the child the
-    // leader of its own session (setsid, no controlling terminal), so its group id is its
-    // pid and a terminal's Ctrl-C reaches only `mur`; `mur` passes it on and then reports
-    // the child's status as usual. The child's output still reaches the terminal through
-    // the inherited stdout and stderr.
+    work.mkdirs(s.trim_end_matches('/'), 0o755).map_err(|e| {
+        Diagnostic::new(
+            code::CAP_SCOPE,
+            "capabilities.filesystem.scope",
+            format!("the filesystem scope {s:?} cannot be used: {e}"),
+        )
+    })
+}
+
+/// Start the command under `policy` and wait for it. SIGINT and SIGTERM go to the child's
+/// process group: the spawn makes the child the leader of its own session (setsid, no
+/// controlling terminal), so its group id is its pid and a terminal's Ctrl-C reaches only
+/// `mur`; `mur` passes it on and then reports the child's status as usual. The child's
+/// output still reaches the terminal through the inherited stdout and stderr.
+fn run(policy: &ChildPolicy, cmd: &str, args: &[String]) -> Result<u8, Diagnostic> {
+    let program = policy.resolved(cmd).map(Path::to_path_buf).ok_or_else(|| {
+        Diagnostic::new(
+            code::CAP_SHELL,
+            "capabilities.shell.allow",
+            format!("'{cmd}' is allowed but not found on PATH"),
+        )
+    })?;
     crate::signals::block_termination()
         .map_err(|e| Diagnostic::new(code::RUN_CONTAINMENT, "", format!("cannot block signals: {e}")))?;
-    let mut child = spawn::spawn(spawn::Spawn {
-        class: decision.achieved,
-        landlock_abi: report.landlock_abi,
-        program: &program,
+    let mut child = policy.spawn(
+        &program,
         args,
-        allowed_binaries: &allowed_paths,
-        read_dirs: &grants.paths,
-        read_unlisted: &grants.unlisted,
-        workdir: &workdir,
-        workdir_held: None,
-        workdir_exec: caps.workdir_exec,
-        unix_sockets: caps.unix_sockets,
-        env: &env,
-        cgroup: cgroup.as_ref(),
-        rlimits: spawn::Rlimits::default(),
-        runtime: false,
-        net: Some(&egress.join),
-        stdin: Stdio::null(),
-        stdout: Stdio::inherit(),
-        stderr: Stdio::inherit(),
-    })?;
+        Stdios {
+            stdin: Stdio::null(),
+            stdout: Stdio::inherit(),
+            stderr: Stdio::inherit(),
+        },
+    )?;
     if let Some(group) = rustix::process::Pid::from_raw(child.id() as i32) {
         std::thread::spawn(move || {
             while let Ok(sig) = crate::signals::wait_for_termination() {
@@ -184,8 +222,6 @@ pub fn exec(o: ExecOptions, exe: &Path) -> Result<u8, Diagnostic> {
     let status = child
         .wait()
         .map_err(|e| Diagnostic::new(code::RUN_CONTAINMENT, "", format!("waiting for {cmd}: {e}")))?;
-    drop(cgroup);
-    drop(egress);
     use std::os::unix::process::ExitStatusExt;
     Ok(match (status.code(), status.signal()) {
         (Some(c), _) => c as u8,

@@ -33,5 +33,22 @@ pub fn resolve_binary(name: &str, path: &str) -> Option<PathBuf> {
         .and_then(|p| std::fs::canonicalize(p).ok())
 }
 
+/// The identity variables every guest and child sees, set by the runtime.
+pub const IDENTITY_VARS: [&str; 4] = [
+    "MURMUR_CAPSULE_NAME",
+    "MURMUR_CAPSULE_VERSION",
+    "MURMUR_SESSION_ID",
+    "MURMUR_CAPSULE_URL",
+];
+
+/// The identity variables' values, in [`IDENTITY_VARS`] order.
+pub fn identity(name: &str, version: &str, session_id: &str, url: &str) -> Vec<(String, String)> {
+    IDENTITY_VARS
+        .iter()
+        .zip([name, version, session_id, url])
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect()
+}
+
 /// The session's process ceiling.
 pub const PIDS_MAX: u64 = 256;

@@ -41,6 +41,37 @@ pub struct Manifest {
     pub packaged_as: Option<String>,
 }
 
+impl Manifest {
+    /// Whether the capsule can start subprocesses: an agent with shell commands or tool
+    /// artifacts (which may be native binaries).
+    pub fn subprocess_route(&self) -> bool {
+        self.inference.is_some()
+            && (self.capabilities.shell_allow.is_some()
+                || self.artifacts.iter().any(|a| a.runtime == ArtifactRuntime::Tool))
+    }
+
+    /// The destinations a subprocess may reach: `capabilities.network.allow` less every rule
+    /// that covers the inference endpoint. The endpoint is the driver's destination; a
+    /// command reaching it could send the workdir to the model provider under a key of its
+    /// own.
+    pub fn subprocess_rules(&self) -> Vec<NetRule> {
+        let endpoint = self
+            .inference
+            .as_ref()
+            .and_then(|i| i.endpoint.as_deref())
+            .map(super::netrule::endpoint);
+        self.capabilities
+            .network_allow
+            .iter()
+            .filter(|r| match &endpoint {
+                None | Some(None) => true,
+                Some(Some(dest)) => !r.covers(dest),
+            })
+            .cloned()
+            .collect()
+    }
+}
+
 /// The kind of a declared artifact.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ArtifactRuntime {
@@ -200,6 +231,17 @@ impl fmt::Debug for ApiKey {
     }
 }
 
+impl ApiKey {
+    /// The variable it came from (a literal has none) and its value; `None` when unread.
+    pub fn secret(&self) -> Option<(Option<String>, String)> {
+        match self {
+            ApiKey::Literal(v) => Some((None, v.clone())),
+            ApiKey::Resolved { var, value } => Some((Some(var.clone()), value.clone())),
+            ApiKey::Unresolved { .. } => None,
+        }
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Transport {
     Http,
@@ -243,6 +285,9 @@ pub enum AfterTask {
 /// `lifecycle.*`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Lifecycle {
+    /// The manifest has a `lifecycle:` block. A WASM capsule without one is a script: its
+    /// `run` is called once at launch, task or not.
+    pub declared: bool,
     pub task_acceptance: TaskAcceptance,
     pub after_task: AfterTask,
     pub queue_depth: u64,
@@ -253,6 +298,7 @@ pub struct Lifecycle {
 impl Default for Lifecycle {
     fn default() -> Lifecycle {
         Lifecycle {
+            declared: false,
             task_acceptance: TaskAcceptance::default(),
             after_task: AfterTask::default(),
             queue_depth: DEFAULT_QUEUE_DEPTH,

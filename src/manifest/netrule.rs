@@ -76,6 +76,28 @@ impl NetRule {
     }
 }
 
+/// The destination an endpoint URL (`http(s)://host[:port][/path]`) names, with its
+/// scheme's default port; `None` for any other scheme, userinfo or a bad authority.
+pub fn endpoint(url: &str) -> Option<NetRule> {
+    let (scheme, rest) = if let Some(r) = url.strip_prefix("https://") {
+        (Scheme::Https, r)
+    } else if let Some(r) = url.strip_prefix("http://") {
+        (Scheme::Http, r)
+    } else {
+        return None;
+    };
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
+    if authority.contains('@') {
+        return None;
+    }
+    let (host, port) = split_host_port(authority).ok()?;
+    let port = port.unwrap_or(match scheme {
+        Scheme::Http => 80,
+        Scheme::Https => 443,
+    });
+    Some(NetRule::destination(scheme, &host, port))
+}
+
 /// Whether some rule of `rules` covers `rule`.
 pub fn any_covers(rules: &[NetRule], rule: &NetRule) -> bool {
     rules.iter().any(|r| r.covers(rule))

@@ -600,6 +600,7 @@ fn lifecycle(node: Node<'_>) -> R<Lifecycle> {
         }
     }
     Ok(Lifecycle {
+        declared: true,
         task_acceptance,
         after_task,
         queue_depth,

@@ -5,13 +5,7 @@ use crate::containment::egress;
 use crate::manifest::model::{Containment, Manifest};
 use serde_json::{json, Value};
 
-/// The identity variables every guest sees.
-pub const IDENTITY_VARS: [&str; 4] = [
-    "MURMUR_CAPSULE_NAME",
-    "MURMUR_CAPSULE_VERSION",
-    "MURMUR_SESSION_ID",
-    "MURMUR_CAPSULE_URL",
-];
+pub use crate::containment::host_env::IDENTITY_VARS;
 
 /// What a session grants, computed before anything is staged.
 pub struct Scope<'a> {
@@ -70,10 +64,10 @@ impl Scope<'_> {
     /// relay under `scoped` and `sealed`; nothing is constrained under `advisory`.
     fn egress(&self) -> Value {
         let m = self.manifest;
-        let rules = &super::launch::subprocess_rules(m);
+        let rules = &m.subprocess_rules();
         let enforced = self.achieved >= Containment::Scoped;
         json!({
-            "subprocesses": m.inference.is_some() && super::launch::subprocess_route(m),
+            "subprocesses": m.subprocess_route(),
             "enforced": enforced,
             "rules": if enforced { egress::policy::Policy::describe(rules) } else { Vec::new() },
             "ports": egress::policy::ports(rules).unwrap_or_default(),

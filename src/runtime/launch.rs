@@ -1,23 +1,31 @@
-//! `mur run` from flags to exit: find the manifest and component, settle the containment
-//! class, stage the workdir, open the door, run the guest, record the trace, honour the
-//! lifecycle.
+//! `mur run` from flags to exit, as named phases, each with one error naming what failed:
+//! source the manifest and payload; decide the scope and containment (and answer
+//! `--explain-scope`); prepare the kind's runner where nothing of the session exists yet;
+//! open the session (layout, records, trace, lifecycle, the door bound); assemble the
+//! runner; then the session skeleton ([`super::serve`]) serves the tasks and records the end.
 
-use super::component;
+use super::agent;
+use super::component::{ComponentParts, ComponentRunner};
 use super::delegation::{self, registration::Standing};
 use super::door;
 use super::explain::Scope;
-use super::lifecycle::{self, Lifecycle};
+use super::lifecycle::{self, Lifecycle, MAX_TASK_BYTES};
+use super::serve::{self, peer_key, Opened, Start, TaskRunner};
 use super::session::{self, Plan};
-use super::trace::Trace;
-use super::wasm::{self, cache};
+use super::trace::{Bootstrap, Trace};
+use super::wasm::{self, cache, sink::Sink};
+use crate::containment::child_policy::env_present;
+use crate::containment::class::Decision;
+use crate::containment::egress::{self, event::Event, Egress};
+use crate::containment::host_env::identity;
 use crate::diag::{code, Diagnostic};
-use crate::manifest::model::{AfterTask, Containment, Manifest, TaskAcceptance};
+use crate::manifest::model::{Containment, Manifest, TaskAcceptance};
 use crate::manifest::{self, Resolve};
 use crate::registry::{self, payload};
 use serde_json::json;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicI32;
+use std::sync::mpsc::Receiver;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -36,57 +44,29 @@ pub struct RunOptions {
     pub explain: bool,
 }
 
-/// What an agent session starts from: the settled decisions of the common launch.
-pub struct Prelude<'a> {
-    pub opts: &'a RunOptions,
-    pub manifest: &'a Manifest,
-    /// The manifest's directory (a system prompt file is read relative to it).
-    pub base: &'a Path,
-    /// A registry capsule's archive: its system prompt file is read from there.
-    pub archive: Option<&'a [u8]>,
-    pub registry: &'a Path,
-    pub plan: Plan,
-    pub task: Option<&'a str>,
-    pub session_id: &'a str,
+/// What the scope phase settled: the containment decision, the session's identity and
+/// plan, and what the session may take from the host.
+pub struct Decided {
     pub declared: Containment,
     pub achieved: Containment,
     pub landlock_abi: u32,
-    pub sleeps: bool,
+    pub session_id: String,
+    pub plan: Plan,
     /// `env.allow` names present in the host environment, with their values.
-    pub env_present: &'a [(String, String)],
+    pub env_present: Vec<(String, String)>,
     /// `effective_grants` for `session_start`.
     pub grants_json: serde_json::Value,
     /// Who delegated this session, and its registration with the roost.
     pub standing: Standing,
     /// The session's network namespace and egress relay, with its decisions (an agent
     /// with a subprocess route).
-    pub egress: Option<(
-        crate::containment::egress::Egress,
-        std::sync::mpsc::Receiver<crate::containment::egress::event::Event>,
-    )>,
+    pub egress: Option<(Egress, Receiver<Event>)>,
 }
 
-/// The destinations a session's subprocesses may reach: `capabilities.network.allow` less
-/// every rule that covers the inference endpoint. The endpoint is the driver's destination;
-/// a shell command reaching it could send the workdir to the model provider under a key of
-/// its own.
-pub fn subprocess_rules(m: &Manifest) -> Vec<crate::manifest::netrule::NetRule> {
-    let endpoint = m.inference.as_ref().and_then(|i| i.endpoint.as_deref());
-    m.capabilities
-        .network_allow
-        .iter()
-        .filter(|r| endpoint.is_none_or(|e| !super::agent::preflight::endpoint_covered(r, e)))
-        .cloned()
-        .collect()
-}
-
-/// Whether a capsule can start subprocesses: shell commands, or tool artifacts (which may
-/// be native binaries).
-pub fn subprocess_route(m: &Manifest) -> bool {
-    m.capabilities.shell_allow.is_some()
-        || m.artifacts
-            .iter()
-            .any(|a| a.runtime == crate::manifest::model::ArtifactRuntime::Tool)
+/// What the kind prepared before anything of the session exists.
+enum Prepared {
+    Component(wasmtime::Engine, wasmtime::component::Component, String),
+    Agent(Box<agent::Prepared>),
 }
 
 /// A manifest and where its component comes from.
@@ -97,6 +77,30 @@ struct Source {
     component: Result<Vec<u8>, Diagnostic>,
     /// The archive a registry capsule came from (its packed files are its only files).
     archive: Option<Vec<u8>>,
+}
+
+/// What phase 3 prepares from.
+enum Payload<'a> {
+    /// An agent: its manifest, the manifest's directory, a registry capsule's archive.
+    Agent(&'a Manifest, &'a Path, Option<&'a [u8]>),
+    Component(&'a [u8]),
+}
+
+impl Source {
+    /// The kind's payload: an agent needs none of its own; a WASM capsule its component.
+    fn payload(&self) -> Result<Payload<'_>, Diagnostic> {
+        if self.manifest.inference.is_some() {
+            return Ok(Payload::Agent(
+                &self.manifest,
+                &self.base,
+                self.archive.as_deref(),
+            ));
+        }
+        match &self.component {
+            Ok(bytes) => Ok(Payload::Component(bytes)),
+            Err(d) => Err(d.clone()),
+        }
+    }
 }
 
 fn io_err(path: &Path, e: std::io::Error) -> Diagnostic {
@@ -150,24 +154,43 @@ fn from_registry(root: &Path, name: &str, version: &str) -> Result<Source, Diagn
 
 /// Run a capsule session; the exit code on success (0), a diagnostic otherwise.
 pub fn run(opts: RunOptions) -> Result<u8, Diagnostic> {
-    let source = match (&opts.capsule, &opts.capsule_version) {
+    let source = source(&opts)?;
+    let Some(decided) = decide(&opts, &source)? else {
+        return Ok(0);
+    };
+    let prepared = prepare(&opts, source.payload()?)?;
+    let mut opened = open(&opts, &source.manifest, decided, &prepared)?;
+    let (start, runner) = match assemble(&mut opened, prepared) {
+        Ok(v) => v,
+        Err(d) => return Err(serve::failed_start(&mut opened, d)),
+    };
+    serve::serve(opened, start, runner)
+}
+
+/// Phase 1: the manifest and where its payload comes from (a path or the registry).
+fn source(opts: &RunOptions) -> Result<Source, Diagnostic> {
+    match (&opts.capsule, &opts.capsule_version) {
         (Some(name), Some(version)) => {
             let root = opts.registry.clone().unwrap_or_else(registry::default_root);
-            from_registry(&root, name, version)?
+            from_registry(&root, name, version)
         }
-        _ => from_path(opts.manifest.as_deref().unwrap_or(Path::new("murmur.yaml")))?,
-    };
+        _ => from_path(opts.manifest.as_deref().unwrap_or(Path::new("murmur.yaml"))),
+    }
+}
+
+/// Phase 2: probe the host once, decide the class, make the session's identity and plan;
+/// `None` when `--explain-scope` answered. An agent that can start subprocesses gets the
+/// session's network namespace and egress relay before the floor is checked: a host that
+/// cannot make it refuses the capsule whatever the class (E-CAP-005). E-RUN-020 and
+/// E-RUN-019 come before anything of the session is made.
+fn decide(opts: &RunOptions, source: &Source) -> Result<Option<Decided>, Diagnostic> {
     let m = &source.manifest;
     let caps = &m.capabilities;
-    // The host is probed once per session, before anything is staged, in a child process.
     let exe = std::env::current_exe().unwrap_or_else(|_| PathBuf::from("/proc/self/exe"));
-    let floor = caps.containment.max(opts.containment.unwrap_or_default());
-    let report = crate::containment::probe::probe(&exe, floor);
-    let decision =
+    let report =
+        crate::containment::probe::probe(&exe, caps.containment.max(opts.containment.unwrap_or_default()));
+    let decision: Decision =
         crate::containment::class::decide(caps.containment, opts.containment, caps.workdir_exec, &report);
-    let (declared, achieved) = (decision.declared, decision.achieved);
-    let sleeps =
-        m.lifecycle.task_acceptance == TaskAcceptance::Queue && m.lifecycle.after_task == AfterTask::Sleep;
     let session_id = session::new_session_id()?;
     let records_root = session::records_root().ok_or_else(|| {
         Diagnostic::new(
@@ -183,29 +206,27 @@ pub fn run(opts: RunOptions) -> Result<u8, Diagnostic> {
         caps.filesystem_scope.as_deref(),
         &records_root,
     );
-    let env_present: Vec<(String, String)> = caps
-        .env_allow
-        .iter()
-        .filter(|n| !super::explain::IDENTITY_VARS.contains(&n.as_str()))
-        .filter_map(|n| std::env::var(n).ok().map(|v| (n.clone(), v)))
-        .collect();
-    let scope = |preopen: String| Scope {
+    let env_present = env_present(caps);
+    let scope = Scope {
         manifest: m,
-        declared,
-        achieved,
-        preopen,
+        declared: decision.declared,
+        achieved: decision.achieved,
+        preopen: plan.preopen().display().to_string(),
         env_present: env_present.iter().map(|(k, _)| k.clone()).collect(),
     };
     if opts.explain {
-        let s = scope(plan.preopen().display().to_string());
-        print!("{}", if opts.json { s.to_json() } else { s.to_text() });
-        return Ok(0);
+        print!(
+            "{}",
+            if opts.json {
+                scope.to_json()
+            } else {
+                scope.to_text()
+            }
+        );
+        return Ok(None);
     }
-    // An agent that can start subprocesses gets the session's network namespace and egress
-    // relay before the floor is checked: a host that cannot make it refuses the capsule
-    // whatever the class (E-CAP-005).
-    let egress = if m.inference.is_some() && subprocess_route(m) {
-        Some(crate::containment::egress::start(&exe, &subprocess_rules(m))?)
+    let egress = if m.subprocess_route() {
+        Some(egress::start(&exe, &m.subprocess_rules())?)
     } else {
         None
     };
@@ -215,68 +236,77 @@ pub fn run(opts: RunOptions) -> Result<u8, Diagnostic> {
     if let Some(w) = delegation::lifecycle_warning(m) {
         eprintln!("{w}");
     }
-    // E-RUN-020 and E-RUN-019 before anything of the session is made.
     let process_env = |k: &str| std::env::var(k).ok();
     let standing = delegation::registration::settle(m, &session_id, &process_env)?;
-    if m.inference.is_some() {
-        let registry = opts.registry.clone().unwrap_or_else(registry::default_root);
-        let grants_json = scope(plan.preopen().display().to_string()).grants();
-        return super::agent::run(Prelude {
-            opts: &opts,
-            manifest: m,
-            base: &source.base,
-            archive: source.archive.as_deref(),
-            registry: &registry,
-            plan,
-            task: opts.task.as_deref(),
-            session_id: &session_id,
-            declared,
-            achieved,
-            landlock_abi: report.landlock_abi,
-            sleeps,
-            env_present: &env_present,
-            grants_json,
-            standing,
-            egress,
-        });
+    Ok(Some(Decided {
+        declared: decision.declared,
+        achieved: decision.achieved,
+        landlock_abi: report.landlock_abi,
+        grants_json: scope.grants(),
+        session_id,
+        plan,
+        env_present,
+        standing,
+        egress,
+    }))
+}
+
+/// Phase 3: what the kind needs, refused before any session exists (a component that is
+/// not one; an agent's driver, prompt and artifacts).
+fn prepare(opts: &RunOptions, payload: Payload<'_>) -> Result<Prepared, Diagnostic> {
+    match payload {
+        Payload::Agent(m, base, archive) => {
+            let registry = opts.registry.clone().unwrap_or_else(registry::default_root);
+            agent::prepare(m, base, archive, &registry).map(|p| Prepared::Agent(Box::new(p)))
+        }
+        Payload::Component(bytes) => {
+            let sha = registry::sha256_hex(bytes);
+            let engine = wasm::engine().map_err(|e| {
+                Diagnostic::new(code::RUN_COMPONENT, "", format!("cannot configure wasmtime: {e}"))
+            })?;
+            let (component, got) = cache::load(&engine, cache::default_dir().as_deref(), bytes, &sha)
+                .map_err(|e| {
+                    Diagnostic::new(
+                        code::RUN_COMPONENT,
+                        "",
+                        format!("the component is not a valid WebAssembly component: {e:#}"),
+                    )
+                })?;
+            Ok(Prepared::Component(
+                engine,
+                component,
+                format!("component sha256 {sha}: {got:?}"),
+            ))
+        }
     }
-    let component_bytes = source.component?;
-    // SIGTERM and SIGINT are taken by the session's signal thread (never the default
-    // action), so a session that is waiting or running ends with its trace closed.
+}
+
+/// Phase 4: the session begins. SIGTERM and SIGINT are taken by the session's signal
+/// thread from here on (never the default action); the layout is made (E-CAP-007 first),
+/// `task.md` written, the records, the trace and the task table opened, the door bound.
+fn open<'a>(
+    opts: &RunOptions,
+    m: &'a Manifest,
+    d: Decided,
+    prepared: &Prepared,
+) -> Result<Opened<'a>, Diagnostic> {
     crate::signals::block_termination()
         .map_err(|e| Diagnostic::new(code::RUN_TRAP, "", format!("cannot block SIGTERM/SIGINT: {e}")))?;
-    export_roots(&plan, m)?;
-    let layout = plan.create()?;
+    export_roots(&d.plan, m)?;
+    let layout = d.plan.create()?;
     if let Some(task) = &opts.task {
         session::write_task(&layout.work, task)?;
     }
-    let started = Instant::now();
     let mut bootstrap = Bootstrap(layout.records_dir.append("logs/bootstrap.log").ok());
-    let sha = registry::sha256_hex(&component_bytes);
-    let engine = wasm::engine()
-        .map_err(|e| Diagnostic::new(code::RUN_COMPONENT, "", format!("cannot configure wasmtime: {e}")))?;
-    let cache_dir = cache::default_dir();
-    let (component, got) =
-        cache::load(&engine, cache_dir.as_deref(), &component_bytes, &sha).map_err(|e| {
-            Diagnostic::new(
-                code::RUN_COMPONENT,
-                "",
-                format!("the component is not a valid WebAssembly component: {e:#}"),
-            )
-        })?;
-    bootstrap.line(&format!("component sha256 {sha}: {got:?}"));
+    if let Prepared::Component(_, _, line) = prepared {
+        bootstrap.line(line);
+    }
     bootstrap.line(&format!(
         "containment declared {}, achieved {}",
-        declared.as_str(),
-        achieved.as_str()
+        d.declared.as_str(),
+        d.achieved.as_str()
     ));
-    // The file task: task.md when there is one; under `none` the component runs once even
-    // without it (it may need no task).
-    let file_task = match layout.work.read("task.md", lifecycle::MAX_TASK_BYTES) {
-        Ok(b) => Some(String::from_utf8_lossy(&b).into_owned()),
-        Err(_) if m.lifecycle.task_acceptance == TaskAcceptance::None => Some(String::new()),
-        Err(_) => None,
-    };
+    let file_task = file_task(m, &layout.work, matches!(prepared, Prepared::Agent(_)))?;
     let (idle, idle_warning) = lifecycle::idle_wait();
     if let Some(w) = idle_warning {
         eprintln!("{w}");
@@ -286,207 +316,131 @@ pub fn run(opts: RunOptions) -> Result<u8, Diagnostic> {
     let life = Lifecycle::new(m, file_task.as_deref(), idle, stop.clone());
     let bound = door::bind(m.internal_port)?;
     let url = bound.url();
-    let trace_path = layout.records.join("trace.jsonl");
-    let trace_file = layout
-        .records_dir
-        .append("trace.jsonl")
-        .map_err(|e| io_err(&trace_path, e.into()))?;
-    let mut trace = Trace::new(trace_file, &session_id);
-    let s = scope(layout.preopen.display().to_string());
-    let mut start = json!({
-        "capsule_name": m.name,
-        "capsule_version": m.version,
-        "containment_declared": declared.as_str(),
-        "containment_achieved": achieved.as_str(),
-        "workdir_exec": caps.workdir_exec,
-        "effective_grants": s.grants(),
-    });
-    delegation::session_start_fields(standing.spawner.as_ref(), &mut start);
-    trace
-        .event("session_start", start)
-        .map_err(|e| trace_err(&trace_path, e))?;
+    let trace_file = layout.records_dir.append("trace.jsonl").map_err(|e| {
+        Diagnostic::new(
+            code::IO_READ,
+            "",
+            format!(
+                "cannot open {}: {e}",
+                layout.records.join("trace.jsonl").display()
+            ),
+        )
+    })?;
+    let trace = Trace::new(trace_file, &d.session_id);
+    Ok(Opened {
+        json: opts.json,
+        verbose: opts.verbose,
+        manifest: m,
+        session_id: d.session_id,
+        layout,
+        bootstrap,
+        trace,
+        life,
+        bound: Some(bound),
+        achieved: d.achieved,
+        url,
+        stop,
+        started: Instant::now(),
+        standing: d.standing,
+        declared: d.declared,
+        landlock_abi: d.landlock_abi,
+        env_present: d.env_present,
+        grants_json: d.grants_json,
+        egress: d.egress,
+    })
+}
 
-    let mut env = env_present.clone();
-    env.push(("MURMUR_CAPSULE_NAME".into(), m.name.clone()));
-    env.push(("MURMUR_CAPSULE_VERSION".into(), m.version.clone()));
-    env.push(("MURMUR_SESSION_ID".into(), session_id.clone()));
-    env.push(("MURMUR_CAPSULE_URL".into(), url.clone()));
+/// The task the session starts with: `task.md` when there is one. A WASM capsule that
+/// declares no `lifecycle:` is a script, and one under `none` has only this task: each runs
+/// once even without it. An agent under `none` has nothing to run without it.
+fn file_task(m: &Manifest, work: &crate::fsx::Dir, agent: bool) -> Result<Option<String>, Diagnostic> {
+    let none = m.lifecycle.task_acceptance == TaskAcceptance::None;
+    match work.read("task.md", MAX_TASK_BYTES) {
+        Ok(b) => Ok(Some(String::from_utf8_lossy(&b).into_owned())),
+        Err(e) if agent && none => Err(Diagnostic::new(code::RUN_AGENT_LOOP, "--task", format!("no task: {e}")).with_hint(
+            "give one with --task TEXT|FILE or put task.md in the workdir (lifecycle.task_acceptance: none takes no A2A task)",
+        )),
+        Err(_) if !agent && (none || !m.lifecycle.declared) => Ok(Some(String::new())),
+        Err(_) => Ok(None),
+    }
+}
+
+/// Phase 5: the kind's runner, built on the open session, and what the session's start says.
+fn assemble(s: &mut Opened<'_>, prepared: Prepared) -> Result<(Start, Box<dyn TaskRunner>), Diagnostic> {
+    match prepared {
+        Prepared::Agent(p) => agent::assemble(s, *p),
+        Prepared::Component(engine, component, _) => component_runner(s, engine, component),
+    }
+}
+
+/// The WASM runner: the guest's environment (the `env.allow` names and the identity), its
+/// two capped log sinks, and the component.
+fn component_runner(
+    o: &mut Opened<'_>,
+    engine: wasmtime::Engine,
+    component: wasmtime::component::Component,
+) -> Result<(Start, Box<dyn TaskRunner>), Diagnostic> {
+    let m = o.manifest;
+    let mut env = o.env_present.clone();
+    env.extend(identity(&m.name, &m.version, &o.session_id, &o.url));
     let sink = |name: &str| {
         let rel = format!("logs/{name}");
-        let file = layout
-            .records_dir
-            .append(&rel)
-            .map_err(|e| io_err(&layout.records.join(&rel), e.into()))?;
-        wasm::sink::Sink::new(file, wasm::sink::LOG_CAP)
-            .map_err(|e| io_err(&layout.records.join("logs").join(name), e))
+        let io = |e: String| {
+            Diagnostic::new(
+                code::IO_READ,
+                "",
+                format!("cannot open {}: {e}", o.layout.records.join(&rel).display()),
+            )
+        };
+        let file = o.layout.records_dir.append(&rel).map_err(|e| io(e.to_string()))?;
+        Sink::new(file, wasm::sink::LOG_CAP).map_err(|e| io(e.to_string()))
     };
-    let (out_sink, err_sink) = (sink("guest-stdout.log")?, sink("guest-stderr.log")?);
-    let door = bound.open(door::Setup {
-        manifest: m,
-        tools: Vec::new(),
-        tasks: life.tasks.clone(),
-        session_id: &session_id,
-        work: door_workdir(&layout)?,
-        class: achieved,
-        trace: trace.try_clone().ok(),
-        peer_key: peer_key(m)?,
-    })?;
-    announce(&opts, bound_port(&url), &session_id, m, &layout);
-    let runner = component::Runner {
-        engine: &engine,
-        component: &component,
-        layout: &layout,
-        env: &env,
-        caps,
-        stdout: &out_sink.write_end,
-        stderr: &err_sink.write_end,
-    };
-    let ended = component::serve(life, &runner, &mut trace, &mut bootstrap, stop.clone());
-    // The guest's stores (holding the pipes' write ends) are gone: the copiers end.
-    for (name, s) in [("stdout", out_sink), ("stderr", err_sink)] {
-        match s.finish() {
-            Ok(n) if n > wasm::sink::LOG_CAP => bootstrap.line(&format!(
-                "guest {name}: {n} bytes, the first {} kept",
-                wasm::sink::LOG_CAP
-            )),
-            Ok(_) => {}
-            Err(e) => bootstrap.line(&format!("guest {name}: log copy failed: {e}")),
-        }
-    }
-    let end = match ended {
-        Ok(end) => end,
-        Err(d) => {
-            let _ = trace.event(
-                "session_end",
-                json!({"exit_status": "failed", "duration_ms": ms(started), "error": d.message}),
-            );
-            door.close();
-            return Err(d);
-        }
-    };
-    delegation::finish(
-        standing,
-        &delegation::Ended {
-            manifest: m,
-            session_id: &session_id,
-            ok: end.exit_status() == "ok",
-            signalled: stop.load(std::sync::atomic::Ordering::SeqCst) != 0,
-            records: &layout.records_dir,
-            work: &layout.work,
-            workdir: &layout.workdir,
-            duration_ms: ms(started),
+    let (stdout, stderr) = (sink("guest-stdout.log")?, sink("guest-stderr.log")?);
+    let trace = o
+        .trace
+        .try_clone()
+        .map_err(|e| Diagnostic::new(code::IO_READ, "", format!("cannot hold trace.jsonl: {e}")))?;
+    let runner = ComponentRunner::new(
+        ComponentParts {
+            engine,
+            component,
+            env,
+            caps: m.capabilities.clone(),
+            stdout,
+            stderr,
+            trace,
+            stop: o.stop.clone(),
         },
-    );
-    let mut fields =
-        json!({"exit_status": end.exit_status(), "duration_ms": ms(started), "tasks": end.tasks});
-    if let Some((kind, _)) = &end.trapped {
-        fields["trap_kind"] = kind.as_str().into();
-    }
-    trace
-        .event("session_end", fields)
-        .map_err(|e| trace_err(&trace_path, e))?;
-    door.close();
-    if !opts.json {
-        println!("status:  {}", end.status_word());
-    }
-    end.into_exit()
+        &o.layout,
+        &o.life.tasks,
+    )?;
+    let start = Start {
+        fields: json!({
+            "capsule_name": m.name,
+            "capsule_version": m.version,
+            "containment_declared": o.declared.as_str(),
+            "containment_achieved": o.achieved.as_str(),
+            "workdir_exec": m.capabilities.workdir_exec,
+            "effective_grants": grants_at(&o.grants_json, &o.layout),
+        }),
+        tools: Vec::new(),
+        peer_key: peer_key(m)?,
+    };
+    Ok((start, Box::new(runner)))
+}
+
+/// The effective grants with the preopen as made (the scope phase named it as planned).
+fn grants_at(planned: &serde_json::Value, layout: &session::Layout) -> serde_json::Value {
+    let mut g = planned.clone();
+    g["filesystem"]["preopen"] = layout.preopen.display().to_string().into();
+    g
 }
 
 /// E-CAP-007, before anything of the session is made. A workdir that does not exist yet
 /// holds no root, let alone a symlinked one.
-pub(crate) fn export_roots(plan: &Plan, m: &Manifest) -> Result<(), Diagnostic> {
+fn export_roots(plan: &Plan, m: &Manifest) -> Result<(), Diagnostic> {
     match crate::fsx::Dir::open(&plan.preopen()) {
         Ok(work) => crate::resources::check_export_roots(m, &work),
         Err(_) => Ok(()),
-    }
-}
-
-/// The door's own handle on the accessible workdir, for `/resources/`.
-pub(crate) fn door_workdir(layout: &session::Layout) -> Result<crate::fsx::Dir, Diagnostic> {
-    layout.preopen_dir.try_clone().map_err(|e| {
-        Diagnostic::new(
-            code::IO_READ,
-            layout.preopen.display().to_string(),
-            format!("cannot hold the workdir for the resource plane: {e}"),
-        )
-    })
-}
-
-/// The peer plane's minting key: 32 random bytes, made only when `exports.peer_files` is
-/// declared, held in memory and overwritten when the last holder drops it.
-pub(crate) fn peer_key(m: &Manifest) -> Result<Option<Arc<crate::token::Key>>, Diagnostic> {
-    if m.exports.peer_files.is_none() {
-        return Ok(None);
-    }
-    crate::token::Key::generate_shared().map(Some).map_err(|e| {
-        Diagnostic::new(
-            code::IO_READ,
-            "",
-            format!("cannot make the peer plane's key: {e}"),
-        )
-    })
-}
-
-fn trace_err(path: &Path, e: std::io::Error) -> Diagnostic {
-    Diagnostic::new(
-        code::RUN_AGENT_LOOP,
-        "",
-        format!("cannot write {}: {e}", path.display()),
-    )
-}
-
-fn ms(since: Instant) -> u64 {
-    since.elapsed().as_millis() as u64
-}
-
-fn bound_port(url: &str) -> &str {
-    url.trim_start_matches("http://")
-}
-
-pub(crate) fn announce(
-    opts: &RunOptions,
-    hostport: &str,
-    session_id: &str,
-    m: &Manifest,
-    layout: &session::Layout,
-) {
-    let mut out = std::io::stdout().lock();
-    if opts.json {
-        // Written by hand so the keys keep the documented order.
-        let q = |v: &str| serde_json::Value::from(v).to_string();
-        let _ = writeln!(
-            out,
-            "{{\"url\":{},\"pid\":{},\"session_id\":{},\"name\":{},\"version\":{},\"workdir\":{}}}",
-            q(hostport),
-            std::process::id(),
-            q(session_id),
-            q(&m.name),
-            q(&m.version),
-            q(&layout.workdir.display().to_string())
-        );
-    } else {
-        let _ = writeln!(out, "murmur: url {hostport}\nsession: {session_id}");
-        if opts.verbose {
-            let _ = writeln!(
-                out,
-                "workdir: {}\nrecords: {}\nmanifest: {} v{}",
-                layout.workdir.display(),
-                layout.records.display(),
-                m.name,
-                m.version
-            );
-        }
-    }
-    let _ = out.flush();
-}
-
-/// `logs/bootstrap.log`: what the runtime decided, line by line; best effort.
-pub(crate) struct Bootstrap(pub(crate) Option<std::fs::File>);
-
-impl Bootstrap {
-    pub(crate) fn line(&mut self, text: &str) {
-        if let Some(f) = self.0.as_mut() {
-            let _ = f.write_all(format!("{text}\n").as_bytes());
-        }
     }
 }

@@ -10,9 +10,9 @@
 //! and then ends, except `queue` + `after_task: sleep`, which parks (a condition-variable
 //! wait, no busy thread) until SIGTERM or SIGINT.
 
-use super::door::a2a::now_ms;
-use super::door::tasks::{Acceptance, Next, Outcome, Taken, Tasks};
+use super::door::tasks::{Acceptance, Next, Outcome, Taken, Tasks, MAX_RESULT_BYTES};
 use crate::a2a::shapes::State;
+use crate::clock::now_ms;
 use crate::fsx::Dir;
 use crate::manifest::model::{AfterTask, Manifest, TaskAcceptance};
 use std::sync::atomic::AtomicI32;
@@ -125,16 +125,27 @@ impl Lifecycle {
     }
 }
 
-/// The outcome of a task in `state`: its answer is what `out/result.txt` in `work` holds
-/// (what the runtime wrote there, or what a component left), else `fallback`; a failure's
-/// first line is its status message.
-pub fn outcome(state: State, work: Option<&Dir>, fallback: &str) -> Outcome {
-    let answer = match work.map(|w| w.read("out/result.txt", super::door::tasks::MAX_RESULT_BYTES)) {
-        Some(Ok(b)) => String::from_utf8_lossy(&b).into_owned(),
-        Some(Err(crate::fsx::FsError::TooLarge { cap, .. })) => {
-            format!("(out/result.txt is larger than {cap} bytes: read it from the capsule's workdir)")
-        }
-        _ => fallback.to_string(),
+/// What a WASM capsule left in `out/result.txt` as its answer (None: nothing readable).
+pub fn read_result(work: &Dir) -> Option<String> {
+    match work.read("out/result.txt", MAX_RESULT_BYTES) {
+        Ok(b) => Some(String::from_utf8_lossy(&b).into_owned()),
+        Err(crate::fsx::FsError::TooLarge { cap, .. }) => Some(too_large(cap)),
+        Err(_) => None,
+    }
+}
+
+fn too_large(cap: u64) -> String {
+    format!("(out/result.txt is larger than {cap} bytes: read it from the capsule's workdir)")
+}
+
+/// The outcome of a task in `state` whose answer is `answer`; a failure's first line is its
+/// status message (`fallback` when that line is empty). An answer larger than the task
+/// table keeps is named, not held.
+pub fn outcome(state: State, answer: String, fallback: &str) -> Outcome {
+    let answer = if answer.len() as u64 > MAX_RESULT_BYTES {
+        too_large(MAX_RESULT_BYTES)
+    } else {
+        answer
     };
     let message = match state {
         State::Completed => None,

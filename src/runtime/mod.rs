@@ -1,5 +1,7 @@
-//! `mur run`: one capsule session, from manifest to exit. The session thread runs the guest;
-//! the door (the capsule's own HTTP listener) runs on its own thread.
+//! `mur run`: one capsule session, from manifest to exit: the phases of the launch
+//! (`launch`), the session skeleton both kinds run through (`serve`), and the two runners
+//! (`component`, `agent`). The session thread runs the guest; the door (the capsule's own
+//! HTTP listener) runs on its own thread.
 
 pub mod agent;
 pub mod component;
@@ -9,6 +11,7 @@ pub mod explain;
 pub mod gate;
 pub mod launch;
 pub mod lifecycle;
+pub mod serve;
 pub mod session;
 pub mod trace;
 pub mod wasm;

@@ -1,23 +1,24 @@
 //! Agent capsules: a manifest with an `inference:` block runs the built-in loop instead of a
-//! component. The launch, in order: refuse what cannot run (E-RUN-005 driver, E-RUN-009
-//! system prompt file, E-RUN-008 artifacts) before any session exists; create the layout;
-//! stage the artifacts; open the door; write `MURMUR.md`; build the driver, the tools and
-//! the containment runner; run the task; record the end.
+//! component. [`prepare`] refuses what cannot run (E-RUN-005 driver, E-RUN-009 system
+//! prompt file, E-RUN-008 artifacts) before any session exists; [`assemble`] builds the
+//! [`runner::AgentRunner`] on the open session (artifacts staged, the driver, the child
+//! policy of the tools, hooks, the toolbox, `MURMUR.md`); the session skeleton runs it.
 
+mod assemble;
 pub mod delegate;
 pub mod driver;
 pub mod grants;
 pub mod hooks;
-mod launch;
 pub mod murmur_md;
 pub mod peer;
 pub mod preflight;
+pub mod runner;
 pub mod shell;
 pub mod stage;
 pub mod task;
 pub mod tools;
 
-pub use launch::run;
+pub use assemble::{assemble, prepare, Prepared, TOOL_TIME_LIMIT};
 
 /// The identity block that starts every system prompt.
 pub fn identity_block(name: &str, version: &str, session_id: &str, url: &str) -> String {

@@ -3,7 +3,7 @@
 
 use super::stage::Resolved;
 use crate::diag::{code, Diagnostic};
-use crate::manifest::model::{ApiKey, ArtifactRuntime, Inference, Manifest, Transport};
+use crate::manifest::model::{ArtifactRuntime, Inference, Manifest, Transport};
 use std::path::Path;
 
 /// The largest system prompt file read, bytes.
@@ -86,12 +86,9 @@ fn read_prompt(file: &str, base: &Path, archive: Option<&[u8]>) -> Result<String
     String::from_utf8(bytes).map_err(|_| unreadable("not UTF-8".into()))
 }
 
+/// The provider key (its variable, its value), when one was read.
 pub fn key_of(inf: &Inference) -> Option<(Option<String>, String)> {
-    match inf.api_key.as_ref()? {
-        ApiKey::Literal(v) => Some((None, v.clone())),
-        ApiKey::Resolved { var, value } => Some((Some(var.clone()), value.clone())),
-        ApiKey::Unresolved { .. } => None,
-    }
+    inf.api_key.as_ref()?.secret()
 }
 
 /// The driver artifact's `upstream_auth: {header, value}`.
@@ -106,14 +103,9 @@ pub fn io_diag(what: &str, e: impl std::fmt::Display) -> Diagnostic {
     Diagnostic::new(code::IO_READ, "", format!("{what}: {e}"))
 }
 
+/// Whether `rule` covers the endpoint's destination (one parse with the subprocess rules').
 pub fn endpoint_covered(rule: &crate::manifest::netrule::NetRule, endpoint: &str) -> bool {
-    let Ok(uri) = endpoint.parse::<http::Uri>() else {
-        return false;
-    };
-    let Some(o) = crate::runtime::wasm::credential::origin_of(&uri) else {
-        return false;
-    };
-    crate::runtime::gate::check(std::slice::from_ref(rule), &o.scheme, &o.host, Some(o.port)).is_ok()
+    crate::manifest::netrule::endpoint(endpoint).is_some_and(|dest| rule.covers(&dest))
 }
 
 /// `scheme://host:port` of the endpoint.

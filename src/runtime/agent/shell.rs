@@ -4,13 +4,12 @@
 //! model while the whole of it (up to [`SAVE_CAP`]) is saved in the records directory.
 
 use crate::agent::words;
-use crate::containment::cgroup::Cgroup;
-use crate::containment::class::Class;
-use crate::containment::spawn;
+use crate::containment::child_policy::{ChildPolicy, Stdios};
 use crate::fsx::Dir;
+use rustix::process::Pid;
 use std::io::{Read, Write};
-use std::path::{Path, PathBuf};
-use std::process::Stdio;
+use std::path::Path;
+use std::process::{Child, ExitStatus, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
@@ -22,28 +21,10 @@ pub const SAVE_CAP: u64 = 16 << 20;
 /// The binaries whose command line is one `-c` body rather than split words.
 pub const SHELLS: [&str; 4] = ["bash", "sh", "dash", "zsh"];
 
-/// Everything a tool child is started with, fixed for the session.
+/// Everything a tool child is started with, fixed for the session: the session's one
+/// child policy, the time limit of a call and the running task's cancel flag.
 pub struct Runner {
-    pub class: Class,
-    pub landlock_abi: u32,
-    /// Every `shell.allow` binary with its resolved path (None: not found on PATH).
-    pub allowed: Vec<(String, Option<PathBuf>)>,
-    /// The accessible workdir (real path): the child's cwd and its writable tree.
-    pub workdir: PathBuf,
-    /// The session's own descriptor on it: every spawn takes the tree from this, never
-    /// from re-resolving `workdir` (which something above it could swap for a symlink).
-    pub held: Option<crate::fsx::Dir>,
-    pub workdir_exec: bool,
-    pub unix_sockets: bool,
-    pub env: Vec<(String, String)>,
-    /// Read-only grants (interpreter runtimes, trust store): `runtime_dirs::read_grants`.
-    pub read_dirs: Vec<PathBuf>,
-    /// Read-only, not listable (`interpreter_runtime` with `list_dir: false`).
-    pub read_unlisted: Vec<PathBuf>,
-    /// The session's pids cgroup (shared with the signal handler thread, which empties it).
-    pub cgroup: Option<Arc<Cgroup>>,
-    /// The session's network namespace and egress relay (every contained call joins it).
-    pub net: Option<Arc<crate::containment::egress::Egress>>,
+    pub policy: ChildPolicy,
     pub time_limit: Duration,
     /// The running task's cancel flag: a call in progress when it is set is killed (checked
     /// every [`CANCEL_TICK`] on the session's own thread, so it never touches the next task).
@@ -139,15 +120,9 @@ fn drain<F: Read + std::os::fd::AsFd>(
 }
 
 impl Runner {
-    fn resolved(&self, name: &str) -> Option<&Path> {
-        self.allowed
-            .iter()
-            .find(|(n, _)| n == name)
-            .and_then(|(_, p)| p.as_deref())
-    }
-
-    fn allowed_paths(&self) -> Vec<PathBuf> {
-        self.allowed.iter().filter_map(|(_, p)| p.clone()).collect()
+    /// Whether `name` is a `shell.allow` binary.
+    pub fn allows(&self, name: &str) -> bool {
+        self.policy.allowed.iter().any(|(n, _)| n == name)
     }
 
     /// The arguments for `binary` given the model's command line.
@@ -172,7 +147,7 @@ impl Runner {
             format!("$ {}", command.trim_start())
         };
         let fail = |why: String| Ran::failed(&shown_line, why, started);
-        let Some(program) = self.resolved(binary) else {
+        let Some(program) = self.policy.resolved(binary) else {
             return fail(format!("'{binary}' is allowed but not found on PATH"));
         };
         let args = match Runner::argv(binary, command) {
@@ -219,28 +194,7 @@ impl Runner {
         if self.cancel.load(Ordering::SeqCst) {
             return fail("not run: the task was canceled".into());
         }
-        let mut allowed = self.allowed_paths();
-        if !allowed.iter().any(|p| p == program) {
-            allowed.push(program.to_path_buf());
-        }
-        let held = self.held.as_ref().map(|d| d.proc_path());
-        let child = spawn::spawn(spawn::Spawn {
-            class: self.class,
-            landlock_abi: self.landlock_abi,
-            program,
-            args,
-            allowed_binaries: &allowed,
-            read_dirs: &self.read_dirs,
-            read_unlisted: &self.read_unlisted,
-            workdir: &self.workdir,
-            workdir_held: held.as_deref(),
-            workdir_exec: self.workdir_exec,
-            unix_sockets: self.unix_sockets,
-            env: &self.env,
-            cgroup: self.cgroup.as_deref(),
-            rlimits: spawn::Rlimits::default(),
-            runtime: false,
-            net: self.net.as_deref().map(|e| &e.join),
+        let stdio = Stdios {
             stdin: if stdin.is_some() {
                 Stdio::piped()
             } else {
@@ -248,8 +202,8 @@ impl Runner {
             },
             stdout: Stdio::piped(),
             stderr: Stdio::piped(),
-        });
-        let mut child = match child {
+        };
+        let mut child = match self.policy.spawn(program, args, stdio) {
             Ok(c) => c,
             Err(d) => return fail(d.message),
         };
@@ -259,110 +213,84 @@ impl Runner {
                 let _ = pipe.write_all(&bytes);
             });
         }
-        let save = |stream: &str| records.create_new(&format!("logs/{label}.{stream}")).ok();
-        let stop = Arc::new(AtomicBool::new(false));
-        let (done_tx, done_rx) = mpsc::channel::<()>();
-        let reader = |pipe: Option<std::process::ChildStdout>, f| {
-            pipe.map(|p| {
-                let (stop, done) = (stop.clone(), done_tx.clone());
-                std::thread::spawn(move || {
-                    let c = drain(p, f, &stop);
-                    let _ = done.send(());
-                    c
-                })
-            })
-        };
-        let out = reader(child.stdout.take(), save("stdout"));
-        let err = child.stderr.take().map(|p| {
-            let (stop, done, f) = (stop.clone(), done_tx.clone(), save("stderr"));
-            std::thread::spawn(move || {
-                let c = drain(p, f, &stop);
-                let _ = done.send(());
-                c
-            })
-        });
-        drop(done_tx);
-        let pid = rustix::process::Pid::from_raw(child.id() as i32);
-        let kill_group = move || {
-            if let Some(p) = pid {
-                let _ = rustix::process::kill_process_group(p, rustix::process::Signal::KILL);
-            }
-        };
-        let (tx, rx) = mpsc::channel();
-        std::thread::spawn(move || {
-            // Wait for the exit without reaping, so the group id cannot have been reused
-            // when what the command left running in its group is killed; then reap.
-            if let Some(p) = pid {
-                use rustix::process::{waitid, WaitId, WaitIdOptions};
-                let _ = waitid(WaitId::Pid(p), WaitIdOptions::EXITED | WaitIdOptions::NOWAIT);
-            }
-            kill_group();
-            let _ = tx.send(child.wait());
-        });
-        let deadline = Instant::now() + self.time_limit;
-        let mut canceled = false;
-        let waited = loop {
-            let left = deadline.saturating_duration_since(Instant::now());
-            match rx.recv_timeout(left.min(CANCEL_TICK)) {
-                Ok(s) => break Some(s),
-                Err(mpsc::RecvTimeoutError::Timeout) if left > CANCEL_TICK => {
-                    if self.cancel.load(Ordering::SeqCst) {
-                        canceled = true;
-                        break None;
-                    }
-                }
-                Err(_) => break None,
-            }
-        };
-        let (status, timed_out) = match waited {
-            Some(s) => (s.ok(), false),
-            None => {
-                kill_group();
-                (
-                    rx.recv_timeout(Duration::from_secs(5)).ok().and_then(Result::ok),
-                    !canceled,
-                )
-            }
-        };
+        let readers = Readers::start(&mut child, records, label);
+        let group = rustix::process::Pid::from_raw(child.id() as i32);
+        let exited = reap(child, group);
+        let (status, ended) = self.wait(&exited, group);
         // Nothing a call started outlives it: its process group is killed as it exits
         // (above), and what left the group (setsid) is killed through the session cgroup.
-        if let Some(cg) = &self.cgroup {
+        if let Some(cg) = &self.policy.cgroup {
             cg.kill_all();
         }
-        let readers = usize::from(out.is_some()) + usize::from(err.is_some());
-        let until = Instant::now() + DRAIN_GRACE;
-        for _ in 0..readers {
-            if done_rx
-                .recv_timeout(until.saturating_duration_since(Instant::now()))
-                .is_err()
-            {
-                break;
+        let (out, err) = readers.finish();
+        Ran {
+            text: self.render(shown_line, status, ended, [&out, &err], label),
+            exit_code: status.and_then(|s| s.code()),
+            is_error: false,
+            truncated: out.total > SHOW_CAP as u64 || err.total > SHOW_CAP as u64,
+            duration: started.elapsed(),
+        }
+    }
+
+    /// Wait for the exit within the time limit, watching the task's cancel flag; past
+    /// either, kill the command's group. The status (if it came) and how the wait ended.
+    fn wait(
+        &self,
+        exited: &mpsc::Receiver<std::io::Result<ExitStatus>>,
+        group: Option<Pid>,
+    ) -> (Option<ExitStatus>, Ended) {
+        let deadline = Instant::now() + self.time_limit;
+        let waited = loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match exited.recv_timeout(left.min(CANCEL_TICK)) {
+                Ok(s) => break Ok(s),
+                Err(mpsc::RecvTimeoutError::Timeout) if left > CANCEL_TICK => {
+                    if self.cancel.load(Ordering::SeqCst) {
+                        break Err(Ended::Canceled);
+                    }
+                }
+                Err(_) => break Err(Ended::TimedOut),
+            }
+        };
+        match waited {
+            Ok(s) => (s.ok(), Ended::Exited),
+            Err(how) => {
+                kill_group(group);
+                let status = exited
+                    .recv_timeout(Duration::from_secs(5))
+                    .ok()
+                    .and_then(Result::ok);
+                (status, how)
             }
         }
-        stop.store(true, Ordering::Relaxed);
-        let join = |h: Option<std::thread::JoinHandle<Capture>>| {
-            h.and_then(|h| h.join().ok()).unwrap_or(Capture {
-                shown: Vec::new(),
-                total: 0,
-            })
-        };
-        let (out, err) = (join(out), join(err));
+    }
+
+    /// What the model reads: the command line, how it ended, then each stream's head.
+    fn render(
+        &self,
+        shown_line: &str,
+        status: Option<ExitStatus>,
+        ended: Ended,
+        streams: [&Capture; 2],
+        label: &str,
+    ) -> String {
         use std::os::unix::process::ExitStatusExt;
-        let exit_code = status.and_then(|s| s.code());
-        let signal = status.and_then(|s| s.signal());
-        let truncated = out.total > SHOW_CAP as u64 || err.total > SHOW_CAP as u64;
         let mut text = format!("{shown_line}\n");
-        match (exit_code, signal, timed_out) {
-            (_, _, true) => text.push_str(&format!(
+        match (
+            ended,
+            status.and_then(|s| s.code()),
+            status.and_then(|s| s.signal()),
+        ) {
+            (Ended::TimedOut, _, _) => text.push_str(&format!(
                 "killed: the command ran past its time limit of {} s\n",
                 self.time_limit.as_secs()
             )),
-            _ if canceled => text.push_str("killed: the task was canceled\n"),
-            (Some(c), _, _) => text.push_str(&format!("exit code: {c}\n")),
-            (None, Some(sig), _) => text.push_str(&format!("killed by signal {sig}\n")),
+            (Ended::Canceled, _, _) => text.push_str("killed: the task was canceled\n"),
+            (_, Some(c), _) => text.push_str(&format!("exit code: {c}\n")),
+            (_, None, Some(sig)) => text.push_str(&format!("killed by signal {sig}\n")),
             _ => text.push_str("exit status unknown\n"),
         }
-        for (name, c) in [("stdout", &out), ("stderr", &err)] {
+        for (name, c) in ["stdout", "stderr"].into_iter().zip(streams) {
             text.push_str(&format!("--- {name} ---\n"));
             text.push_str(&String::from_utf8_lossy(&c.shown));
             if !c.shown.is_empty() && !c.shown.ends_with(b"\n") {
@@ -375,15 +303,95 @@ impl Runner {
                 ));
             }
         }
-        Ran {
-            text,
-            exit_code,
-            is_error: false,
-            truncated,
-            duration: started.elapsed(),
-        }
+        text
     }
 }
+
+/// How a call's wait ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Ended {
+    Exited,
+    TimedOut,
+    Canceled,
+}
+
+/// SIGKILL to the command's process group.
+fn kill_group(group: Option<Pid>) {
+    if let Some(p) = group {
+        let _ = rustix::process::kill_process_group(p, rustix::process::Signal::KILL);
+    }
+}
+
+/// Reap `child` on a thread of its own; its status arrives on the receiver. It waits for
+/// the exit without reaping first, so the group id cannot have been reused when what the
+/// command left running in its group is killed; then it reaps.
+fn reap(mut child: Child, group: Option<Pid>) -> mpsc::Receiver<std::io::Result<ExitStatus>> {
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        if let Some(p) = group {
+            use rustix::process::{waitid, WaitId, WaitIdOptions};
+            let _ = waitid(WaitId::Pid(p), WaitIdOptions::EXITED | WaitIdOptions::NOWAIT);
+        }
+        kill_group(group);
+        let _ = tx.send(child.wait());
+    });
+    rx
+}
+
+/// The two output readers of one call, each saving its stream in the records.
+struct Readers {
+    out: Option<std::thread::JoinHandle<Capture>>,
+    err: Option<std::thread::JoinHandle<Capture>>,
+    stop: Arc<AtomicBool>,
+    done: mpsc::Receiver<()>,
+}
+
+impl Readers {
+    fn start(child: &mut Child, records: &Dir, label: &str) -> Readers {
+        let save = |stream: &str| records.create_new(&format!("logs/{label}.{stream}")).ok();
+        let stop = Arc::new(AtomicBool::new(false));
+        let (done_tx, done) = mpsc::channel::<()>();
+        let spawn = |pipe: Box<dyn ReadFd>, f: Option<std::fs::File>| {
+            let (stop, done) = (stop.clone(), done_tx.clone());
+            std::thread::spawn(move || {
+                let c = drain(pipe, f, &stop);
+                let _ = done.send(());
+                c
+            })
+        };
+        let out = child.stdout.take().map(|p| spawn(Box::new(p), save("stdout")));
+        let err = child.stderr.take().map(|p| spawn(Box::new(p), save("stderr")));
+        Readers { out, err, stop, done }
+    }
+
+    /// The captures, once both streams ended or [`DRAIN_GRACE`] passed (a descendant that
+    /// keeps a pipe open cannot hold the session).
+    fn finish(self) -> (Capture, Capture) {
+        let readers = usize::from(self.out.is_some()) + usize::from(self.err.is_some());
+        let until = Instant::now() + DRAIN_GRACE;
+        for _ in 0..readers {
+            if self
+                .done
+                .recv_timeout(until.saturating_duration_since(Instant::now()))
+                .is_err()
+            {
+                break;
+            }
+        }
+        self.stop.store(true, Ordering::Relaxed);
+        let join = |h: Option<std::thread::JoinHandle<Capture>>| {
+            h.and_then(|h| h.join().ok()).unwrap_or(Capture {
+                shown: Vec::new(),
+                total: 0,
+            })
+        };
+        (join(self.out), join(self.err))
+    }
+}
+
+/// A pipe a reader drains.
+trait ReadFd: Read + std::os::fd::AsFd + Send {}
+impl<T: Read + std::os::fd::AsFd + Send> ReadFd for T {}
 
 #[cfg(test)]
 mod tests {

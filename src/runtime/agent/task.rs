@@ -84,11 +84,11 @@ pub struct Totals {
 }
 
 /// What a task needs from its session.
-pub struct Session<'a> {
+pub struct Session {
     pub driver: Driver,
     pub tools: Toolbox,
-    pub trace: &'a mut Trace,
-    pub records: &'a Dir,
+    pub trace: Trace,
+    pub records: Dir,
     pub model: String,
     pub max_tokens: u64,
     pub max_turns: u64,
@@ -123,7 +123,7 @@ fn input_for_trace(input: &Value) -> Value {
     Value::String(format!("{}… ({} bytes)", &text[..end], text.len()))
 }
 
-impl Session<'_> {
+impl Session {
     /// Write one trace event; a failed write ends the task (`broken`).
     pub fn event(&mut self, kind: &str, fields: Value) {
         if let Err(e) = self.trace.event(kind, fields) {
@@ -262,18 +262,8 @@ impl Session<'_> {
     fn attempt(&mut self, text: &str, cancel: &AtomicBool, totals: &mut Totals) -> TaskEnd {
         let mut messages = vec![Message::user(text)];
         loop {
-            if let Some(e) = self.broken.clone() {
-                return TaskEnd::Failed(e);
-            }
-            if cancel.load(Ordering::SeqCst) {
-                return TaskEnd::Canceled;
-            }
-            let sig = self.interrupted.load(Ordering::SeqCst);
-            if sig != 0 {
-                return TaskEnd::Failed(format!("interrupted by signal {sig}"));
-            }
-            if totals.turns >= self.max_turns {
-                return TaskEnd::MaxTurns;
+            if let Some(end) = self.before_turn(cancel, totals) {
+                return end;
             }
             totals.turns += 1;
             let turn = totals.turns;
@@ -348,56 +338,8 @@ impl Session<'_> {
                 if self.interrupted.load(Ordering::SeqCst) != 0 || cancel.load(Ordering::SeqCst) {
                     break;
                 }
-                let mut called = self.tools.call(&name, &input, self.records);
-                totals.tool_calls += 1;
-                let status = if called.is_error { "error" } else { "ok" };
-                // No peer handle reaches a trace line or a hook: each is named by its id.
-                let recorded = redact_value(&input);
-                for (kind, fields) in std::mem::take(&mut called.events) {
-                    self.event(kind, redact_value(&fields));
-                }
-                let mut fields = json!({
-                    "turn": turn,
-                    "tool_name": name,
-                    "kind": called.kind.as_str(),
-                    "input": input_for_trace(&recorded),
-                    "duration_ms": called.duration.as_millis() as u64,
-                    "status": status,
-                });
-                if called.truncated {
-                    fields["truncated"] = true.into();
-                }
-                self.event("tool_call", fields);
-                if called.kind == super::tools::Kind::Shell {
-                    totals.shell_calls += 1;
-                    self.event(
-                        "shell",
-                        json!({
-                            "turn": turn,
-                            "binary": name,
-                            "exit_code": called.exit_code,
-                            "duration_ms": called.duration.as_millis() as u64,
-                        }),
-                    );
-                }
-                let shell = called.kind == super::tools::Kind::Shell;
-                let binding = if shell { Binding::Shell } else { Binding::ToolCall };
-                self.fire(binding, || {
-                    let info = CallInfo {
-                        turn: u32::try_from(turn).unwrap_or(u32::MAX),
-                        name: name.clone(),
-                        input: recorded.to_string(),
-                        outcome: status.to_string(),
-                        exit_code: called.exit_code,
-                        duration_ms: called.duration.as_millis() as u64,
-                    };
-                    if shell {
-                        Event::Shell(info)
-                    } else {
-                        Event::ToolCall(info)
-                    }
-                });
-                messages.push(Message::tool(&id, called.text, called.is_error));
+                let answer = self.call_tool(turn, &id, &name, &input, totals);
+                messages.push(answer);
             }
             // A cancel during the tool calls: no compaction for a task that is over.
             if cancel.load(Ordering::SeqCst) {
@@ -411,6 +353,77 @@ impl Session<'_> {
                 return TaskEnd::Failed(e);
             }
         }
+    }
+
+    /// Why the loop stops before another turn: a failed trace, a cancel, a signal, or the
+    /// turn budget spent.
+    fn before_turn(&self, cancel: &AtomicBool, totals: &Totals) -> Option<TaskEnd> {
+        if let Some(e) = self.broken.clone() {
+            return Some(TaskEnd::Failed(e));
+        }
+        if cancel.load(Ordering::SeqCst) {
+            return Some(TaskEnd::Canceled);
+        }
+        let sig = self.interrupted.load(Ordering::SeqCst);
+        if sig != 0 {
+            return Some(TaskEnd::Failed(format!("interrupted by signal {sig}")));
+        }
+        (totals.turns >= self.max_turns).then_some(TaskEnd::MaxTurns)
+    }
+
+    /// One tool call of the model's: run, traced (`tool_call`, and `shell` for a shell
+    /// binary), its hook fired; the tool message the model reads next.
+    fn call_tool(&mut self, turn: u64, id: &str, name: &str, input: &Value, totals: &mut Totals) -> Message {
+        let mut called = self.tools.call(name, input, &self.records);
+        totals.tool_calls += 1;
+        let status = if called.is_error { "error" } else { "ok" };
+        // No peer handle reaches a trace line or a hook: each is named by its id.
+        let recorded = redact_value(input);
+        for (kind, fields) in std::mem::take(&mut called.events) {
+            self.event(kind, redact_value(&fields));
+        }
+        let mut fields = json!({
+            "turn": turn,
+            "tool_name": name,
+            "kind": called.kind.as_str(),
+            "input": input_for_trace(&recorded),
+            "duration_ms": called.duration.as_millis() as u64,
+            "status": status,
+        });
+        if called.truncated {
+            fields["truncated"] = true.into();
+        }
+        self.event("tool_call", fields);
+        if called.kind == super::tools::Kind::Shell {
+            totals.shell_calls += 1;
+            self.event(
+                "shell",
+                json!({
+                    "turn": turn,
+                    "binary": name,
+                    "exit_code": called.exit_code,
+                    "duration_ms": called.duration.as_millis() as u64,
+                }),
+            );
+        }
+        let shell = called.kind == super::tools::Kind::Shell;
+        let binding = if shell { Binding::Shell } else { Binding::ToolCall };
+        self.fire(binding, || {
+            let info = CallInfo {
+                turn: u32::try_from(turn).unwrap_or(u32::MAX),
+                name: name.to_string(),
+                input: recorded.to_string(),
+                outcome: status.to_string(),
+                exit_code: called.exit_code,
+                duration_ms: called.duration.as_millis() as u64,
+            };
+            if shell {
+                Event::Shell(info)
+            } else {
+                Event::ToolCall(info)
+            }
+        });
+        Message::tool(id, called.text, called.is_error)
     }
 
     /// After a tool turn: when `context.max_tokens` is set and this turn's tokens reach

@@ -163,7 +163,7 @@ impl Toolbox {
                 events: Vec::new(),
             };
         }
-        if self.runner.allowed.iter().any(|(n, _)| n == name) {
+        if self.runner.allows(name) {
             let Some(command) = input.get("command").and_then(Value::as_str) else {
                 return done(
                     Kind::Shell,

@@ -115,54 +115,10 @@ impl Launcher {
             Ok(h) => format!("dlg_{h}"),
             Err(e) => return self.failed("", ask, "", format!("no randomness for a delegation id: {e}")),
         };
-        if !self.parent.spawn_allow.iter().any(|n| n == ask.capsule) {
-            let shown = crate::agent::sanitize::one_line(ask.capsule, 100);
-            return self.failed(
-                &id,
-                ask,
-                "",
-                format!("'{shown}' is not in capabilities.spawn.allow"),
-            );
-        }
-        // What no child could take is refused before the roost reserves a slot for it.
-        if ask.version.len() > MAX_VERSION || ask.version.chars().any(char::is_control) {
-            return self.failed(
-                &id,
-                ask,
-                "",
-                format!("the version is longer than {MAX_VERSION} bytes or holds a control character"),
-            );
-        }
-        // The handle the child will be given must be one it can read (a context id an A2A
-        // client chose may hold what `MURMUR_SPAWNER` refuses): checked with the child's
-        // own parser before the roost reserves anything.
-        let handle = Spawner {
-            url: self.parent.door_url.clone(),
-            session_id: self.parent.session_id.clone(),
-            context_id: ask.context_id.to_string(),
-            trust: ask.trust,
-            delegation_id: id.clone(),
+        let handle = match self.admissible(ask, &id) {
+            Ok(h) => h,
+            Err(why) => return self.failed(&id, ask, "", why),
         };
-        if let Err(d) = Spawner::from_env(Some(&handle.to_env())) {
-            return self.failed(
-                &id,
-                ask,
-                "",
-                format!("this task's context cannot be handed to a child: {}", d.message),
-            );
-        }
-        if ask.task.len() > crate::a2a::rpc::MAX_TEXT {
-            return self.failed(
-                &id,
-                ask,
-                "",
-                format!(
-                    "the task is {} bytes, more than the {} a capsule's door takes in one message: put it in a file under the child's directory and tell the child where",
-                    ask.task.len(),
-                    crate::a2a::rpc::MAX_TEXT
-                ),
-            );
-        }
         let approval = match self.roost.spawn(&self.credential, ask.capsule, ask.version) {
             Ok(a) => a,
             Err(RoostError::Refused { sentence, .. }) => {
@@ -178,19 +134,9 @@ impl Launcher {
             Ok(env) => env,
             Err(why) => return self.failed(&id, ask, "", why),
         };
-        let hex = match crate::token::random_hex16() {
-            Ok(h) => h[..16].to_string(),
-            Err(e) => return self.failed(&id, ask, "", format!("no randomness: {e}")),
-        };
-        let rel = format!("{CHILDREN}/{}-{hex}", bare(ask.capsule));
-        let made = self
-            .parent
-            .work
-            .mkdirs(CHILDREN, 0o700)
-            .and_then(|d| d.mkdir_new(&format!("{}-{hex}", bare(ask.capsule)), 0o700));
-        let made = match made {
-            Ok(d) => d,
-            Err(e) => return self.failed(&id, ask, "", format!("cannot create {rel}: {e}")),
+        let (made, rel) = match self.child_dir(ask) {
+            Ok(v) => v,
+            Err(why) => return self.failed(&id, ask, "", why),
         };
         let dir = self.parent.work_path.join(&rel);
         let mut child = match self.spawn(ask, &dir, &env) {
@@ -205,23 +151,7 @@ impl Launcher {
         drop(approval);
         let stderr = tail_stderr(&mut child);
         let ready = match wrote {
-            Some(Ok(())) => first_line(&mut child, LAUNCH_BOUND, &self.parent.stop).and_then(|r| {
-                // The child's line must describe this launch: its own pid, a session that
-                // is not this one, and the directory made above. The path was handed over
-                // by name, and that name sits in a tree this session's own tools (and any
-                // ancestor's) may write: one swapped for a symlink before the child opened
-                // it would give the child a workdir outside this one. Such a child is
-                // stopped before it holds a task.
-                if r.pid != child.id() || r.session_id == self.parent.session_id {
-                    return Err("the child's first line does not describe the child that was started".into());
-                }
-                if !same_dir(&made, &r.workdir) {
-                    return Err(format!(
-                        "the child opened a workdir other than {rel} (was the directory replaced while it started?)"
-                    ));
-                }
-                Ok((r.session_id, r.url))
-            }),
+            Some(Ok(())) => self.ready(&mut child, &made, &rel),
             _ => Err("cannot write the approval to the child's standard input".to_string()),
         };
         // The child-watch bound counts from here: the launch bound is not spent out of it.
@@ -263,6 +193,85 @@ impl Launcher {
             "delegation_id": id, "session_id": session_id, "capsule": ask.capsule,
             "version": ask.version, "status": "started", "child_workdir": rel,
         }))
+    }
+
+    /// What no child could take is refused before the roost reserves a slot for it: a
+    /// capsule not in `spawn.allow`, a version no manifest could have, a context the
+    /// child's own parser would refuse, a task larger than a door takes. The handle the
+    /// child will be given.
+    fn admissible(&self, ask: &Ask<'_>, id: &str) -> Result<Spawner, String> {
+        if !self.parent.spawn_allow.iter().any(|n| n == ask.capsule) {
+            let shown = crate::agent::sanitize::one_line(ask.capsule, 100);
+            return Err(format!("'{shown}' is not in capabilities.spawn.allow"));
+        }
+        if ask.version.len() > MAX_VERSION || ask.version.chars().any(char::is_control) {
+            return Err(format!(
+                "the version is longer than {MAX_VERSION} bytes or holds a control character"
+            ));
+        }
+        // The handle must be one the child can read (a context id an A2A client chose may
+        // hold what `MURMUR_SPAWNER` refuses): checked with the child's own parser.
+        let handle = Spawner {
+            url: self.parent.door_url.clone(),
+            session_id: self.parent.session_id.clone(),
+            context_id: ask.context_id.to_string(),
+            trust: ask.trust,
+            delegation_id: id.to_string(),
+        };
+        if let Err(d) = Spawner::from_env(Some(&handle.to_env())) {
+            return Err(format!(
+                "this task's context cannot be handed to a child: {}",
+                d.message
+            ));
+        }
+        if ask.task.len() > crate::a2a::rpc::MAX_TEXT {
+            return Err(format!(
+                "the task is {} bytes, more than the {} a capsule's door takes in one message: put it in a file under the child's directory and tell the child where",
+                ask.task.len(),
+                crate::a2a::rpc::MAX_TEXT
+            ));
+        }
+        Ok(handle)
+    }
+
+    /// The child's own directory, `.murmur/children/<name>-<hex>`, made new beneath the
+    /// held workdir; the directory held, and its path relative to the workdir.
+    fn child_dir(&self, ask: &Ask<'_>) -> Result<(crate::fsx::Dir, String), String> {
+        let hex = crate::token::random_hex16()
+            .map(|h| h[..16].to_string())
+            .map_err(|e| format!("no randomness: {e}"))?;
+        let name = format!("{}-{hex}", bare(ask.capsule));
+        let rel = format!("{CHILDREN}/{name}");
+        let made = self
+            .parent
+            .work
+            .mkdirs(CHILDREN, 0o700)
+            .and_then(|d| d.mkdir_new(&name, 0o700))
+            .map_err(|e| format!("cannot create {rel}: {e}"))?;
+        Ok((made, rel))
+    }
+
+    /// The child's first line, which must describe this launch: its own pid, a session
+    /// that is not this one, and the directory made above. The path was handed over by
+    /// name, and that name sits in a tree this session's own tools (and any ancestor's) may
+    /// write: one swapped for a symlink before the child opened it would give the child a
+    /// workdir outside this one. Such a child is stopped before it holds a task.
+    fn ready(
+        &self,
+        child: &mut Child,
+        made: &crate::fsx::Dir,
+        rel: &str,
+    ) -> Result<(String, String), String> {
+        let r = first_line(child, LAUNCH_BOUND, &self.parent.stop)?;
+        if r.pid != child.id() || r.session_id == self.parent.session_id {
+            return Err("the child's first line does not describe the child that was started".into());
+        }
+        if !same_dir(made, &r.workdir) {
+            return Err(format!(
+                "the child opened a workdir other than {rel} (was the directory replaced while it started?)"
+            ));
+        }
+        Ok((r.session_id, r.url))
     }
 
     fn failed(&self, id: &str, ask: &Ask<'_>, session_id: &str, why: String) -> Outcome {

@@ -1,0 +1,251 @@
+//! The agent runner: each task is one run of the inference loop ([`Session::run_task`]);
+//! its answer is written to `out/result.txt` (the spec's place for it) and handed to the
+//! task table in memory, never read back. The session's hooks fire at its start and end.
+
+use super::hooks::{self, spec::Binding};
+use super::task::{Session, Task, TaskEnd};
+use crate::a2a::shapes::State;
+use crate::diag::{code, Diagnostic};
+use crate::fsx::Dir;
+use crate::manifest::model::Inference;
+use crate::runtime::component::received;
+use crate::runtime::door::tasks::{Acceptance, Taken, Tasks};
+use crate::runtime::serve::{Closing, Finished, Served, TaskRunner};
+use crate::runtime::trace::Bootstrap;
+use crate::runtime::wasm::{self, hook::Event, sink::Sink};
+use serde_json::json;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// The agent session between its tasks.
+pub struct AgentRunner {
+    session: Session,
+    work: Dir,
+    inference: Inference,
+    /// On-stage ran before the trace began: its failures are traced after `session_start`.
+    stage_failures: Vec<hooks::Failure>,
+    stdout: Sink,
+    stderr: Sink,
+    tasks: Arc<Tasks>,
+    last: Option<TaskEnd>,
+}
+
+impl AgentRunner {
+    pub fn new(
+        session: Session,
+        work: Dir,
+        inference: Inference,
+        stage_failures: Vec<hooks::Failure>,
+        stdout: Sink,
+        stderr: Sink,
+        tasks: Arc<Tasks>,
+    ) -> AgentRunner {
+        AgentRunner {
+            session,
+            work,
+            inference,
+            stage_failures,
+            stdout,
+            stderr,
+            tasks,
+            last: None,
+        }
+    }
+}
+
+impl TaskRunner for AgentRunner {
+    fn started(&mut self) {
+        for f in std::mem::take(&mut self.stage_failures) {
+            self.session.trace_hook_failure(Binding::Stage, f);
+        }
+        self.session.fire(Binding::SessionStart, || Event::SessionStart);
+    }
+
+    fn run(&mut self, taken: &Taken, bootstrap: &mut Bootstrap) -> Result<Finished, Diagnostic> {
+        let task = Task {
+            id: taken.id.clone(),
+            context_id: taken.context_id.clone(),
+            source: taken.source,
+            trust: taken.origin.trust.clone(),
+            text: taken.text.clone(),
+            cancel: taken.cancel.clone(),
+        };
+        if taken.source == "a2a" {
+            self.session.event("a2a_task_received", received(taken));
+            // Each A2A task's answer is its own: none is left from the one before.
+            if let Err(e) = self.work.remove_file("out/result.txt") {
+                bootstrap.line(&format!("cannot remove out/result.txt: {e}"));
+            }
+        }
+        let (end, _) = self.session.run_task(&task);
+        let (answer, end, wrote) = write_result(&self.work, end, &self.inference, bootstrap);
+        let state = match &end {
+            TaskEnd::Done { .. } => State::Completed,
+            TaskEnd::Canceled => State::Canceled,
+            _ => State::Failed,
+        };
+        let fallback = match &end {
+            TaskEnd::Failed(e) => format!("error: {e}\n"),
+            _ => "error: no result\n".to_string(),
+        };
+        self.last = Some(end);
+        Ok(Finished {
+            state,
+            answer: if wrote { answer } else { fallback.clone() },
+            fallback,
+        })
+    }
+
+    fn must_end(&self) -> bool {
+        self.session.interrupted.load(Ordering::SeqCst) != 0
+            || self.session.broken.is_some()
+            || self.session.halted
+    }
+
+    fn on_signal(&self) -> Box<dyn Fn() + Send> {
+        let cgroup = self.session.tools.runner.policy.cgroup.clone();
+        Box::new(move || {
+            if let Some(cg) = &cgroup {
+                cg.kill_all();
+            }
+        })
+    }
+
+    fn close(self: Box<Self>, _served: Served, bootstrap: &mut Bootstrap) -> Closing {
+        let AgentRunner {
+            mut session,
+            inference: inf,
+            stdout,
+            stderr,
+            tasks,
+            last,
+            ..
+        } = *self;
+        // How the last task ended, before a queue session's exit forgets it.
+        let last_ok = matches!(last, Some(TaskEnd::Done { .. }));
+        let queue = matches!(tasks.acceptance(), Acceptance::Queue(_));
+        // A queue session's exit does not hang on its last task; others answer for their one.
+        let end = match last {
+            Some(end) if !queue => end,
+            Some(TaskEnd::Done { text, truncated }) => TaskEnd::Done { text, truncated },
+            _ => TaskEnd::Done {
+                text: String::new(),
+                truncated: false,
+            },
+        };
+        // Children still running are ended with this session (recorded, posted to nobody).
+        if let Some(d) = session.tools.delegate.as_ref() {
+            d.launcher.watch.shutdown();
+        }
+        // on-session-end: after the task loop exits (and after the sleep of a queue session).
+        session.fire(Binding::SessionEnd, || Event::SessionEnd);
+        let totals = session.totals;
+        for n in std::mem::take(&mut session.notes) {
+            bootstrap.line(&n);
+        }
+        let hook_set = std::mem::replace(&mut session.hooks, hooks::Hooks::none());
+        drop(session);
+        hook_set.finish(Duration::from_secs(5));
+        for (name, s) in [("stdout", stdout), ("stderr", stderr)] {
+            if let Ok(n) = s.finish() {
+                if n > wasm::sink::LOG_CAP {
+                    bootstrap.line(&format!(
+                        "guest {name}: {n} bytes, the first {} kept",
+                        wasm::sink::LOG_CAP
+                    ));
+                }
+            }
+        }
+        let ok = matches!(end, TaskEnd::Done { .. });
+        Closing {
+            exit_status: end.exit_status(),
+            fields: json!({
+                "turns": totals.turns,
+                "tool_calls": totals.tool_calls,
+                "shell_calls": totals.shell_calls,
+                "input_tokens": totals.usage.input_tokens,
+                "output_tokens": totals.usage.output_tokens,
+            }),
+            ok: last_ok,
+            word: if ok { "ok" } else { "failed" },
+            exit: exit_of(end, &inf),
+        }
+    }
+}
+
+/// The exit of a session whose (last) task ended `end`.
+fn exit_of(end: TaskEnd, inf: &Inference) -> Result<u8, Diagnostic> {
+    match end {
+        TaskEnd::Done { .. } => Ok(0),
+        TaskEnd::MaxTurns => Err(Diagnostic::new(
+            code::RUN_AGENT_LOOP,
+            "inference.max_turns",
+            format!(
+                "the task reached inference.max_turns ({}) before the model finished",
+                inf.max_turns
+            ),
+        )),
+        TaskEnd::Failed(e) => Err(Diagnostic::new(code::RUN_AGENT_LOOP, "", e)),
+        TaskEnd::Canceled => Err(Diagnostic::new(code::RUN_AGENT_LOOP, "", "the task was canceled")),
+        TaskEnd::ReopenBudgetExhausted {
+            reopens,
+            out_of_turns,
+        } => Err(Diagnostic::new(
+            code::RUN_AGENT_LOOP,
+            "inference.max_task_reopens",
+            format!(
+                "the task ended reopen_budget_exhausted: {}",
+                exhausted(reopens, out_of_turns, inf.max_task_reopens, inf.max_turns)
+            ),
+        )),
+    }
+}
+
+/// Write the task's answer (or why it has none) to `out/result.txt`: the answer, the end
+/// (a failed write fails the task), and whether it was written.
+fn write_result(
+    work: &Dir,
+    end: TaskEnd,
+    inf: &Inference,
+    bootstrap: &mut Bootstrap,
+) -> (String, TaskEnd, bool) {
+    let result = match &end {
+        TaskEnd::Done { text, truncated } => {
+            if *truncated {
+                bootstrap.line("the final answer was cut at inference.max_tokens");
+            }
+            format!("{text}\n")
+        }
+        TaskEnd::MaxTurns => format!(
+            "error: the task reached inference.max_turns ({}) before the model finished\n",
+            inf.max_turns
+        ),
+        TaskEnd::Failed(e) => format!("error: {e}\n"),
+        TaskEnd::Canceled => "error: the task was canceled\n".to_string(),
+        TaskEnd::ReopenBudgetExhausted {
+            reopens,
+            out_of_turns,
+        } => format!(
+            "error: {}\n",
+            exhausted(*reopens, *out_of_turns, inf.max_task_reopens, inf.max_turns)
+        ),
+    };
+    match work.replace("out/result.txt", result.as_bytes()) {
+        Ok(()) => (result, end, true),
+        Err(e) => {
+            bootstrap.line(&format!("cannot write out/result.txt: {e}"));
+            let why = format!("cannot write out/result.txt: {e}");
+            (String::new(), TaskEnd::Failed(why), false)
+        }
+    }
+}
+
+/// Why a task ended `reopen_budget_exhausted`.
+fn exhausted(reopens: u64, out_of_turns: bool, budget: u64, max_turns: u64) -> String {
+    if out_of_turns {
+        format!("a hook still asked to reopen the task after {reopens} reopen(s), but its turns ran out (inference.max_turns = {max_turns})")
+    } else {
+        format!("a hook still asked to reopen the task after {reopens} reopen(s), its whole budget (inference.max_task_reopens = {budget})")
+    }
+}

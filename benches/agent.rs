@@ -12,7 +12,7 @@
 //! - hooks: the same skill turns with a blocking no-op hook bound to every session event,
 //!   and with an async hook, against the warm skill-turn median.
 //!
-//! Run: `cargo bench --bench agent`.
+//! Run: `cargo bench --bench agent` (`MURMUR_BENCH_MUR=PATH` measures another build of `mur`).
 
 #[path = "../tests/common/provider.rs"]
 mod provider;
@@ -100,7 +100,7 @@ fn session(
     )
     .unwrap();
     let t0 = Instant::now();
-    let out = Command::new(env!("CARGO_BIN_EXE_mur"))
+    let out = Command::new(mur_binary())
         .args(["run", "--manifest"])
         .arg(dir.join("murmur.yaml"))
         .arg("--registry-path")
@@ -210,4 +210,13 @@ fn main() {
         );
     }
     let _ = std::fs::remove_dir_all(&s.base);
+}
+
+/// The `mur` measured: this build's, or `MURMUR_BENCH_MUR` (another build, such as an
+/// earlier commit's, to compare in the same run on the same machine).
+fn mur_binary() -> String {
+    std::env::var("MURMUR_BENCH_MUR")
+        .ok()
+        .filter(|b| !b.is_empty())
+        .unwrap_or_else(|| env!("CARGO_BIN_EXE_mur").to_string())
 }

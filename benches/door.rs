@@ -11,7 +11,7 @@
 //!   one long task of the slow fixture, that keep-alive comments arrive on them, and that
 //!   they end when the task is canceled.
 //!
-//! Run: `cargo bench --bench door`.
+//! Run: `cargo bench --bench door` (`MURMUR_BENCH_MUR=PATH` measures another build of `mur`).
 
 mod support;
 
@@ -49,7 +49,7 @@ fn launch(base: &Path, label: &str, wasm: &str) -> Capsule {
     std::fs::copy(repo(wasm), dir.join("capsule.wasm")).unwrap();
     std::fs::write(dir.join("murmur.yaml"), BENCH_MANIFEST).unwrap();
     let stderr = std::fs::File::create(dir.join("stderr.log")).unwrap();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_mur"))
+    let mut child = Command::new(mur_binary())
         .args(["run", "--json", "--manifest"])
         .arg(dir.join("murmur.yaml"))
         .arg("--workdir")
@@ -611,4 +611,13 @@ fn main() {
     streams(&slow);
     stop(slow, "slow", &base);
     let _ = std::fs::remove_dir_all(&base);
+}
+
+/// The `mur` measured: this build's, or `MURMUR_BENCH_MUR` (another build, such as an
+/// earlier commit's, to compare in the same run on the same machine).
+fn mur_binary() -> String {
+    std::env::var("MURMUR_BENCH_MUR")
+        .ok()
+        .filter(|b| !b.is_empty())
+        .unwrap_or_else(|| env!("CARGO_BIN_EXE_mur").to_string())
 }

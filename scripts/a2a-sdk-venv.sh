@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Create the virtualenv with the official A2A Python SDK (a2a-sdk 1.3.0) that
-# tests/a2a_sdk.rs drives through tests/sdk/a2a_client.py:
+# tests/door/a2a_sdk.rs drives through tests/sdk/a2a_client.py:
 #
 #     scripts/a2a-sdk-venv.sh [VENV_DIR]      # default: target/a2a-sdk-venv
 #

@@ -2,7 +2,7 @@
 
     python a2a_client.py <base_url> <generation>      # generation: 1.0 or 0.3
 
-Run by tests/a2a_sdk.rs against a `mur run` capsule serving tests/fixtures/slow (which answers
+Run by tests/door/a2a_sdk.rs against a `mur run` capsule serving tests/fixtures/slow (which answers
 `done: <task text>` in an artifact named `response`, and sleeps N seconds on `sleep N`). Every
 step goes through the SDK's public client API, the way a user would drive an agent:
 

@@ -1,0 +1,134 @@
+//! What a shell tool call starts does not outlive it: a command that leaves processes in
+//! the background (in its own group, or in a new session of their own) still ends its
+//! call at once, the background is killed, and the session goes on to its end.
+
+use crate::common;
+
+use common::agent::{assert_floor_refusal, host_backs, Drv, Spec, World};
+use common::provider::{tool_results, Provider, Step};
+use serde_json::json;
+use std::time::Duration;
+
+fn alive(pattern: &str) -> bool {
+    let out = std::process::Command::new("pgrep")
+        .args(["-f", pattern])
+        .output()
+        .unwrap();
+    !out.stdout.is_empty()
+}
+
+fn background_is_killed(class: &str, tag: u32) {
+    let w = World::new(&format!("agent-background-{class}"));
+    let (a, b) = (format!("sleep {tag}1"), format!("sleep {tag}2"));
+    let p = Provider::start(vec![
+        Step::tool(
+            "c1",
+            "bash",
+            json!({"command": format!("{a} & setsid {b} & echo started")}),
+        ),
+        Step::text("back"),
+    ]);
+    let mut spec = Spec::new(Drv::OpenAi, &p);
+    spec.containment = Some(class.into());
+    w.manifest(&spec);
+    let run = w.run("start something in the background", &[]);
+    if !host_backs(class) {
+        assert_floor_refusal(&run);
+        return;
+    }
+    run.assert_ok();
+    assert!(
+        run.elapsed < Duration::from_secs(20),
+        "the session waited for its background: {:?}",
+        run.elapsed
+    );
+    let reqs = p.model_requests();
+    assert_eq!(reqs.len(), 2);
+    let result = &tool_results(&reqs[1])[0];
+    assert!(result.contains("exit code: 0"), "{result}");
+    assert!(result.contains("started"), "{result}");
+    assert!(!alive(&a), "{a} outlived its tool call");
+    assert!(!alive(&b), "{b} (its own session) outlived its tool call");
+}
+
+#[test]
+fn advisory_background_processes_end_with_their_call() {
+    background_is_killed("advisory", 987_650);
+}
+
+#[test]
+fn scoped_background_processes_end_with_their_call() {
+    background_is_killed("scoped", 987_660);
+}
+
+#[test]
+fn sealed_background_processes_end_with_their_call() {
+    background_is_killed("sealed", 987_670);
+}
+
+/// SIGTERM while a tool call runs: the command (and anything it started) is killed, the
+/// task ends failed with the signal named, and the trace still ends.
+#[test]
+fn sigterm_during_a_tool_call_kills_it_and_ends_the_session() {
+    use common::capsule::{manifest_arg, trace, MUR};
+    let w = World::new("agent-sigterm");
+    // An on-task-end hook that would block for its whole 30 s deadline: after the signal
+    // it gets a few seconds only.
+    common::agent::publish_hook_as(&w.reg, "sleepy-end", "hook-sleep", "binding: on-task-end\n");
+    let p = Provider::start(vec![
+        Step::tool("c1", "bash", json!({"command": "sleep 9876801"})),
+        Step::text("never"),
+    ]);
+    let mut spec = Spec::new(Drv::OpenAi, &p);
+    spec.artifacts = vec![common::agent::hook_entry("sleepy-end", None)];
+    w.manifest(&spec);
+    let child = std::process::Command::new(MUR)
+        .args(["run", "--manifest", &manifest_arg(&w.dir), "--registry-path"])
+        .arg(&w.reg)
+        .args(["--task", "wait"])
+        .env("MURMUR_CACHE_DIR", w.t.path().join("cache"))
+        .env("MURMUR_RECORDS_DIR", w.t.path().join("records"))
+        .env(common::agent::KEY_VAR, common::agent::KEY)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while !alive("sleep 9876801") {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the tool call never started"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let pid = rustix::process::Pid::from_raw(child.id() as i32).unwrap();
+    rustix::process::kill_process(pid, rustix::process::Signal::TERM).unwrap();
+    let started = std::time::Instant::now();
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "{:?}",
+        started.elapsed()
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout).to_string();
+    let stderr = String::from_utf8_lossy(&out.stderr).to_string();
+    assert_eq!(out.status.code(), Some(1), "{stdout}{stderr}");
+    assert_eq!(stdout.lines().last(), Some("status:  failed"), "{stdout}");
+    assert!(
+        stderr.contains("error[E-RUN-007]: interrupted by signal 15"),
+        "{stderr}"
+    );
+    assert!(!alive("sleep 9876801"), "the tool call outlived the session");
+    assert_eq!(p.model_requests().len(), 1, "no turn after the signal");
+    let sid = stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("session: "))
+        .unwrap()
+        .to_string();
+    assert_eq!(w.result(&sid), "error: interrupted by signal 15\n");
+    let events = trace(&w.t, &sid);
+    let last = events.last().unwrap();
+    assert_eq!(last["event_type"], "session_end");
+    assert_eq!(last["exit_status"], "failed");
+}

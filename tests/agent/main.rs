@@ -1,0 +1,22 @@
+//! Agent capsules through the real `mur run` against the mock provider: the loop, children,
+//! compaction, the A2A door, failures, hooks, reopening, security, the workdir, a session's
+//! egress, delegation through `mur-roost`, and the mock provider itself. One test binary;
+//! each module is a former `tests/<name>.rs`.
+
+#[path = "../common/mod.rs"]
+mod common;
+
+mod agent;
+mod agent_children;
+mod agent_compaction;
+mod agent_door;
+mod agent_door_lifecycle;
+mod agent_failures;
+mod agent_hook_sandbox;
+mod agent_hooks;
+mod agent_reopen;
+mod agent_security;
+mod agent_workdir_swap;
+mod delegation;
+mod egress_session;
+mod provider_mock;

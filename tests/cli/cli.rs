@@ -1,0 +1,163 @@
+//! The two binaries as an operator runs them: versions, help, argument errors, and
+//! `mur-roost` serving on loopback.
+
+use crate::common;
+
+use common::{body_of, exchange, status_of, Running};
+use std::process::Command;
+
+const MUR: &str = env!("CARGO_BIN_EXE_mur");
+const ROOST: &str = env!("CARGO_BIN_EXE_mur-roost");
+
+fn run(bin: &str, args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(bin).args(args).output().unwrap();
+    let code = out.status.code().unwrap_or(-1);
+    (
+        code,
+        String::from_utf8(out.stdout).unwrap(),
+        String::from_utf8(out.stderr).unwrap(),
+    )
+}
+
+#[test]
+fn versions() {
+    let version = env!("CARGO_PKG_VERSION");
+    assert_eq!(
+        run(MUR, &["--version"]),
+        (0, format!("mur {version}\n"), String::new())
+    );
+    assert_eq!(
+        run(ROOST, &["--version"]),
+        (0, format!("mur-roost {version}\n"), String::new())
+    );
+}
+
+#[test]
+fn mur_help_lists_the_subcommands() {
+    let (code, out, _) = run(MUR, &["--help"]);
+    assert_eq!(code, 0);
+    assert!(out.contains("usage: mur <command>"), "{out}");
+    for command in [
+        "build", "publish", "inspect", "run", "exec", "doctor", "trace", "help", "version",
+    ] {
+        assert!(
+            out.lines().any(|l| l.trim_start().starts_with(command)),
+            "{command} missing: {out}"
+        );
+    }
+}
+
+#[test]
+fn every_command_answers_help_with_usage_flags_and_an_example() {
+    let commands = [
+        "build", "publish", "inspect", "run", "exec", "doctor", "trace", "help", "version",
+    ];
+    for command in commands {
+        for flag in ["--help", "-h"] {
+            let (code, out, err) = run(MUR, &[command, flag]);
+            assert_eq!((code, err.as_str()), (0, ""), "mur {command} {flag}");
+            assert!(out.contains(&format!("usage: mur {command}")), "{command}: {out}");
+            assert!(out.contains("\nexample:\n  mur "), "{command}: {out}");
+            if !matches!(command, "help" | "version") {
+                assert!(out.contains("\noptions:\n"), "{command}: {out}");
+                assert!(out.contains("-h, --help"), "{command}: {out}");
+            }
+        }
+        let (code, out, _) = run(MUR, &["help", command]);
+        assert_eq!(code, 0);
+        assert!(out.contains(&format!("usage: mur {command}")), "{out}");
+    }
+    // Flags with their defaults.
+    let (_, out, _) = run(MUR, &["run", "--help"]);
+    assert!(
+        out.contains("--manifest PATH      the capsule's manifest (default ./murmur.yaml)"),
+        "{out}"
+    );
+    let (_, out, _) = run(MUR, &["build", "--output=x.mur.zip", "--help"]);
+    assert!(out.starts_with("build - validate a capsule directory"), "{out}");
+    // After `--`, --help belongs to the command being run.
+    let (code, _, err) = run(
+        MUR,
+        &[
+            "exec",
+            "--manifest",
+            "/nonexistent/murmur.yaml",
+            "--",
+            "ls",
+            "--help",
+        ],
+    );
+    assert_eq!(code, 1, "{err}");
+    for flag in ["--help", "-h"] {
+        let (code, out, err) = run(ROOST, &[flag]);
+        assert_eq!((code, err.as_str()), (0, ""));
+        assert!(out.contains("usage: mur-roost"), "{out}");
+        assert!(
+            out.contains("--port N               listen on 127.0.0.1:N, 0 for any free port (default 7700)"),
+            "{out}"
+        );
+        assert!(out.contains("\nexample:\n  mur-roost --port 7700"), "{out}");
+    }
+    let (code, _, err) = run(MUR, &["help", "nonsense"]);
+    assert_eq!(code, 2, "{err}");
+}
+
+#[test]
+fn unknown_arguments_are_named_and_refused() {
+    let (code, out, err) = run(MUR, &["--bogus"]);
+    assert_ne!(code, 0);
+    assert_eq!(out, "");
+    assert!(err.starts_with("mur: unknown argument: --bogus\n"), "{err}");
+    let (code, _, err) = run(MUR, &["frobnicate"]);
+    assert_ne!(code, 0);
+    assert!(err.starts_with("mur: unknown argument: frobnicate\n"), "{err}");
+    assert!(err.ends_with("run 'mur --help' for usage\n"), "{err}");
+    for command in ["build", "publish", "inspect", "run", "exec", "doctor", "trace"] {
+        let (code, out, err) = run(MUR, &[command, "--no-such-flag"]);
+        assert_eq!((code, out.as_str()), (2, ""), "{command}");
+        assert_eq!(
+            err,
+            format!("mur: unknown argument: --no-such-flag\nrun 'mur {command} --help' for usage\n")
+        );
+    }
+    let (code, _, err) = run(ROOST, &["--max-total", "4"]);
+    assert_ne!(code, 0);
+    assert_eq!(
+        err,
+        "mur-roost: unknown argument: --max-total\nrun 'mur-roost --help' for usage\n"
+    );
+    let (code, _, err) = run(ROOST, &["--port", "seventy"]);
+    assert_ne!(code, 0);
+    assert!(err.starts_with("mur-roost: --port"), "{err}");
+}
+
+#[test]
+fn roost_serves_health_on_loopback_and_refuses_a_port_in_use() {
+    let mut roost = Running::start(ROOST, &["--port", "0"]);
+    let line = roost.line();
+    let port: u16 = line
+        .strip_prefix("mur-roost: listening on 127.0.0.1:")
+        .and_then(|p| p.parse().ok())
+        .unwrap_or_else(|| panic!("unexpected first line {line:?}"));
+    let addr = format!("127.0.0.1:{port}").parse().unwrap();
+    let answer = exchange(
+        addr,
+        format!("GET /health HTTP/1.1\r\nhost: {addr}\r\n\r\n").as_bytes(),
+    );
+    assert_eq!(status_of(&answer), 200);
+    assert_eq!(body_of(&answer), "{}");
+    let answer = exchange(
+        addr,
+        format!("GET /nowhere HTTP/1.1\r\nhost: {addr}\r\n\r\n").as_bytes(),
+    );
+    assert_eq!(
+        (status_of(&answer), body_of(&answer)),
+        (404, r#"{"error":"not found"}"#)
+    );
+    let (code, _, err) = run(ROOST, &["--port", &port.to_string()]);
+    assert_eq!(code, 1);
+    assert!(
+        err.starts_with(&format!("mur-roost: cannot listen on 127.0.0.1:{port}")),
+        "{err}"
+    );
+}

@@ -1,0 +1,145 @@
+//! The capsule's A2A door driven by a real client: the official Python SDK (a2a-sdk 1.3.0)
+//! runs tests/sdk/a2a_client.py against a served tests/fixtures/slow capsule, once over the
+//! 1.0 JSON-RPC transport and once over the 0.3 one (polling send and GetTask, a streamed
+//! task, a cancelled `sleep 20`). The SDK lives in a virtualenv made by
+//! `scripts/a2a-sdk-venv.sh`; its python is `$MURMUR_A2A_SDK_PYTHON`, else
+//! `target/a2a-sdk-venv/bin/python3`. Without it the test fails, it never skips.
+
+use crate::common;
+
+use common::capsule::{capsule, repo, serve};
+use common::TempDir;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// Longer than the script's own worst case (three 30 s polls per generation).
+const SCRIPT_DEADLINE: Duration = Duration::from_secs(180);
+
+fn sdk_python() -> PathBuf {
+    let python = std::env::var_os("MURMUR_A2A_SDK_PYTHON")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| repo("target/a2a-sdk-venv/bin/python3"));
+    assert!(
+        python.is_file(),
+        "no A2A SDK python at {}: run scripts/a2a-sdk-venv.sh (or set MURMUR_A2A_SDK_PYTHON \
+         to a python with a2a-sdk==1.3.0)",
+        python.display()
+    );
+    python
+}
+
+struct ScriptRun {
+    code: Option<i32>,
+    stdout: String,
+    stderr: String,
+    timed_out: bool,
+}
+
+/// `python tests/sdk/a2a_client.py BASE GENERATION`, its output kept in files under `t` (no
+/// pipe to fill), killed past the deadline.
+fn run_script(t: &TempDir, python: &Path, base: &str, generation: &str) -> ScriptRun {
+    let out_path = t.path().join(format!("sdk-{generation}.stdout"));
+    let err_path = t.path().join(format!("sdk-{generation}.stderr"));
+    let mut child = Command::new(python)
+        .arg(repo("tests/sdk/a2a_client.py"))
+        .args([base, generation])
+        .env("PYTHONUNBUFFERED", "1")
+        .env("PYTHONDONTWRITEBYTECODE", "1")
+        // httpx honours proxy variables; the door is on loopback.
+        .env("NO_PROXY", "127.0.0.1,localhost")
+        .env("no_proxy", "127.0.0.1,localhost")
+        .stdin(Stdio::null())
+        .stdout(std::fs::File::create(&out_path).unwrap())
+        .stderr(std::fs::File::create(&err_path).unwrap())
+        .spawn()
+        .unwrap_or_else(|e| panic!("cannot start {}: {e}", python.display()));
+    let started = Instant::now();
+    let (code, timed_out) = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break (status.code(), false);
+        }
+        if started.elapsed() > SCRIPT_DEADLINE {
+            let _ = child.kill();
+            let status = child.wait().unwrap();
+            break (status.code(), true);
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    ScriptRun {
+        code,
+        stdout: std::fs::read_to_string(&out_path).unwrap_or_default(),
+        stderr: std::fs::read_to_string(&err_path).unwrap_or_default(),
+        timed_out,
+    }
+}
+
+fn sigterm(pid: u32) {
+    let pid = pid.to_string();
+    assert!(Command::new("kill")
+        .args(["-TERM", &pid])
+        .status()
+        .unwrap()
+        .success());
+}
+
+#[test]
+fn the_official_a2a_sdk_client_drives_the_door_over_1_0_and_0_3() {
+    let python = sdk_python();
+    let t = TempDir::new("a2a-sdk");
+    let dir = capsule(
+        &t,
+        "tests/fixtures/slow/capsule.wasm",
+        "lifecycle:\n  task_acceptance: queue\n  after_task: sleep\n  queue_depth: 4\n",
+    );
+    let (mut running, line) = serve(&t, &dir);
+    let url = line["url"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no url in the announcement {line}"));
+    let hostport = url.replace("localhost", "127.0.0.1");
+    let base = format!("http://{hostport}");
+
+    let mut failures = Vec::new();
+    for generation in ["1.0", "0.3"] {
+        let run = run_script(&t, &python, &base, generation);
+        println!("--- a2a_client.py {generation}\n{}{}", run.stdout, run.stderr);
+        if run.code != Some(0) {
+            failures.push(format!(
+                "a2a_client.py {base} {generation} {}\n--- stdout\n{}--- stderr\n{}",
+                if run.timed_out {
+                    format!("was killed after {}s", SCRIPT_DEADLINE.as_secs())
+                } else {
+                    format!("exited {:?}", run.code)
+                },
+                run.stdout,
+                run.stderr
+            ));
+        }
+    }
+
+    assert!(
+        running.child.try_wait().unwrap().is_none(),
+        "the capsule exited while the SDK client drove it"
+    );
+    sigterm(running.child.id());
+    let status = running.child.wait().unwrap();
+    let mut capsule_stderr = String::new();
+    if let Some(mut err) = running.child.stderr.take() {
+        use std::io::Read;
+        let _ = err.read_to_string(&mut capsule_stderr);
+    }
+    assert!(
+        failures.is_empty(),
+        "{}\n--- mur run stderr\n{capsule_stderr}",
+        failures.join("\n")
+    );
+    assert_eq!(
+        status.code(),
+        Some(0),
+        "mur run after SIGTERM: {status}\n--- stderr\n{capsule_stderr}"
+    );
+    assert!(
+        std::net::TcpStream::connect(&hostport).is_err(),
+        "the door outlived the session"
+    );
+}

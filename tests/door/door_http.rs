@@ -1,0 +1,104 @@
+//! The capsule door answers only local clients, through the real `mur run`: the same
+//! loopback guard as the roost refuses a DNS-rebound `Host`, any `Origin` and a request
+//! naming no host, and serves `127.0.0.1:P` and `localhost:P`.
+
+use crate::common;
+
+use common::capsule::{capsule, serve};
+use common::{body_of, exchange, status_of, Running, TempDir};
+use std::net::SocketAddr;
+use std::process::Command;
+
+const CARD: &str = "/.well-known/agent-card.json";
+const MISDIRECTED: &str = r#"{"error":"misdirected request: the host header does not name this server; it answers only 127.0.0.1 or localhost at its own port"}"#;
+const CROSS_ORIGIN: &str = r#"{"error":"cross-origin request refused: this server answers no request that carries an Origin header"}"#;
+const MISSING_HOST: &str = r#"{"error":"missing host header: this server answers only requests addressed to 127.0.0.1 or localhost at its own port"}"#;
+
+/// `mur run` of the hello capsule under a queue/sleep lifecycle, which keeps the door open
+/// until SIGTERM; the running process and the door's port.
+fn start_door(t: &TempDir) -> (Running, u16) {
+    let dir = capsule(
+        t,
+        "examples/hello/capsule.wasm",
+        "lifecycle:\n  task_acceptance: queue\n  after_task: sleep\n",
+    );
+    let (running, line) = serve(t, &dir);
+    let url = line["url"].as_str().unwrap();
+    let port = url
+        .strip_prefix("localhost:")
+        .and_then(|p| p.parse().ok())
+        .unwrap_or_else(|| panic!("unexpected url {url:?}"));
+    (running, port)
+}
+
+/// Item 8 on the door: rebinding and cross-origin requests refused, loopback served.
+#[test]
+fn the_door_answers_only_its_own_loopback_host() {
+    let t = TempDir::new("door-guard");
+    let (mut running, port) = start_door(&t);
+    let addr = SocketAddr::from(([127, 0, 0, 1], port));
+    let get = |extra: &str| {
+        let answer = exchange(addr, format!("GET {CARD} HTTP/1.1\r\n{extra}\r\n").as_bytes());
+        (status_of(&answer), body_of(&answer).to_string())
+    };
+
+    // DNS rebinding: evil.example resolved to 127.0.0.1, its own name in Host.
+    for host in [
+        format!("evil.example:{port}"),
+        "evil.example".to_string(),
+        format!("127.0.0.1:{}", port.wrapping_add(1)),
+        format!("[::1]:{port}"),
+    ] {
+        assert_eq!(
+            get(&format!("host: {host}\r\n")),
+            (421, MISDIRECTED.to_string()),
+            "{host}"
+        );
+    }
+    // A web page's request carries Origin, whatever its Host.
+    for origin in ["http://evil.example", "null"] {
+        assert_eq!(
+            get(&format!("host: localhost:{port}\r\norigin: {origin}\r\n")),
+            (403, CROSS_ORIGIN.to_string()),
+            "{origin}"
+        );
+    }
+    // No host at all (HTTP/1.0 style).
+    let answer = exchange(addr, format!("GET {CARD} HTTP/1.0\r\n\r\n").as_bytes());
+    assert_eq!((status_of(&answer), body_of(&answer)), (400, MISSING_HOST));
+    // Before routing: an unknown path with a rebound host is refused, not a 404.
+    let answer = exchange(
+        addr,
+        format!("GET /nope HTTP/1.1\r\nhost: evil.example:{port}\r\n\r\n").as_bytes(),
+    );
+    assert_eq!(status_of(&answer), 421);
+
+    // The loopback address and localhost at the door's port, host part in any case.
+    for host in [
+        format!("127.0.0.1:{port}"),
+        format!("localhost:{port}"),
+        format!("LocalHost:{port}"),
+    ] {
+        let (status, body) = get(&format!("host: {host}\r\n"));
+        assert_eq!(status, 200, "{host}: {body}");
+        let card: serde_json::Value = serde_json::from_str(&body).unwrap();
+        assert_eq!(card["name"], "probe");
+        assert_eq!(card["url"], format!("localhost:{port}"));
+    }
+    // The project's own client, given the URL the card advertises, is served.
+    let resp = murmur::http::client::get(
+        &format!("http://localhost:{port}{CARD}"),
+        &[],
+        &murmur::http::client::Options::default(),
+    )
+    .unwrap();
+    assert_eq!(resp.status, 200);
+
+    let pid = running.child.id().to_string();
+    assert!(Command::new("kill")
+        .args(["-TERM", &pid])
+        .status()
+        .unwrap()
+        .success());
+    assert_eq!(running.child.wait().unwrap().code(), Some(0));
+}

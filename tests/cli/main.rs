@@ -1,6 +1,6 @@
 //! The binaries as an operator runs them: versions, help and arguments, the manifest table
-//! and `mur build`, the registry, `mur run` of each fixture, and `mur trace`. One test
-//! binary; each module is a former `tests/<name>.rs`.
+//! and `mur build`, the registry, `mur run` of each fixture (with a task and as a script),
+//! and `mur trace`. One test binary; each module is one area's file.
 
 #[path = "../common/mod.rs"]
 mod common;
@@ -9,4 +9,5 @@ mod cli;
 mod manifest_table;
 mod registry;
 mod run;
+mod script;
 mod trace;

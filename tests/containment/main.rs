@@ -1,11 +1,13 @@
 //! Containment: the escape suite through the real `mur exec` (with `tests/escape/`),
-//! `mur doctor` against mechanisms really taken away, and hostile WASM guests through
-//! `mur run`. One test binary; each module is a former `tests/<name>.rs`. Egress has its
-//! own binary (`tests/egress/main.rs` says why).
+//! `mur doctor` against mechanisms really taken away, hostile WASM guests through
+//! `mur run`, and `mur exec` against a capsule's shell tool (one child policy). One test
+//! binary; each module is one area's file. Egress has its own binary
+//! (`tests/egress/main.rs` says why).
 
 #[path = "../common/mod.rs"]
 mod common;
 
 mod containment;
 mod doctor;
+mod exec_parity;
 mod run_hostile;

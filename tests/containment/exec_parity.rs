@@ -3,7 +3,7 @@
 //! confinement, under `scoped` and `sealed`. The probe is one bash line run both ways: by
 //! the model's tool call in an agent session, then by `mur exec` in the same workdir.
 
-mod common;
+use crate::common;
 
 use common::agent::{assert_floor_refusal, host_backs, Drv, Spec, World, KEY, KEY_VAR};
 use common::capsule::MUR;
@@ -93,7 +93,10 @@ fn parity(class: &str) {
     assert!(by_tool.contains("host-file=refused\n"), "{by_tool}");
     // Beside the workdir: refused under `scoped`; under `sealed` the workdir's parent is
     // the composed root's own tmpfs, so a write there lands nowhere on the host.
-    assert!(!workdir.parent().unwrap().join("parity-outside").exists(), "{by_tool}");
+    assert!(
+        !workdir.parent().unwrap().join("parity-outside").exists(),
+        "{by_tool}"
+    );
     assert!(
         by_tool.contains("endpoint=closed\n"),
         "the inference endpoint is the driver's: {by_tool}"

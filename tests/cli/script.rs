@@ -4,7 +4,7 @@
 //! escape, the network gate). A capsule that declares `lifecycle:` still waits for an A2A
 //! task.
 
-mod common;
+use crate::common;
 
 use common::capsule::{capsule, event, manifest_arg, mur, repo, session_of, text, trace};
 use common::TempDir;

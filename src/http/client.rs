@@ -213,7 +213,7 @@ fn connect(url: &Url, timeout: Duration) -> Result<TcpStream, ClientError> {
 /// A parsed response head: status, headers, where the body starts, and its length when the
 /// server framed it (None: read to close). `len + body_len` is known not to overflow and
 /// to be within the response cap: [`parse_head`] refuses a head where it would not be.
-struct Head {
+struct ResponseHead {
     status: u16,
     headers: Vec<(String, String)>,
     len: usize,
@@ -227,9 +227,9 @@ fn read_response(
 ) -> Result<ClientResponse, ClientError> {
     let mut buf: Vec<u8> = Vec::new();
     let mut chunk = [0u8; 8192];
-    let mut parsed: Option<Head> = None;
+    let mut parsed: Option<ResponseHead> = None;
     loop {
-        if let Some(Head {
+        if let Some(ResponseHead {
             status,
             headers,
             len,
@@ -249,7 +249,7 @@ fn read_response(
         let n = stream::read_some(stream, deadline, &mut chunk)?;
         if n == 0 {
             return match parsed {
-                Some(Head {
+                Some(ResponseHead {
                     status,
                     headers,
                     len,
@@ -283,7 +283,7 @@ fn read_response(
 /// A response head from `buf`, or None while it is incomplete. A declared body that would
 /// take the response past `cap` (or past `usize::MAX`) is refused here, before any of it
 /// is read.
-fn parse_head(buf: &[u8], cap: usize) -> Result<Option<Head>, ClientError> {
+fn parse_head(buf: &[u8], cap: usize) -> Result<Option<ResponseHead>, ClientError> {
     let mut fields = [httparse::EMPTY_HEADER; 64];
     let mut resp = httparse::Response::new(&mut fields);
     let len = match resp.parse(buf) {
@@ -317,7 +317,7 @@ fn parse_head(buf: &[u8], cap: usize) -> Result<Option<Head>, ClientError> {
             return Err(ClientError::TooLarge);
         }
     }
-    Ok(Some(Head {
+    Ok(Some(ResponseHead {
         status,
         headers,
         len,

@@ -3,7 +3,7 @@
 //! declared or received body beyond the caller's cap is refused, and a body framed by
 //! `content-length` must arrive whole.
 
-use super::{parse_head, send, ClientError, ClientResponse, Head, Options, Url};
+use super::{parse_head, send, ClientError, ClientResponse, Options, ResponseHead, Url};
 use std::io::{self, Read, Write};
 use std::net::TcpStream;
 use std::time::Instant;
@@ -44,7 +44,7 @@ pub fn get_into(
             }
         }
     };
-    let Head {
+    let ResponseHead {
         status,
         headers,
         len,

@@ -71,7 +71,7 @@ pub enum Progress {
     Refused(Refusal),
 }
 
-struct Head {
+struct RequestHead {
     method: String,
     target: String,
     version: u8,
@@ -80,7 +80,7 @@ struct Head {
     body_len: usize,
 }
 
-impl Head {
+impl RequestHead {
     /// Where the body ends in the buffer.
     fn end(&self) -> usize {
         self.len.saturating_add(self.body_len)
@@ -90,7 +90,7 @@ impl Head {
 /// Accumulates bytes until a whole request (or a refusal) is known.
 pub struct Reader {
     buf: Vec<u8>,
-    head: Option<Head>,
+    head: Option<RequestHead>,
     max_head: usize,
     max_headers: usize,
     max_body: usize,
@@ -218,7 +218,7 @@ impl Reader {
         })
     }
 
-    fn parse_head(&self) -> Result<Option<Head>, Refusal> {
+    fn parse_head(&self) -> Result<Option<RequestHead>, Refusal> {
         let mut fields = vec![httparse::EMPTY_HEADER; self.max_headers];
         let mut req = httparse::Request::new(&mut fields);
         let len = match req.parse(&self.buf) {
@@ -266,7 +266,7 @@ impl Reader {
         if body_len > self.max_body {
             return Err(Refusal::BodyTooLarge);
         }
-        Ok(Some(Head {
+        Ok(Some(RequestHead {
             method,
             target: target.to_string(),
             version,

@@ -26,7 +26,7 @@ pub struct Artifact<V> {
     pub value: V,
 }
 
-struct Entry<V> {
+struct Cached<V> {
     artifact: Arc<Artifact<V>>,
     weight: usize,
     used: u64,
@@ -34,7 +34,7 @@ struct Entry<V> {
 
 /// The cache. Not shared between threads: the roost's loop owns it.
 pub struct ParsedCache<V> {
-    entries: HashMap<[u8; 32], Entry<V>>,
+    entries: HashMap<[u8; 32], Cached<V>>,
     max_entries: usize,
     max_bytes: usize,
     bytes: usize,
@@ -91,7 +91,7 @@ impl<V> ParsedCache<V> {
         self.bytes += weight;
         self.entries.insert(
             key,
-            Entry {
+            Cached {
                 artifact: Arc::clone(&artifact),
                 weight,
                 used: self.tick,

@@ -66,7 +66,7 @@ pub struct Decided {
 /// What the kind prepared before anything of the session exists.
 enum Prepared {
     Component(wasmtime::Engine, wasmtime::component::Component, String),
-    Agent(Box<agent::Prepared>),
+    Agent(Box<agent::PreparedAgent>),
 }
 
 /// A manifest and where its component comes from.

@@ -22,7 +22,7 @@ use crate::diag::{code, Diagnostic};
 use crate::manifest::model::{ArtifactRuntime, Inference, Manifest};
 use crate::runtime::delegation;
 use crate::runtime::serve::{door_workdir, peer_key, Opened as Launching, Start, TaskRunner};
-use crate::runtime::wasm::{self, cache, credential::Credential, sink::Sink, tool::Prepared as Linked};
+use crate::runtime::wasm::{self, cache, credential::Credential, sink::Sink, tool::PreparedTool as Linked};
 use serde_json::json;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -35,7 +35,7 @@ type Listed = Vec<(String, &'static str, String)>;
 pub const TOOL_TIME_LIMIT: Duration = Duration::from_secs(300);
 
 /// What an agent needs, checked and linked before its session exists.
-pub struct Prepared {
+pub struct PreparedAgent {
     driver_name: String,
     prompt: Option<String>,
     resolved: Vec<Resolved>,
@@ -55,7 +55,7 @@ pub fn prepare(
     base: &Path,
     archive: Option<&[u8]>,
     registry: &Path,
-) -> Result<Prepared, Diagnostic> {
+) -> Result<PreparedAgent, Diagnostic> {
     let inf = m
         .inference
         .as_ref()
@@ -81,7 +81,7 @@ pub fn prepare(
     let driver = Linked::new(&engine, driver_component, &driver_name).map_err(no_driver)?;
     let tools = link_tools(&engine, &resolved)?;
     let hooks = hooks::load::link(&engine, &resolved)?;
-    Ok(Prepared {
+    Ok(PreparedAgent {
         driver_name,
         prompt,
         resolved,
@@ -211,7 +211,10 @@ impl Guests {
 }
 
 /// Build the agent's runner on the open session.
-pub fn assemble(s: &mut Launching<'_>, mut p: Prepared) -> Result<(Start, Box<dyn TaskRunner>), Diagnostic> {
+pub fn assemble(
+    s: &mut Launching<'_>,
+    mut p: PreparedAgent,
+) -> Result<(Start, Box<dyn TaskRunner>), Diagnostic> {
     let peer_key = peer_key(s.manifest)?;
     stage_artifacts(s, &p)?;
     let mut guests = guests(s, &p)?;
@@ -336,7 +339,7 @@ fn session(
 }
 
 /// Step: each artifact's hash in the bootstrap log, then every artifact staged.
-fn stage_artifacts(s: &mut Launching<'_>, p: &Prepared) -> Result<(), Diagnostic> {
+fn stage_artifacts(s: &mut Launching<'_>, p: &PreparedAgent) -> Result<(), Diagnostic> {
     for r in &p.resolved {
         s.bootstrap.line(&format!(
             "artifact {}@{} ({}) sha256 {}{}",
@@ -355,7 +358,7 @@ fn stage_artifacts(s: &mut Launching<'_>, p: &Prepared) -> Result<(), Diagnostic
 
 /// Step: what every guest shares: the identity, the `env.allow` variables that are not
 /// the key's, and one capped (key-redacting) log sink per stream.
-fn guests(s: &Launching<'_>, p: &Prepared) -> Result<Guests, Diagnostic> {
+fn guests(s: &Launching<'_>, p: &PreparedAgent) -> Result<Guests, Diagnostic> {
     let o = s;
     let key_value = p.key.as_ref().map(|(_, v)| v.clone());
     let sink = |name: &str| -> Result<Sink, Diagnostic> {
@@ -378,7 +381,7 @@ fn guests(s: &Launching<'_>, p: &Prepared) -> Result<Guests, Diagnostic> {
 
 /// Step: the driver, with its grants and the credential; a warning when the endpoint is
 /// out of its reach or the key could travel elsewhere.
-fn driver(s: &mut Launching<'_>, p: &mut Prepared, guests: &mut Guests) -> Result<Driver, Diagnostic> {
+fn driver(s: &mut Launching<'_>, p: &mut PreparedAgent, guests: &mut Guests) -> Result<Driver, Diagnostic> {
     let inf = s
         .manifest
         .inference
@@ -433,7 +436,7 @@ fn driver(s: &mut Launching<'_>, p: &mut Prepared, guests: &mut Guests) -> Resul
 
 /// Step: the child policy of the shell and native tools (the session's egress relay
 /// traced as `network` events) and the runner of their calls.
-fn children(s: &mut Launching<'_>, p: &Prepared, guests: &mut Guests) -> Result<Runner, Diagnostic> {
+fn children(s: &mut Launching<'_>, p: &PreparedAgent, guests: &mut Guests) -> Result<Runner, Diagnostic> {
     let net = match s.egress.take() {
         Some((egress, events)) => {
             if s.achieved == Class::Advisory {
@@ -477,7 +480,7 @@ fn children(s: &mut Launching<'_>, p: &Prepared, guests: &mut Guests) -> Result<
 /// tools' specs); the on-stage failures are traced after `session_start`.
 fn hooks(
     s: &mut Launching<'_>,
-    p: &mut Prepared,
+    p: &mut PreparedAgent,
     guests: &mut Guests,
 ) -> Result<((hooks::Hooks, Vec<hooks::Failure>), hooks::load::Staged), Diagnostic> {
     let o = &*s;

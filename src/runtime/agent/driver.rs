@@ -10,7 +10,7 @@ use super::grants::GuestGrants;
 use crate::agent::redact;
 use crate::agent::wire::{self, Block, Response};
 use crate::runtime::wasm::credential::{Credential, Observed, Observer};
-use crate::runtime::wasm::tool::{trap_line, Prepared, ToolStatus};
+use crate::runtime::wasm::tool::{trap_line, PreparedTool, ToolStatus};
 use serde_json::Value;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -28,7 +28,7 @@ pub const MAX_RETRY_AFTER: Duration = Duration::from_secs(30);
 /// The inference driver of a session.
 pub struct Driver {
     pub name: String,
-    prepared: Prepared,
+    prepared: PreparedTool,
     grants: GuestGrants,
     credential: Option<Arc<Credential>>,
     observer: Observer,
@@ -87,7 +87,7 @@ fn delay(attempt: u32, retry_after: Option<Duration>) -> Duration {
 impl Driver {
     pub fn new(
         name: &str,
-        prepared: Prepared,
+        prepared: PreparedTool,
         grants: GuestGrants,
         credential: Option<Credential>,
         key: Option<String>,

@@ -18,7 +18,7 @@ pub mod stage;
 pub mod task;
 pub mod tools;
 
-pub use assemble::{assemble, prepare, Prepared, TOOL_TIME_LIMIT};
+pub use assemble::{assemble, prepare, PreparedAgent, TOOL_TIME_LIMIT};
 
 /// The identity block that starts every system prompt.
 pub fn identity_block(name: &str, version: &str, session_id: &str, url: &str) -> String {

@@ -7,7 +7,7 @@ use super::shell::Runner;
 use crate::agent::sanitize;
 use crate::agent::wire::ToolSpec;
 use crate::fsx::Dir;
-use crate::runtime::wasm::tool::{trap_line, Prepared, ToolStatus};
+use crate::runtime::wasm::tool::{trap_line, PreparedTool, ToolStatus};
 use serde_json::{json, Value};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -57,7 +57,7 @@ pub struct Called {
 
 /// A WASM tool, linked, with its grants.
 pub struct WasmTool {
-    pub prepared: Prepared,
+    pub prepared: PreparedTool,
     pub grants: GuestGrants,
 }
 

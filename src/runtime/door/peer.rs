@@ -4,7 +4,7 @@
 //! Every MAC failure, whatever its cause, is the same `handle_not_valid` answer byte for
 //! byte. The token never reaches the trace: only its `handle_id`.
 
-use super::reading::{answer as send_read, read, refusal_response, Job1, OnTimeout, Outcome, Shared};
+use super::reading::{answer as send_read, read, refusal_response, Job1, OnTimeout, ReadOutcome, Shared};
 use crate::http::{Exchange, Reply, Request, Response, Ticket};
 use crate::resources::peer::{check, PeerRefusal};
 use crate::resources::{path, Refusal};
@@ -27,7 +27,7 @@ struct Redeem<'a> {
     audience: Option<&'a str>,
 }
 
-fn event(shared: &Shared, r: &Redeem<'_>, outcome: Outcome) {
+fn event(shared: &Shared, r: &Redeem<'_>, outcome: ReadOutcome) {
     let (bytes, sha, code, reason) = match outcome {
         Ok((n, sha)) => (Value::from(n), Value::from(sha), "ok".to_string(), Value::Null),
         Err((code, reason)) => (Value::Null, Value::Null, code, Value::from(reason)),
@@ -138,7 +138,7 @@ pub fn answer(
                     path_shown.clone(),
                     asserted.clone(),
                 );
-                move |o: Outcome| {
+                move |o: ReadOutcome| {
                     let r = Redeem {
                         handle_id: Some(handle_id),
                         path: Some(path),

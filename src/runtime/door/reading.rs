@@ -135,7 +135,7 @@ pub enum Read {
 }
 
 /// What a read reports to its trace when it ends: bytes and sha256 on success.
-pub type Outcome = Result<(u64, String), (String, String)>;
+pub type ReadOutcome = Result<(u64, String), (String, String)>;
 
 /// Open `rel` beneath `root` and make its response, `headers` adding the plane's own
 /// fields to the common head. `on_end` learns how it ended (for a pulled body, once the
@@ -146,7 +146,7 @@ pub fn read(
     max_bytes: u64,
     rel: &str,
     headers: impl FnOnce(Response) -> Response,
-    on_end: Box<dyn FnOnce(Outcome) + Send>,
+    on_end: Box<dyn FnOnce(ReadOutcome) + Send>,
 ) -> Result<Read, Refusal> {
     let symlinks = shared.symlinks();
     let dir = open_root(&shared.work, root, symlinks)?.ok_or(Refusal::NotFound)?;
@@ -206,7 +206,7 @@ pub fn read(
 }
 
 /// Send a finished read through `ticket`, or its refusal; `report` records the outcome.
-pub fn answer(ticket: Ticket, result: Result<Read, Refusal>, report: impl FnOnce(Outcome)) {
+pub fn answer(ticket: Ticket, result: Result<Read, Refusal>, report: impl FnOnce(ReadOutcome)) {
     match result {
         Ok(Read::Whole(resp, n, sha)) => {
             report(Ok((n, sha)));

@@ -18,7 +18,8 @@ use super::peer::PeerPlane;
 pub use super::reading::shown;
 pub use super::reading::Shared;
 use super::reading::{
-    answer, read, refusal_response, refused, start_readers, Job, Job1, OnTimeout, Outcome, Walking, READ_WAIT,
+    answer, read, refusal_response, refused, start_readers, Job, Job1, OnTimeout, ReadOutcome, Walking,
+    READ_WAIT,
 };
 use crate::http::{Exchange, Reply, Request, Response};
 use crate::resources::open::open_root;
@@ -185,7 +186,7 @@ fn list_refused(shared: &Shared, root: &str, outcome: &str, reason: Option<&str>
     );
 }
 
-fn read_event(shared: &Shared, path: &str, outcome: Outcome) {
+fn read_event(shared: &Shared, path: &str, outcome: ReadOutcome) {
     let path = shown(path);
     let (bytes, sha, code, reason) = match outcome {
         Ok((n, sha)) => (Value::from(n), Value::from(sha), "ok".to_string(), Value::Null),

@@ -24,15 +24,15 @@ pub use bindings::murmur::hook::types::{
 use bindings::{Hook, HookPre};
 
 /// A hook component linked against the host interfaces, ready to instantiate.
-pub struct Prepared {
+pub struct PreparedHook {
     engine: Engine,
     pre: HookPre<Host>,
 }
 
-impl Prepared {
+impl PreparedHook {
     /// Link `component`; an import the host does not offer, or a missing
     /// `murmur:hook/lifecycle@0.1.0` export, is an error naming the hook.
-    pub fn new(engine: &Engine, component: &Component, name: &str) -> Result<Prepared, String> {
+    pub fn new(engine: &Engine, component: &Component, name: &str) -> Result<PreparedHook, String> {
         let instance_pre = super::link(
             engine,
             component,
@@ -40,7 +40,7 @@ impl Prepared {
         )?;
         let pre = HookPre::new(instance_pre)
             .map_err(|e| format!("hook {name} does not export murmur:hook/lifecycle@0.1.0: {e:#}"))?;
-        Ok(Prepared {
+        Ok(PreparedHook {
             engine: engine.clone(),
             pre,
         })

@@ -1,5 +1,5 @@
 //! Tools and drivers: components exporting `murmur:tool/run@0.1.0`, linked once
-//! (`Prepared`) and instantiated afresh for every call, each call on its own store with
+//! (`PreparedTool`) and instantiated afresh for every call, each call on its own store with
 //! its own grants, limiter and deadline.
 
 use super::host::Host;
@@ -59,19 +59,19 @@ impl ToolReply {
 }
 
 /// A tool component linked against the host interfaces, ready to instantiate.
-pub struct Prepared {
+pub struct PreparedTool {
     engine: Engine,
     pre: ToolPre<Host>,
 }
 
-impl Prepared {
+impl PreparedTool {
     /// Link `component`; an import the host does not offer, or a missing
     /// `murmur:tool/run@0.1.0` export, is an error naming the artifact.
-    pub fn new(engine: &Engine, component: &Component, name: &str) -> Result<Prepared, String> {
+    pub fn new(engine: &Engine, component: &Component, name: &str) -> Result<PreparedTool, String> {
         let instance_pre = super::link(engine, component, &format!("{name} does not fit the tool world"))?;
         let pre = ToolPre::new(instance_pre)
             .map_err(|e| format!("{name} does not export murmur:tool/run@0.1.0: {e:#}"))?;
-        Ok(Prepared {
+        Ok(PreparedTool {
             engine: engine.clone(),
             pre,
         })

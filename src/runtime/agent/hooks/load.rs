@@ -11,7 +11,7 @@ use crate::fsx::Dir;
 use crate::manifest::model::{ArtifactRuntime, Capabilities};
 use crate::runtime::agent::grants::{self, GuestGrants};
 use crate::runtime::agent::stage::{Payload, Resolved};
-use crate::runtime::wasm::hook::{Event, Output, Prepared};
+use crate::runtime::wasm::hook::{Event, Output, PreparedHook};
 use std::fs::File;
 
 /// The largest manifest an `on-stage` hook may write, bytes.
@@ -21,7 +21,7 @@ pub const MAX_STAGED_MANIFEST: usize = 64 << 10;
 pub struct Linked {
     index: usize,
     spec: spec::Spec,
-    prepared: Prepared,
+    prepared: PreparedHook,
 }
 
 /// Check and link every hook of `resolved`.
@@ -39,7 +39,7 @@ pub fn link(engine: &wasmtime::Engine, resolved: &[Resolved]) -> Result<Vec<Link
                 format!("hook {} has no WebAssembly component", r.entry.name),
             ));
         };
-        let prepared = Prepared::new(engine, component, &r.bare)
+        let prepared = PreparedHook::new(engine, component, &r.bare)
             .map_err(|e| Diagnostic::new(code::RUN_COMPONENT, format!("artifacts[{}]", r.entry.name), e))?;
         out.push(Linked {
             index,

@@ -11,7 +11,7 @@ pub mod load;
 pub mod spec;
 
 use super::grants::GuestGrants;
-use crate::runtime::wasm::hook::{Event, Output, Prepared};
+use crate::runtime::wasm::hook::{Event, Output, PreparedHook};
 use crate::runtime::wasm::tool::trap_line;
 use spec::{Binding, Mode, Policy, Spec};
 use std::fs::File;
@@ -27,7 +27,7 @@ pub const ASYNC_QUEUE: usize = 64;
 pub struct Hook {
     pub name: String,
     pub spec: Spec,
-    pub prepared: Prepared,
+    pub prepared: PreparedHook,
     pub grants: GuestGrants,
     /// `logs/hook-<name>.log`, appended to.
     pub log: Option<File>,

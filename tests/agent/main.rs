@@ -8,6 +8,7 @@ mod common;
 
 mod agent;
 mod agent_children;
+mod agent_cleanup;
 mod agent_compaction;
 mod agent_door;
 mod agent_door_lifecycle;

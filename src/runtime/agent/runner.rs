@@ -104,9 +104,18 @@ impl TaskRunner for AgentRunner {
     }
 
     fn on_signal(&self) -> Box<dyn Fn() + Send> {
-        let cgroup = self.session.tools.runner.policy.cgroup.clone();
+        // Weak: the signal thread outlives the session, and the cgroup is removed when its
+        // last holder (the child policy) drops it at the session's end.
+        let cgroup = self
+            .session
+            .tools
+            .runner
+            .policy
+            .cgroup
+            .as_ref()
+            .map(Arc::downgrade);
         Box::new(move || {
-            if let Some(cg) = &cgroup {
+            if let Some(cg) = cgroup.as_ref().and_then(std::sync::Weak::upgrade) {
                 cg.kill_all();
             }
         })

@@ -564,3 +564,36 @@ fn a_registry_capsule_runs_by_name_and_version() {
         "hello from hello: from the registry\n"
     );
 }
+
+#[test]
+fn a_stdout_that_cannot_be_written_is_not_a_failure_of_the_session() {
+    let t = TempDir::new("run-full-stdout");
+    let dir = t.path().join("hello");
+    std::fs::create_dir_all(&dir).unwrap();
+    for f in ["murmur.yaml", "capsule.wasm"] {
+        std::fs::copy(repo("examples/hello").join(f), dir.join(f)).unwrap();
+    }
+    // Every write to /dev/full fails (ENOSPC), as one to a closed pipe does (EPIPE).
+    let out = Command::new(common::capsule::MUR)
+        .args(["run", "--manifest", &manifest_arg(&dir), "--task", "hi"])
+        .env("MURMUR_CACHE_DIR", t.path().join("cache"))
+        .env("MURMUR_RECORDS_DIR", t.path().join("records"))
+        .stdin(std::process::Stdio::null())
+        .stdout(std::fs::OpenOptions::new().write(true).open("/dev/full").unwrap())
+        .output()
+        .unwrap();
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    let sessions: Vec<_> = std::fs::read_dir(dir.join("workdir"))
+        .unwrap()
+        .flatten()
+        .collect();
+    assert_eq!(sessions.len(), 1);
+    let sid = sessions[0].file_name().to_string_lossy().into_owned();
+    assert_eq!(
+        std::fs::read_to_string(sessions[0].path().join("out/result.txt")).unwrap(),
+        "hello from hello: hi\n"
+    );
+    assert_eq!(event(&trace(&t, &sid), "session_end")["exit_status"], "ok");
+}

@@ -101,3 +101,13 @@ impl fmt::Display for Diagnostic {
 }
 
 impl std::error::Error for Diagnostic {}
+
+/// A command's output on stdout, flushed. A stdout that cannot take it (closed, full) is
+/// `E-IO-003`, never a panic: the output is what the command was for.
+pub fn write_stdout(text: &str) -> Result<(), Diagnostic> {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    out.write_all(text.as_bytes())
+        .and_then(|()| out.flush())
+        .map_err(|e| Diagnostic::new(code::IO_READ, "", format!("cannot write to standard output: {e}")))
+}

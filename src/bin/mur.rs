@@ -357,7 +357,7 @@ fn run(cmd: Command) -> Result<String, Diagnostic> {
         Command::Doctor(o) => {
             let (out, code) = commands::doctor::doctor(&o, &exe())?;
             if code != 0 {
-                print!("{out}");
+                murmur::diag::write_stdout(&out)?;
                 return Err(Diagnostic::new(
                     murmur::diag::code::CAP_FLOOR,
                     "--manifest",
@@ -448,10 +448,13 @@ fn main() -> ExitCode {
         other => other,
     };
     match run(cmd) {
-        Ok(out) => {
-            print!("{out}");
-            ExitCode::SUCCESS
-        }
+        Ok(out) => match murmur::diag::write_stdout(&out) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(d) => {
+                eprintln!("{d}");
+                ExitCode::from(1)
+            }
+        },
         Err(d) => {
             eprintln!("{d}");
             ExitCode::from(1)

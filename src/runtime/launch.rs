@@ -215,14 +215,11 @@ fn decide(opts: &RunOptions, source: &Source) -> Result<Option<Decided>, Diagnos
         env_present: env_present.iter().map(|(k, _)| k.clone()).collect(),
     };
     if opts.explain {
-        print!(
-            "{}",
-            if opts.json {
-                scope.to_json()
-            } else {
-                scope.to_text()
-            }
-        );
+        crate::diag::write_stdout(&if opts.json {
+            scope.to_json()
+        } else {
+            scope.to_text()
+        })?;
         return Ok(None);
     }
     let egress = if m.subprocess_route() {

@@ -597,3 +597,27 @@ fn a_stdout_that_cannot_be_written_is_not_a_failure_of_the_session() {
     );
     assert_eq!(event(&trace(&t, &sid), "session_end")["exit_status"], "ok");
 }
+
+#[test]
+fn output_a_stdout_cannot_take_is_e_io_003_never_a_panic() {
+    let full = || std::fs::OpenOptions::new().write(true).open("/dev/full").unwrap();
+    let hello = repo("examples/hello/murmur.yaml");
+    for args in [
+        vec!["version"],
+        vec!["run", "--manifest", hello.to_str().unwrap(), "--explain-scope"],
+    ] {
+        let out = Command::new(common::capsule::MUR)
+            .args(&args)
+            .stdin(std::process::Stdio::null())
+            .stdout(full())
+            .output()
+            .unwrap();
+        let stderr = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {stderr}");
+        assert_eq!(
+            stderr,
+            "error[E-IO-003]: cannot write to standard output: No space left on device (os error 28)\n",
+            "{args:?}"
+        );
+    }
+}

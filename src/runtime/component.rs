@@ -25,16 +25,9 @@ type Current = Arc<Mutex<(String, Interrupt)>>;
 
 /// What every run of the component gets, and how the session's runs went.
 pub struct ComponentRunner {
-    pub engine: Engine,
-    pub component: Component,
-    pub layout_work: crate::fsx::Dir,
-    pub preopen: std::path::PathBuf,
-    pub env: Vec<(String, String)>,
-    pub caps: Capabilities,
-    pub stdout: Sink,
-    pub stderr: Sink,
-    pub trace: Trace,
-    pub stop: Arc<AtomicI32>,
+    p: ComponentParts,
+    layout_work: crate::fsx::Dir,
+    preopen: std::path::PathBuf,
     current: Current,
     /// The last task's trap.
     trapped: Option<(TrapKind, String)>,
@@ -68,16 +61,9 @@ impl ComponentRunner {
             .try_clone()
             .map_err(|e| Diagnostic::new(code::IO_READ, "", format!("cannot hold the workdir: {e}")))?;
         Ok(ComponentRunner {
-            engine: p.engine,
-            component: p.component,
+            p,
             layout_work: work,
             preopen: layout.preopen_dir.proc_path(),
-            env: p.env,
-            caps: p.caps,
-            stdout: p.stdout,
-            stderr: p.stderr,
-            trace: p.trace,
-            stop: p.stop,
             current,
             trapped: None,
             queue: matches!(tasks.acceptance(), Acceptance::Queue(_)),
@@ -101,11 +87,13 @@ impl TaskRunner for ComponentRunner {
     fn run(&mut self, task: &Taken, bootstrap: &mut Bootstrap) -> Result<Finished, Diagnostic> {
         let started = Instant::now();
         if task.source == "a2a" {
-            self.trace
+            self.p
+                .trace
                 .event("a2a_task_received", received(task))
                 .map_err(trace_write)?;
         }
-        self.trace
+        self.p
+            .trace
             .event(
                 "task_start",
                 json!({"task_id": task.id, "context_id": task.context_id, "source": task.source,
@@ -116,7 +104,7 @@ impl TaskRunner for ComponentRunner {
         let interrupt = Interrupt::default();
         *self.current.lock().unwrap_or_else(|p| p.into_inner()) = (task.id.clone(), interrupt.clone());
         // A signal that came before the Interrupt was in place fired the previous one.
-        if self.stop.load(Ordering::SeqCst) != 0 {
+        if self.p.stop.load(Ordering::SeqCst) != 0 {
             interrupt.fire();
         }
         let (state, fallback, ran) = self.run_one(task, &interrupt, bootstrap)?;
@@ -130,7 +118,7 @@ impl TaskRunner for ComponentRunner {
             State::Canceled => "canceled",
             _ => "failed",
         };
-        self.trace
+        self.p.trace
             .event(
                 "task_end",
                 json!({"task_id": task.id, "exit_status": status, "duration_ms": started.elapsed().as_millis() as u64}),
@@ -162,7 +150,7 @@ impl TaskRunner for ComponentRunner {
     fn close(self: Box<Self>, served: Served, bootstrap: &mut Bootstrap) -> Closing {
         let r = *self;
         // The guest's stores (holding the pipes' write ends) are gone: the copiers end.
-        for (name, s) in [("stdout", r.stdout), ("stderr", r.stderr)] {
+        for (name, s) in [("stdout", r.p.stdout), ("stderr", r.p.stderr)] {
             match s.finish() {
                 Ok(n) if n > wasm::sink::LOG_CAP => bootstrap.line(&format!(
                     "guest {name}: {n} bytes, the first {} kept",
@@ -257,10 +245,10 @@ impl ComponentRunner {
         }
         let h = self.host()?;
         let outcome = wasm::call_run(
-            &self.engine,
-            &self.component,
+            &self.p.engine,
+            &self.p.component,
             h,
-            self.caps.limits.deadline(),
+            self.p.caps.limits.deadline(),
             Some(interrupt),
         )?;
         if interrupt.is_fired() {
@@ -269,7 +257,7 @@ impl ComponentRunner {
             }
             let why = format!(
                 "error: interrupted by signal {}\n",
-                self.stop.load(Ordering::SeqCst)
+                self.p.stop.load(Ordering::SeqCst)
             );
             self.record(&why, "the interruption", bootstrap);
             return Ok((State::Failed, why, true));
@@ -277,7 +265,8 @@ impl ComponentRunner {
         match outcome {
             Outcome::Returned => Ok((State::Completed, String::new(), true)),
             Outcome::Trapped { kind, message } => {
-                self.trace
+                self.p
+                    .trace
                     .event(
                         "trap",
                         json!({"trap_kind": kind.as_str(), "message": message, "task_id": task.id}),
@@ -312,11 +301,11 @@ impl ComponentRunner {
         };
         host::Host::new(host::Grants {
             preopen: Some(&self.preopen),
-            env: &self.env,
-            network_allow: &self.caps.network_allow,
-            limits: &self.caps.limits,
-            stdout: clone(&self.stdout.write_end)?,
-            stderr: clone(&self.stderr.write_end)?,
+            env: &self.p.env,
+            network_allow: &self.p.caps.network_allow,
+            limits: &self.p.caps.limits,
+            stdout: clone(&self.p.stdout.write_end)?,
+            stderr: clone(&self.p.stderr.write_end)?,
             credential: None,
             observer: None,
         })

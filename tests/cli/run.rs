@@ -3,7 +3,9 @@
 
 use crate::common;
 
-use common::capsule::{capsule, event, manifest_arg, mur, records, repo, serve, session_of, text, trace};
+use common::capsule::{
+    capsule, event, hello, manifest_arg, mur, records, repo, serve, session_of, text, trace,
+};
 use common::TempDir;
 use std::io::{Read, Write};
 use std::net::TcpListener;
@@ -13,11 +15,7 @@ use std::process::{Command, Output};
 #[test]
 fn hello_capsule_writes_its_result_and_reports_ok() {
     let t = TempDir::new("run-hello");
-    let dir = t.path().join("hello");
-    std::fs::create_dir_all(&dir).unwrap();
-    for f in ["murmur.yaml", "capsule.wasm"] {
-        std::fs::copy(repo("examples/hello").join(f), dir.join(f)).unwrap();
-    }
+    let dir = hello(&t);
     let out = mur(&t, &["--manifest", &manifest_arg(&dir), "--task", "say hi"], &[]);
     assert_eq!(out.status.code(), Some(0), "stderr: {}", text(&out.stderr));
     let stdout = text(&out.stdout);
@@ -568,11 +566,7 @@ fn a_registry_capsule_runs_by_name_and_version() {
 #[test]
 fn a_stdout_that_cannot_be_written_is_not_a_failure_of_the_session() {
     let t = TempDir::new("run-full-stdout");
-    let dir = t.path().join("hello");
-    std::fs::create_dir_all(&dir).unwrap();
-    for f in ["murmur.yaml", "capsule.wasm"] {
-        std::fs::copy(repo("examples/hello").join(f), dir.join(f)).unwrap();
-    }
+    let dir = hello(&t);
     // Every write to /dev/full fails (ENOSPC), as one to a closed pipe does (EPIPE).
     let out = Command::new(common::capsule::MUR)
         .args(["run", "--manifest", &manifest_arg(&dir), "--task", "hi"])

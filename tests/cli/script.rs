@@ -6,7 +6,7 @@
 
 use crate::common;
 
-use common::capsule::{capsule, event, manifest_arg, mur, repo, session_of, text, trace};
+use common::capsule::{capsule, event, hello, manifest_arg, mur, repo, session_of, text, trace};
 use common::TempDir;
 use std::process::Output;
 
@@ -26,11 +26,7 @@ fn result_of(dir: &std::path::Path, out: &Output) -> String {
 #[test]
 fn hello_without_a_task_runs_at_once_and_reports_ok() {
     let t = TempDir::new("script-hello");
-    let dir = t.path().join("hello");
-    std::fs::create_dir_all(&dir).unwrap();
-    for f in ["murmur.yaml", "capsule.wasm"] {
-        std::fs::copy(repo("examples/hello").join(f), dir.join(f)).unwrap();
-    }
+    let dir = hello(&t);
     let out = run_without_task(&t, &dir, &[]);
     assert_eq!(out.status.code(), Some(0), "stderr: {}", text(&out.stderr));
     assert!(

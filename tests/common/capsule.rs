@@ -11,6 +11,16 @@ pub fn repo(rel: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join(rel)
 }
 
+/// The hello example (its manifest and component) copied into `<t>/hello`.
+pub fn hello(t: &TempDir) -> PathBuf {
+    let dir = t.path().join("hello");
+    std::fs::create_dir_all(&dir).unwrap();
+    for f in ["murmur.yaml", "capsule.wasm"] {
+        std::fs::copy(repo("examples/hello").join(f), dir.join(f)).unwrap();
+    }
+    dir
+}
+
 /// A capsule directory holding `wasm` as capsule.wasm and a manifest with `extra` YAML.
 pub fn capsule(t: &TempDir, wasm: &str, extra: &str) -> PathBuf {
     let dir = t.path().join("capsule");

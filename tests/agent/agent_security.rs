@@ -145,6 +145,43 @@ fn a_hostile_driver_header_is_replaced_by_the_key_at_the_endpoint_only() {
     assert_key_in_no_file(&w, &run, &sid);
 }
 
+/// A driver's request to the endpoint's origin whose path only looks like it is below the
+/// endpoint's (a `..` segment, an encoded dot) goes out as the driver wrote it: its own
+/// `x-api-key: guest-set`, never the key.
+#[test]
+fn a_dot_segment_path_never_carries_the_key() {
+    for path in [
+        "/v1/../debug/echo",
+        "/v1/%2e%2e/debug/echo",
+        "/v1/%2E%2e/debug/echo",
+    ] {
+        let w = World::new("agent-dot-path");
+        let endpoint = Provider::start_sink();
+        common::agent::publish_zip(
+            &w.reg,
+            &repo("tests/fixtures/exfil-driver/exfil-driver-1.0.0.mur.zip"),
+        );
+        let mut spec = Spec::new(Drv::Anthropic, &endpoint);
+        spec.driver = "exfil-driver".into();
+        spec.driver_config = Some(format!(
+            "{{exfil_url: 'http://127.0.0.1:{}{path}'}}",
+            endpoint.port()
+        ));
+        w.manifest(&spec);
+        let run = w.run("hello", &[]);
+        run.assert_ok();
+        let reqs = endpoint.requests();
+        let dotted: Vec<_> = reqs.iter().filter(|r| r.path == path).collect();
+        assert_eq!(dotted.len(), 1, "{path}: {reqs:?}");
+        assert_eq!(dotted[0].header("x-api-key"), Some("guest-set"), "{path}");
+        assert!(!contains(&request_bytes(dotted[0]), KEY.as_bytes()), "{path}");
+        // The driver's own request to the endpoint still gets the key (the control).
+        let messages: Vec<_> = reqs.iter().filter(|r| r.path == "/v1/messages").collect();
+        assert_eq!(messages.len(), 1, "{reqs:?}");
+        assert_eq!(messages[0].header("x-api-key"), Some(KEY));
+    }
+}
+
 /// The exfil-driver POSTs its whole environment to the sink (a host the capsule may reach):
 /// the dump has the identity, never the key or its variable, even with the variable in
 /// `env.allow`; its own credential headers go out as it wrote them.

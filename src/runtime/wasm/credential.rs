@@ -45,6 +45,17 @@ pub const AUTH_FORMS: [(&str, &str); 4] = [
     ("x-goog-api-key", "{key}"),
 ];
 
+/// Whether a server could read `path` as another path than its bytes: a `.` or `..`
+/// segment, an encoded dot, slash or backslash (`%2e`, `%2f`, `%5c`, any case), or a
+/// backslash. `/v1/../debug/echo` starts with `/v1/` but may reach `/debug/echo`; such a
+/// request never carries the key (it goes out as the guest wrote it).
+fn ambiguous(path: &str) -> bool {
+    let lower = path.to_ascii_lowercase();
+    path.contains('\\')
+        || ["%2e", "%2f", "%5c"].iter().any(|e| lower.contains(e))
+        || path.split('/').any(|s| s == "." || s == "..")
+}
+
 /// The key, its header and the one origin (and path prefix) it may go to.
 pub struct Credential {
     origin: Origin,
@@ -102,10 +113,11 @@ impl Credential {
     }
 
     /// Whether `uri` goes to the endpoint: its origin, and a path at or below the
-    /// endpoint's path.
+    /// endpoint's path that means what its bytes say (see [`ambiguous`]).
     pub fn matches(&self, uri: &Uri) -> bool {
         let path = uri.path();
         origin_of(uri).is_some_and(|o| o == self.origin)
+            && !ambiguous(path)
             && (self.path.is_empty()
                 || path == self.path
                 || path
@@ -190,6 +202,19 @@ mod tests {
         assert!(!c.matches(&"http://127.0.0.1:8081/v1".parse().unwrap()));
         assert!(!c.matches(&"https://127.0.0.1:8080/v1".parse().unwrap()));
         assert!(!c.matches(&"http://localhost:8080/v1".parse().unwrap()));
+        for dotted in [
+            "http://127.0.0.1:8080/v1/../debug/echo",
+            "http://127.0.0.1:8080/v1/./chat",
+            "http://127.0.0.1:8080/v1/%2e%2e/debug/echo",
+            "http://127.0.0.1:8080/v1/%2E%2e/debug/echo",
+            "http://127.0.0.1:8080/v1/.%2E/debug",
+            "http://127.0.0.1:8080/v1%2f..%2fdebug",
+            "http://127.0.0.1:8080/v1/a%2Fb",
+            "http://127.0.0.1:8080/v1/a%5cb",
+            "http://127.0.0.1:8080/v1/..",
+        ] {
+            assert!(!c.matches(&dotted.parse().unwrap()), "{dotted}");
+        }
         let a = Credential::new("https://API.anthropic.com", "x-api-key", "{key}", "k").unwrap();
         assert!(a.matches(&"https://api.anthropic.com:443/v1/messages".parse().unwrap()));
         assert!(!a.matches(&"https://api.anthropic.com.evil/v1/messages".parse().unwrap()));

@@ -405,8 +405,32 @@ fn temp_name(name: &str) -> Result<String, FsError> {
     Ok(format!(".{short}.{r}.tmp"))
 }
 
+/// Refuse a records root another user could write into: one that exists must belong to
+/// this user (or root) with no write access for group or others, or whoever could write it
+/// could move a session's records away and plant others. A root that does not exist yet is
+/// fine: [`private_dir`] makes it 0700.
+pub fn check_private_root(root: &Path) -> Result<(), FsError> {
+    match Dir::open(root) {
+        Ok(dir) => owned_unshared(&dir),
+        Err(FsError::Io { err, .. }) if err.kind() == io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(e),
+    }
+}
+
+fn owned_unshared(dir: &Dir) -> Result<(), FsError> {
+    let st = rfs::fstat(&dir.fd).map_err(|e| io_at(&dir.shown, e))?;
+    let uid = rustix::process::geteuid().as_raw();
+    if (st.st_uid != uid && st.st_uid != 0) || st.st_mode & 0o022 != 0 {
+        return Err(FsError::WrongType {
+            path: dir.shown.display().to_string(),
+            expected: "directory of this user (or root) that no other user can write",
+        });
+    }
+    Ok(())
+}
+
 /// Create `root/name` as a new private directory and open it: `root` (an operator-chosen
-/// path) is created with its parents when missing; `name` must not exist yet (EEXIST is an
+/// path) is created with its parents when missing, and must pass [`check_private_root`]; `name` must not exist yet (EEXIST is an
 /// error, so a directory planted in advance is never adopted), is opened without following
 /// a symlink, and must then be this user's with no access for group or others. Used for a
 /// session's records, which no guest or contained child may reach.
@@ -418,6 +442,7 @@ pub fn private_dir(root: &Path, name: &str) -> Result<Dir, FsError> {
         .create(root)
         .map_err(|e| io_at(root, e))?;
     let parent = Dir::open(root)?;
+    owned_unshared(&parent)?;
     if split(name)?.len() != 1 {
         return Err(FsError::BadName {
             path: name.to_string(),

@@ -222,6 +222,14 @@ fn decide(opts: &RunOptions, source: &Source) -> Result<Option<Decided>, Diagnos
         })?;
         return Ok(None);
     }
+    crate::fsx::check_private_root(&records_root).map_err(|e| {
+        Diagnostic::new(
+            code::IO_READ,
+            "MURMUR_RECORDS_DIR",
+            format!("the records root cannot be used: {e}"),
+        )
+        .with_hint("use a directory of your own that no other user can write (chmod go-w)")
+    })?;
     let egress = if m.subprocess_route() {
         Some(egress::start(&exe, &m.subprocess_rules())?)
     } else {

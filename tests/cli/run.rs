@@ -615,3 +615,52 @@ fn output_a_stdout_cannot_take_is_e_io_003_never_a_panic() {
         );
     }
 }
+
+#[test]
+fn a_records_root_others_can_write_is_refused_before_anything_is_made() {
+    use std::os::unix::fs::{chown, PermissionsExt};
+    let t = TempDir::new("run-shared-records");
+    let dir = hello(&t);
+    let shared = t.path().join("shared-records");
+    std::fs::create_dir_all(&shared).unwrap();
+    let refused = |why: &str| {
+        let out = mur(
+            &t,
+            &["--manifest", &manifest_arg(&dir), "--task", "hi"],
+            &[("MURMUR_RECORDS_DIR", shared.to_str().unwrap())],
+        );
+        let stderr = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{why}: {stderr}");
+        assert!(
+            stderr.starts_with(&format!(
+                "error[E-IO-003]: the records root cannot be used: refusing {}: it is not a directory of this user (or root) that no other user can write",
+                shared.display()
+            )),
+            "{why}: {stderr}"
+        );
+        assert!(!dir.join("workdir").exists(), "{why}: a workdir was made");
+        assert_eq!(
+            std::fs::read_dir(&shared).unwrap().count(),
+            0,
+            "{why}: records were made"
+        );
+    };
+    std::fs::set_permissions(&shared, std::fs::Permissions::from_mode(0o777)).unwrap();
+    refused("mode 0777");
+    std::fs::set_permissions(&shared, std::fs::Permissions::from_mode(0o1777)).unwrap();
+    refused("mode 1777");
+    std::fs::set_permissions(&shared, std::fs::Permissions::from_mode(0o700)).unwrap();
+    // Another user's directory (this test runs as root, which may give it away).
+    if chown(&shared, Some(65534), Some(65534)).is_ok() {
+        refused("owned by nobody");
+        chown(&shared, Some(0), Some(0)).unwrap();
+    }
+    // The control: the same root, this user's and private, is used.
+    let out = mur(
+        &t,
+        &["--manifest", &manifest_arg(&dir), "--task", "hi"],
+        &[("MURMUR_RECORDS_DIR", shared.to_str().unwrap())],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(shared.join(session_of(&out)).join("trace.jsonl").is_file());
+}

@@ -105,3 +105,62 @@ fn a_name_answered_with_a_metadata_address_is_not_resolved_and_nothing_goes_out(
         assert!(r.refused("169.254.169.254:80"), "{class}: {}", r.stderr);
     }
 }
+
+/// The first address of this host's own interfaces other than loopback (from the kernel's
+/// table of local addresses), if it has one.
+fn a_host_address() -> Option<Ipv4Addr> {
+    let trie = std::fs::read_to_string("/proc/net/fib_trie").ok()?;
+    let mut last = None;
+    for line in trie.lines().map(str::trim) {
+        if let Some(a) = line.strip_prefix("|-- ") {
+            last = a.parse::<Ipv4Addr>().ok();
+        } else if line.starts_with("/32 host LOCAL") {
+            if let Some(a) = last.take().filter(|a| !a.is_loopback()) {
+                return Some(a);
+            }
+        }
+    }
+    None
+}
+
+#[test]
+fn a_name_answered_with_the_hosts_own_or_a_shared_address_is_not_resolved() {
+    let _serial = serial();
+    let mut answers = vec![
+        ("cgnat.test", Ipv4Addr::new(100, 100, 100, 200)),
+        ("ietf.test", Ipv4Addr::new(192, 0, 0, 8)),
+    ];
+    let host = a_host_address();
+    if let Some(a) = host {
+        answers.push(("self.test", a));
+    }
+    let dns = FakeDns::start(&answers);
+    let resolver = dns.addr();
+    let env = [("MURMUR_EGRESS_RESOLVER", resolver.as_str())];
+    let rules: Vec<String> = answers.iter().map(|(n, _)| format!("{n}:80")).collect();
+    let c = capsule("host-address", &rules);
+    for class in classes(&c) {
+        // Asked of the host, but the answer is dropped: the host's own interfaces, the
+        // shared address space (100.64.0.0/10) and the protocol block (192.0.0.0/24) never
+        // stand for a name.
+        for (name, addr) in &answers {
+            let r = c.probe(class, &["dns-query", name], &env);
+            assert_eq!(
+                r.line(),
+                "dns-query recv 0 contained rcode=3 answers=0",
+                "{class} {name}: {}",
+                r.stderr
+            );
+            let a = addr.to_string();
+            let r = c.probe(class, &["tcp-ip", &a, "80"], &env);
+            assert_eq!(
+                r.verdict(),
+                "contained",
+                "{class} {a}: {}: {}",
+                r.line(),
+                r.stderr
+            );
+            assert!(r.refused(&format!("{a}:80")), "{class} {a}: {}", r.stderr);
+        }
+    }
+}

@@ -51,18 +51,21 @@ pub fn start(exe: &Path, rules: &[NetRule]) -> Result<(Egress, mpsc::Receiver<ev
         )
     })?;
     let ns = namespace::create(exe, &ports).map_err(refusal)?;
-    let trusted = resolver.operator_chosen();
+    let stand = policy::Stand {
+        trusted_resolver: resolver.operator_chosen(),
+        host: policy::host_addresses(),
+    };
     let launch: Vec<(String, Vec<std::net::Ipv4Addr>)> = resolver
         .lookup_all(&policy::names(rules), LAUNCH_LOOKUP)
         .into_iter()
         .map(|(n, a)| {
-            let a = policy::usable(&n, &a, trusted);
+            let a = stand.usable(&n, &a);
             (n, a)
         })
         .collect();
     let policy = policy::Policy::new(rules, &launch);
     let (tx, rx) = mpsc::channel();
-    let relay = relay::start(ns.tcp, ns.udp, policy, resolver, tx).map_err(|e| {
+    let relay = relay::start(ns.tcp, ns.udp, policy, stand, resolver, tx).map_err(|e| {
         Diagnostic::new(
             code::RUN_CONTAINMENT,
             "",

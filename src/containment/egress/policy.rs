@@ -60,27 +60,73 @@ pub fn names(rules: &[NetRule]) -> Vec<String> {
 /// At most this many addresses of one name are answered and bound.
 pub const MAX_ANSWERS: usize = 16;
 
-/// Whether `addr` may stand for a name, so that a spoofed, poisoned or hostile answer for an
-/// allowed name cannot point a child at the host's own services: "this network" (0/8),
-/// link-local (where cloud metadata services live), multicast, reserved and broadcast
-/// addresses never do; loopback does only for `localhost` (and `*.localhost`) or when the
-/// operator named the resolver (`trusted_resolver`). A literal rule is never filtered.
-pub fn may_stand_for(name: &str, addr: Ipv4Addr, trusted_resolver: bool) -> bool {
-    let o = addr.octets();
-    if o[0] == 0 || addr.is_link_local() || addr.is_multicast() || o[0] >= 240 {
-        return false;
-    }
-    !addr.is_loopback() || name == "localhost" || name.ends_with(".localhost") || trusted_resolver
+/// What a name's answer may stand for, fixed at launch: whether the operator chose the
+/// resolver, and the host's own interface addresses.
+#[derive(Debug, Clone, Default)]
+pub struct Stand {
+    pub trusted_resolver: bool,
+    /// The addresses configured on the host's interfaces (read at launch).
+    pub host: Vec<Ipv4Addr>,
 }
 
-/// The addresses of a lookup of `name` that may stand for it, at most [`MAX_ANSWERS`].
-pub fn usable(name: &str, addrs: &[Ipv4Addr], trusted_resolver: bool) -> Vec<Ipv4Addr> {
-    addrs
-        .iter()
-        .copied()
-        .filter(|a| may_stand_for(name, *a, trusted_resolver))
-        .take(MAX_ANSWERS)
-        .collect()
+impl Stand {
+    /// Whether `addr` may stand for `name`, so that a spoofed, poisoned or hostile answer
+    /// for an allowed name cannot point a child at the host itself or at what only the host
+    /// should reach: "this network" (0/8), link-local (where cloud metadata services live),
+    /// shared address space (100.64.0.0/10, where some clouds put theirs), the IETF protocol
+    /// block (192.0.0.0/24), multicast, reserved and broadcast addresses, and any address
+    /// of the host's own interfaces never do; loopback does only for `localhost` (and
+    /// `*.localhost`) or when the operator named the resolver. A literal rule is never
+    /// filtered.
+    pub fn may_stand_for(&self, name: &str, addr: Ipv4Addr) -> bool {
+        let o = addr.octets();
+        let shared = o[0] == 100 && o[1] & 0xc0 == 64;
+        let protocol = o[..3] == [192, 0, 0];
+        if o[0] == 0 || addr.is_link_local() || addr.is_multicast() || o[0] >= 240 || shared || protocol {
+            return false;
+        }
+        if addr.is_loopback() {
+            return name == "localhost" || name.ends_with(".localhost") || self.trusted_resolver;
+        }
+        !self.host.contains(&addr)
+    }
+
+    /// The addresses of a lookup of `name` that may stand for it, at most [`MAX_ANSWERS`].
+    pub fn usable(&self, name: &str, addrs: &[Ipv4Addr]) -> Vec<Ipv4Addr> {
+        addrs
+            .iter()
+            .copied()
+            .filter(|a| self.may_stand_for(name, *a))
+            .take(MAX_ANSWERS)
+            .collect()
+    }
+}
+
+/// The IPv4 addresses configured on this host's interfaces (the `LOCAL` /32 entries of
+/// `/proc/net/fib_trie`), loopback included; empty when it cannot be read.
+pub fn host_addresses() -> Vec<Ipv4Addr> {
+    std::fs::read_to_string("/proc/net/fib_trie")
+        .map(|t| local_addresses(&t))
+        .unwrap_or_default()
+}
+
+/// The addresses a fib_trie listing marks `/32 host LOCAL` (the line after the address).
+fn local_addresses(trie: &str) -> Vec<Ipv4Addr> {
+    let mut found = Vec::new();
+    let mut last: Option<Ipv4Addr> = None;
+    for line in trie.lines() {
+        let t = line.trim();
+        if let Some(a) = t.strip_prefix("|-- ") {
+            last = a.trim().parse().ok();
+        } else if t.starts_with("/32 host LOCAL") {
+            if let Some(a) = last.take() {
+                if !found.contains(&a) {
+                    found.push(a);
+                }
+            }
+        }
+    }
+    found
 }
 
 /// Why a destination was refused.
@@ -184,6 +230,49 @@ impl Policy {
 mod tests {
     use super::*;
 
+    fn stand(trusted_resolver: bool) -> Stand {
+        Stand {
+            trusted_resolver,
+            host: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn the_host_its_shared_space_and_the_protocol_block_never_stand_for_a_name() {
+        let s = Stand {
+            trusted_resolver: true,
+            host: vec![Ipv4Addr::new(10, 0, 2, 15), Ipv4Addr::new(172, 17, 0, 1)],
+        };
+        for a in [
+            Ipv4Addr::new(10, 0, 2, 15),
+            Ipv4Addr::new(172, 17, 0, 1),
+            Ipv4Addr::new(100, 64, 0, 1),
+            Ipv4Addr::new(100, 100, 100, 200),
+            Ipv4Addr::new(100, 127, 255, 254),
+            Ipv4Addr::new(192, 0, 0, 192),
+        ] {
+            assert!(!s.may_stand_for("api.example.com", a), "{a}");
+        }
+        for a in [
+            Ipv4Addr::new(10, 0, 2, 16),
+            Ipv4Addr::new(100, 63, 255, 255),
+            Ipv4Addr::new(100, 128, 0, 1),
+            Ipv4Addr::new(192, 0, 1, 1),
+        ] {
+            assert!(s.may_stand_for("api.example.com", a), "{a}");
+        }
+    }
+
+    #[test]
+    fn the_host_addresses_are_the_local_entries_of_the_fib_trie() {
+        let trie = "Main:\n  +-- 0.0.0.0/0 3 0 5\n     |-- 0.0.0.0\n        /0 universe UNICAST\n     +-- 10.0.2.0/24 2 0 2\n        |-- 10.0.2.0\n           /24 link UNICAST\n        |-- 10.0.2.15\n           /32 host LOCAL\n        |-- 10.0.2.255\n           /32 link BROADCAST\n     +-- 127.0.0.0/8 2 0 2\n        |-- 127.0.0.1\n           /32 host LOCAL\nLocal:\n        |-- 10.0.2.15\n           /32 host LOCAL\n";
+        assert_eq!(
+            local_addresses(trie),
+            vec![Ipv4Addr::new(10, 0, 2, 15), Ipv4Addr::LOCALHOST]
+        );
+        assert!(local_addresses("|-- not an address\n/32 host LOCAL\n").is_empty());
+    }
+
     fn rules(list: &[&str]) -> Vec<NetRule> {
         list.iter().map(|s| NetRule::parse(s).unwrap()).collect()
     }
@@ -231,25 +320,21 @@ mod tests {
         let lo = Ipv4Addr::LOCALHOST;
         let public = Ipv4Addr::new(93, 184, 216, 34);
         let private = Ipv4Addr::new(10, 1, 2, 3);
-        assert!(!may_stand_for("api.example.com", meta, false));
-        assert!(!may_stand_for("api.example.com", lo, false));
-        assert!(!may_stand_for("api.example.com", Ipv4Addr::UNSPECIFIED, false));
-        assert!(!may_stand_for("api.example.com", Ipv4Addr::BROADCAST, false));
-        assert!(!may_stand_for(
-            "api.example.com",
-            Ipv4Addr::new(224, 0, 0, 1),
-            false
-        ));
-        assert!(may_stand_for("api.example.com", public, false));
-        assert!(may_stand_for("api.example.com", private, false));
-        assert!(may_stand_for("localhost", lo, false));
-        assert!(may_stand_for("db.localhost", lo, false));
-        assert!(may_stand_for("api.example.com", lo, true));
-        assert!(!may_stand_for("api.example.com", meta, true));
-        assert!(!may_stand_for("localhost", meta, false));
+        assert!(!stand(false).may_stand_for("api.example.com", meta));
+        assert!(!stand(false).may_stand_for("api.example.com", lo));
+        assert!(!stand(false).may_stand_for("api.example.com", Ipv4Addr::UNSPECIFIED));
+        assert!(!stand(false).may_stand_for("api.example.com", Ipv4Addr::BROADCAST));
+        assert!(!stand(false).may_stand_for("api.example.com", Ipv4Addr::new(224, 0, 0, 1)));
+        assert!(stand(false).may_stand_for("api.example.com", public));
+        assert!(stand(false).may_stand_for("api.example.com", private));
+        assert!(stand(false).may_stand_for("localhost", lo));
+        assert!(stand(false).may_stand_for("db.localhost", lo));
+        assert!(stand(true).may_stand_for("api.example.com", lo));
+        assert!(!stand(true).may_stand_for("api.example.com", meta));
+        assert!(!stand(false).may_stand_for("localhost", meta));
         let many: Vec<Ipv4Addr> = (0..40).map(|i| Ipv4Addr::new(93, 184, 0, i)).collect();
-        assert_eq!(usable("a.test", &many, false).len(), MAX_ANSWERS);
-        assert_eq!(usable("a.test", &[lo, public], false), vec![public]);
+        assert_eq!(stand(false).usable("a.test", &many).len(), MAX_ANSWERS);
+        assert_eq!(stand(false).usable("a.test", &[lo, public]), vec![public]);
     }
 
     #[test]

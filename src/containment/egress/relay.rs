@@ -66,11 +66,13 @@ impl Drop for Relay {
 }
 
 /// Start the relay on `listeners` (port, listener) and `udp`, deciding with `policy`,
-/// resolving with `resolver`, reporting every decision to `events`.
+/// answering names only with what `stand` lets stand for them, resolving with `resolver`,
+/// reporting every decision to `events`.
 pub fn start(
     listeners: Vec<(u16, std::net::TcpListener)>,
     udp: std::net::UdpSocket,
     policy: Policy,
+    stand: policy::Stand,
     resolver: Resolver,
     events: mpsc::Sender<Event>,
 ) -> io::Result<Relay> {
@@ -101,7 +103,7 @@ pub fn start(
         pending: HashMap::new(),
         pending_count: 0,
         cache: HashMap::new(),
-        trusted_resolver: resolver.operator_chosen(),
+        stand,
         reported: 0,
         suppressed: 0,
         budget: BUF_BUDGET,
@@ -234,7 +236,7 @@ struct Loop {
     pending_count: usize,
     cache: HashMap<String, (Result<Vec<Ipv4Addr>, Failure>, Instant)>,
     /// The operator named the resolver (`MURMUR_EGRESS_RESOLVER`).
-    trusted_resolver: bool,
+    stand: policy::Stand,
     /// Events reported in the current second, and those held back.
     reported: u32,
     suppressed: u64,
@@ -494,7 +496,7 @@ impl Loop {
 
     fn answer(&mut self, q: &dns::Query, result: Result<Vec<Ipv4Addr>, Failure>, from: SocketAddr) {
         let result = result.and_then(|a| {
-            let a = policy::usable(&q.name, &a, self.trusted_resolver);
+            let a = self.stand.usable(&q.name, &a);
             if a.is_empty() {
                 Err(Failure::NotFound)
             } else {

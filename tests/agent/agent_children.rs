@@ -131,4 +131,9 @@ fn sigterm_during_a_tool_call_kills_it_and_ends_the_session() {
     let last = events.last().unwrap();
     assert_eq!(last["event_type"], "session_end");
     assert_eq!(last["exit_status"], "failed");
+    let call = events
+        .iter()
+        .find(|e| e["event_type"] == "tool_call")
+        .expect("the tool call is traced");
+    assert_eq!(call["status"], "interrupted", "{call}");
 }

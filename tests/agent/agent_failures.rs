@@ -388,3 +388,29 @@ fn a_session_failing_before_its_task_still_ends_its_trace() {
     let result = std::fs::read_to_string(work.join("out/result.txt")).unwrap();
     assert!(result.starts_with("error: cannot write MURMUR.md"), "{result}");
 }
+
+/// A task whose answer cannot be written (the model's own command left a directory where
+/// `out/result.txt` goes) ends failed, and the trace says so at `task_end`, not only at
+/// `session_end`.
+#[test]
+fn a_result_that_cannot_be_written_fails_the_task_in_the_trace() {
+    let w = World::new("agent-unwritable-result");
+    let p = Provider::start(vec![
+        Step::tool("c1", "bash", json!({"command": "mkdir -p out/result.txt/held"})),
+        Step::text("the answer"),
+    ]);
+    w.manifest(&Spec::new(Drv::OpenAi, &p));
+    let run = w.run("answer", &[]);
+    assert_eq!(run.code(), Some(1), "{}", run.both());
+    assert!(
+        run.stderr()
+            .contains("error[E-RUN-007]: cannot write out/result.txt"),
+        "{}",
+        run.both()
+    );
+    let all = w.trace(&run.sid());
+    let ends = events(&all, "task_end");
+    assert_eq!(ends.len(), 1, "{all:?}");
+    assert_eq!(ends[0]["exit_status"], "failed", "{all:?}");
+    assert_eq!(all.last().unwrap()["exit_status"], "failed");
+}

@@ -78,8 +78,13 @@ impl TaskRunner for AgentRunner {
                 bootstrap.line(&format!("cannot remove out/result.txt: {e}"));
             }
         }
-        let (end, _) = self.session.run_task(&task);
-        let (answer, end, wrote) = write_result(&self.work, end, &self.inference, bootstrap);
+        let mut written = (String::new(), false);
+        let (end, _) = self.session.run_task(&task, |end| {
+            let (answer, end, wrote) = write_result(&self.work, end, &self.inference, bootstrap);
+            written = (answer, wrote);
+            end
+        });
+        let (answer, wrote) = written;
         let state = match &end {
             TaskEnd::Done { .. } => State::Completed,
             TaskEnd::Canceled => State::Canceled,

@@ -161,7 +161,10 @@ impl Session {
     /// Run `task` to its end: attempts of the loop, each followed by `on-task-end`, which
     /// may reopen the task within `inference.max_task_reopens` and the turn budget (shared
     /// by every attempt).
-    pub fn run_task(&mut self, task: &Task) -> (TaskEnd, Totals) {
+    /// `settle` records the end where it must go (`out/result.txt`) before `task_end` is
+    /// traced, and may turn it into a failure (a result that could not be written), so the
+    /// trace never says `ok` for a task whose answer was lost.
+    pub fn run_task(&mut self, task: &Task, settle: impl FnOnce(TaskEnd) -> TaskEnd) -> (TaskEnd, Totals) {
         let started = Instant::now();
         let mut totals = Totals::default();
         self.event(
@@ -230,6 +233,7 @@ impl Session {
                 "{text}\n\nFeedback on the previous attempt (reopen {reopens}, from {hook}): {reason}"
             );
         };
+        let end = settle(end);
         self.finish_task(task, &end, &totals, reopens, started);
         (end, totals)
     }
@@ -376,7 +380,15 @@ impl Session {
     fn call_tool(&mut self, turn: u64, id: &str, name: &str, input: &Value, totals: &mut Totals) -> Message {
         let mut called = self.tools.call(name, input, &self.records);
         totals.tool_calls += 1;
-        let status = if called.is_error { "error" } else { "ok" };
+        // A call with no exit of its own while the session was stopping or its task was
+        // canceled was killed for that: it is `interrupted`, not a call that went fine.
+        let stopping =
+            self.interrupted.load(Ordering::SeqCst) != 0 || self.tools.runner.cancel.load(Ordering::SeqCst);
+        let status = match (called.is_error, called.exit_code, stopping) {
+            (false, None, true) => "interrupted",
+            (true, _, _) => "error",
+            _ => "ok",
+        };
         // No peer handle reaches a trace line or a hook: each is named by its id.
         let recorded = redact_value(input);
         for (kind, fields) in std::mem::take(&mut called.events) {

@@ -401,13 +401,7 @@ fn a_result_that_cannot_be_written_fails_the_task_in_the_trace() {
     ]);
     w.manifest(&Spec::new(Drv::OpenAi, &p));
     let run = w.run("answer", &[]);
-    assert_eq!(run.code(), Some(1), "{}", run.both());
-    assert!(
-        run.stderr()
-            .contains("error[E-RUN-007]: cannot write out/result.txt"),
-        "{}",
-        run.both()
-    );
+    run.assert_failed("cannot write out/result.txt");
     let all = w.trace(&run.sid());
     let ends = events(&all, "task_end");
     assert_eq!(ends.len(), 1, "{all:?}");

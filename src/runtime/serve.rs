@@ -1,9 +1,9 @@
 //! The session skeleton, written once for both capsule kinds: start the session (its
 //! `session_start`, the door serving, the announcement), loop over the lifecycle's tasks
 //! through a [`TaskRunner`], and record the end (the runner's close, `session_end`, the
-//! door, delegation's end, the status line and the exit). A runner only runs tasks; hooks,
-//! the task table, delegation, the trace's bounds of the session and the exit are driven
-//! from here.
+//! door, delegation's end, the status line and the exit). A runner only runs tasks; the
+//! session's hooks are fired at the moments this file chooses (`started`, `close`), and the
+//! task table, delegation's end, `session_start`/`session_end` and the exit are handled here.
 
 use super::delegation::{self, registration::Standing};
 use super::door::{self, tasks::Taken};

@@ -6,15 +6,28 @@
 //! kernel has it) is opened when the cgroup is made, before any child runs: the cleanup
 //! opens nothing, so a child that somehow lowered `mur`'s `RLIMIT_NOFILE` could not make it
 //! take an unreadable `cgroup.procs` for an empty one.
+//!
+//! A session holds an exclusive `flock` on its cgroup directory for as long as it lives; the
+//! kernel drops it when the process dies, however it dies. Each new session cgroup is made
+//! under a lock on the parent directory, and first sweeps the `murmur-ses_*` siblings whose
+//! lock it can take (their session is gone): each is removed, which the kernel refuses
+//! (EBUSY) while processes are still in it, so one with processes is never removed.
 
+use rustix::fs::FlockOperation;
 use std::fs::{File, OpenOptions};
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
 
+/// The name prefix of a session's cgroup: the only ones the sweep considers.
+const SESSION_PREFIX: &str = "murmur-ses_";
+
 /// A pids cgroup that lives as long as this value.
 pub struct Cgroup {
     dir: PathBuf,
+    /// The directory, locked (`flock`, exclusive) while this session lives; `None` for an
+    /// adopted cgroup, whose lock is its own session's.
+    _held: Option<File>,
     procs: File,
     /// `cgroup.procs` opened for reading, re-read from offset 0 by `kill_all`.
     procs_read: File,
@@ -82,7 +95,17 @@ impl Cgroup {
             let _ = std::fs::write(parent.join("cgroup.subtree_control"), "+pids");
         }
         let dir = parent.join(format!("murmur-{label}"));
+        // Under the parent's lock: no sweep can take this cgroup between its mkdir and its
+        // own lock.
+        let parent_lock = File::open(&parent).map_err(|e| format!("open {}: {e}", parent.display()))?;
+        rustix::fs::flock(&parent_lock, FlockOperation::LockExclusive)
+            .map_err(|e| format!("flock {}: {e}", parent.display()))?;
+        sweep(&parent);
         std::fs::create_dir(&dir).map_err(|e| format!("mkdir {}: {e}", dir.display()))?;
+        let held = File::open(&dir).map_err(|e| format!("open {}: {e}", dir.display()))?;
+        rustix::fs::flock(&held, FlockOperation::NonBlockingLockExclusive)
+            .map_err(|e| format!("flock {}: {e}", dir.display()))?;
+        drop(parent_lock);
         let open = |name: &str, write: bool| {
             OpenOptions::new()
                 .read(!write)
@@ -91,6 +114,7 @@ impl Cgroup {
                 .map_err(|e| format!("open {}/{name}: {e}", dir.display()))
         };
         let cg = Cgroup {
+            _held: Some(held),
             procs: open("cgroup.procs", true)?,
             procs_read: open("cgroup.procs", false)?,
             kill: if v2 { open("cgroup.kill", true).ok() } else { None },
@@ -116,6 +140,7 @@ impl Cgroup {
                 .ok()
         };
         Some(Cgroup {
+            _held: None,
             procs: open("cgroup.procs", true)?,
             procs_read: open("cgroup.procs", false)?,
             kill: open("cgroup.kill", true),
@@ -163,6 +188,25 @@ impl Cgroup {
                 None => {}
             }
             std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+    }
+}
+
+/// Remove every session cgroup beside ours whose session is gone (its lock can be taken)
+/// and that is empty (the kernel refuses to remove one that is not).
+fn sweep(parent: &Path) {
+    let Ok(entries) = std::fs::read_dir(parent) else {
+        return;
+    };
+    for e in entries.flatten() {
+        let name = e.file_name();
+        if !name.to_str().is_some_and(|n| n.starts_with(SESSION_PREFIX)) {
+            continue;
+        }
+        let path = e.path();
+        let Ok(d) = File::open(&path) else { continue };
+        if rustix::fs::flock(&d, FlockOperation::NonBlockingLockExclusive).is_ok() {
+            let _ = std::fs::remove_dir(&path);
         }
     }
 }

@@ -544,3 +544,57 @@ fn a_terminating_signal_to_mur_exec_reaches_the_child_and_leaves_nothing_running
         assert!(gone, "{class}: the contained sleep outlived mur exec");
     }
 }
+
+/// The pids cgroup `pid` is in (its directory under the v1 `pids` mount, or the v2 one).
+fn pids_cgroup_of(pid: &str) -> Option<PathBuf> {
+    let own = std::fs::read_to_string(format!("/proc/{pid}/cgroup")).ok()?;
+    for line in own.lines() {
+        let mut f = line.splitn(3, ':');
+        let (_, ctl, path) = (f.next()?, f.next()?, f.next()?);
+        let rel = path.trim_start_matches('/');
+        if ctl.split(',').any(|c| c == "pids") {
+            return Some(PathBuf::from("/sys/fs/cgroup/pids").join(rel));
+        }
+        if ctl.is_empty() && line.starts_with("0::") {
+            return Some(PathBuf::from("/sys/fs/cgroup").join(rel));
+        }
+    }
+    None
+}
+
+/// A cgroup left by a `mur` that was killed is kept while processes are in it, and removed
+/// by the next launch that finds it empty.
+#[test]
+fn a_killed_sessions_cgroup_is_swept_once_empty_never_while_in_use() {
+    if !host_backs_scoped() {
+        return assert_refused_everywhere();
+    }
+    let s = sandbox("sweep", "");
+    let (mut mur, pid) = s.start_sleep("scoped", "9876991", &[]);
+    let cgroup = pids_cgroup_of(&pid).expect("the contained sleep's pids cgroup");
+    let name = cgroup.file_name().unwrap().to_string_lossy().into_owned();
+    assert!(name.starts_with("murmur-ses_"), "{}", cgroup.display());
+    // `mur` killed outright: its lock is gone, the sleep lives on in the cgroup.
+    mur.kill().unwrap();
+    mur.wait().unwrap();
+    assert!(std::path::Path::new(&format!("/proc/{pid}")).exists());
+    let out = s.exec("scoped", &["touch", "ran-1"], &[]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(cgroup.is_dir(), "a cgroup with a process in it was removed");
+    // Once it is empty, the next launch removes it.
+    let p = rustix::process::Pid::from_raw(pid.parse().unwrap()).unwrap();
+    rustix::process::kill_process(p, rustix::process::Signal::KILL).unwrap();
+    for _ in 0..100 {
+        if std::fs::read_to_string(cgroup.join("cgroup.procs")).is_ok_and(|p| p.trim().is_empty()) {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let out = s.exec("scoped", &["touch", "ran-2"], &[]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(
+        !cgroup.exists(),
+        "the empty cgroup of a dead session stayed: {}",
+        cgroup.display()
+    );
+}

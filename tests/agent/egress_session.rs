@@ -247,3 +247,58 @@ fn a_flood_of_refusals_is_counted_and_never_hides_an_allowed_connection() {
     assert!(suppressed > 0, "nothing was counted instead of traced");
     assert!(refused < 6000, "{refused}");
 }
+
+/// The same allowed name asked 20,000 times (each answered from the relay's cache) is not
+/// 20,000 trace lines: allowed decisions have a per-second cap of their own, and the rest
+/// are counted.
+#[test]
+fn a_flood_of_answered_questions_is_counted_not_traced_line_by_line() {
+    let (port, _served) = http_server();
+    let probe_dir = common::probe::probe_binary()
+        .parent()
+        .unwrap()
+        .display()
+        .to_string();
+    let p = Provider::start(vec![
+        Step::tool(
+            "c1",
+            "sh",
+            json!({ "command": "escape-probe dns-repeat 20000 localhost" }),
+        ),
+        Step::text("done"),
+    ]);
+    let w = World::new("egress-answer-flood");
+    let mut spec = spec_for(&p, "scoped", port);
+    spec.shell.push("escape-probe".into());
+    w.manifest(&spec);
+    let path = format!("{probe_dir}:/usr/local/bin:/usr/bin:/bin");
+    let run = w.run("flood", &[("PATH", &path)]);
+    let err = String::from_utf8_lossy(&run.out.stderr).into_owned();
+    if run.code() == Some(1) && err.contains("E-CAP-003") {
+        return;
+    }
+    run.assert_ok();
+    let results = tool_results(&p.model_requests()[1]);
+    assert!(
+        results[0].contains("dns-repeat recv 0 allowed 20000"),
+        "{results:?}"
+    );
+    let net: Vec<Value> = w
+        .trace(&run.sid())
+        .into_iter()
+        .filter(|e| e["event_type"] == "network")
+        .collect();
+    let answered = net
+        .iter()
+        .filter(|e| e["proto"] == "dns" && e["decision"] == "allowed")
+        .count();
+    let suppressed: u64 = net
+        .iter()
+        .filter(|e| e["decision"] == "suppressed")
+        .map(|e| e["count"].as_u64().unwrap())
+        .sum();
+    println!("{answered} answers traced one by one, {suppressed} counted");
+    assert!(answered > 0, "no answer was traced");
+    assert!(suppressed > 0, "nothing was counted instead of traced");
+    assert!(answered < 20_000, "{answered}");
+}

@@ -479,6 +479,30 @@ int main(int argc, char **argv) {
         a.sin6_addr = in6addr_loopback;
         return report("connect", connect(s, (struct sockaddr *)&a, sizeof a), 0);
     }
+    if (!strcmp(name, "dns-repeat")) {
+        /* N questions for the one name argv[3], one after the other, each answer read
+         * before the next question: each is answered from the relay's cache, a decision
+         * each, as fast as the relay answers. */
+        int n = atoi(arg), answered = 0;
+        const char *qname = argc > 3 ? argv[3] : "localhost";
+        int s = socket(AF_INET, SOCK_DGRAM, 0);
+        if (s < 0) return report("socket", -1, 0);
+        struct timeval tv = {1, 0};
+        setsockopt(s, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+        struct sockaddr_in a = {0};
+        a.sin_family = AF_INET;
+        a.sin_port = htons(53);
+        inet_pton(AF_INET, "127.0.0.1", &a.sin_addr);
+        unsigned char q[512], r[512];
+        int len = dns_query(qname, q, sizeof q);
+        for (int i = 0; len > 0 && i < n; i++) {
+            if (sendto(s, q, len, 0, (struct sockaddr *)&a, sizeof a) != len) break;
+            if (recv(s, r, sizeof r, 0) > 0) answered++;
+        }
+        printf("dns-repeat recv 0 allowed %d\n", answered);
+        fflush(stdout);
+        return 0;
+    }
     if (!strcmp(name, "dns-flood")) {
         /* N questions for N different names under argv[3], sent as fast as the socket
          * takes them, answers not awaited: a flood of refusals for the trace. */

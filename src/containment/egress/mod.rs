@@ -64,7 +64,7 @@ pub fn start(exe: &Path, rules: &[NetRule]) -> Result<(Egress, mpsc::Receiver<ev
         })
         .collect();
     let policy = policy::Policy::new(rules, &launch);
-    let (tx, rx) = mpsc::channel();
+    let (tx, rx) = mpsc::sync_channel(relay::EVENT_BACKLOG);
     let relay = relay::start(ns.tcp, ns.udp, policy, stand, resolver, tx).map_err(|e| {
         Diagnostic::new(
             code::RUN_CONTAINMENT,

@@ -37,10 +37,18 @@ const TOTAL_TIMEOUT: Duration = Duration::from_secs(3600);
 const CACHE_TTL: Duration = Duration::from_secs(ANSWER_TTL as u64);
 /// How long a failed lookup is answered from the cache.
 const NEGATIVE_TTL: Duration = Duration::from_secs(5);
-/// Decisions reported per second at most; the rest are counted and reported as one
-/// `suppressed` event a second, so a child that floods refusals cannot fill the disk
-/// through the trace.
+/// Refusals and failures reported per second at most; the rest are counted and reported
+/// as one `suppressed` event a second, so a child that floods refusals cannot fill the
+/// disk through the trace.
 const EVENTS_PER_SECOND: u32 = 200;
+/// Allowed decisions (answers, closed connections) reported per second at most, counted
+/// apart from refusals so that a flood of refusals never hides an allowed connection, and
+/// capped too: the same allowed name asked again and again is answered from the cache as
+/// fast as a child can ask.
+const ALLOWED_PER_SECOND: u32 = 1000;
+/// Events waiting for the trace at most; past it they are counted, never waited for (the
+/// relay never blocks on its reader).
+pub const EVENT_BACKLOG: usize = 4096;
 
 const WAKER: Token = Token(0);
 const UDP: Token = Token(1);
@@ -74,7 +82,7 @@ pub fn start(
     policy: Policy,
     stand: policy::Stand,
     resolver: Resolver,
-    events: mpsc::Sender<Event>,
+    events: mpsc::SyncSender<Event>,
 ) -> io::Result<Relay> {
     let poll = Poll::new()?;
     let waker = Arc::new(Waker::new(poll.registry(), WAKER)?);
@@ -105,6 +113,7 @@ pub fn start(
         cache: HashMap::new(),
         stand,
         reported: 0,
+        reported_allowed: 0,
         suppressed: 0,
         budget: BUF_BUDGET,
     };
@@ -228,7 +237,7 @@ struct Loop {
     free: Vec<usize>,
     live: usize,
     policy: Policy,
-    events: mpsc::Sender<Event>,
+    events: mpsc::SyncSender<Event>,
     ask: mpsc::Sender<String>,
     done: mpsc::Receiver<resolve::Done>,
     /// Questions waiting for a name's lookup: (query, who asked).
@@ -237,8 +246,10 @@ struct Loop {
     cache: HashMap<String, (Result<Vec<Ipv4Addr>, Failure>, Instant)>,
     /// The operator named the resolver (`MURMUR_EGRESS_RESOLVER`).
     stand: policy::Stand,
-    /// Events reported in the current second, and those held back.
+    /// Refusals and allowed decisions reported in the current second, and the events held
+    /// back (over either cap, or a full backlog).
     reported: u32,
+    reported_allowed: u32,
     suppressed: u64,
     /// Buffer bytes connections may still grow by ([`BUF_BUDGET`] less what they took).
     budget: usize,
@@ -275,27 +286,35 @@ impl Loop {
         self.new_window();
     }
 
-    /// Report a decision. Allowed ones (and answers) are always reported: they are bounded
-    /// by real connections and lookups. Refusals and failures past [`EVENTS_PER_SECOND`]
-    /// are counted instead, so a flood of them can neither fill the disk nor bury an
-    /// allowed connection.
+    /// Report a decision. Refusals and failures past [`EVENTS_PER_SECOND`], and allowed
+    /// decisions past [`ALLOWED_PER_SECOND`] (each budget its own, so a flood of refusals
+    /// never buries an allowed connection), are counted instead; so is an event the trace's
+    /// backlog has no room for.
     fn emit(&mut self, e: Event) {
-        let always = matches!(e.decision, Decision::Closed { .. } | Decision::Answered(_));
-        if !always && self.reported >= EVENTS_PER_SECOND {
+        let allowed = matches!(e.decision, Decision::Closed { .. } | Decision::Answered(_));
+        let (count, cap) = if allowed {
+            (&mut self.reported_allowed, ALLOWED_PER_SECOND)
+        } else {
+            (&mut self.reported, EVENTS_PER_SECOND)
+        };
+        if *count >= cap {
             self.suppressed += 1;
             return;
         }
-        self.reported += 1;
-        let _ = self.events.send(e);
+        *count += 1;
+        if self.events.try_send(e).is_err() {
+            self.suppressed += 1;
+        }
     }
 
-    /// Start a new second of reporting, first saying how many decisions were held back.
+    /// Start a new second of reporting, first saying how many decisions were held back
+    /// (kept for the next second when even that event finds the backlog full).
     fn new_window(&mut self) {
-        if self.suppressed > 0 {
-            let _ = self.events.send(Event::suppressed(self.suppressed));
+        if self.suppressed > 0 && self.events.try_send(Event::suppressed(self.suppressed)).is_ok() {
+            self.suppressed = 0;
         }
-        self.suppressed = 0;
         self.reported = 0;
+        self.reported_allowed = 0;
     }
 
     fn accept(&mut self, listener: usize) {

@@ -200,38 +200,15 @@ fn a_host_without_the_namespace_refuses_the_capsule_whatever_the_class() {
 #[test]
 fn a_flood_of_refusals_is_counted_and_never_hides_an_allowed_connection() {
     let (port, served) = http_server();
-    let probe_dir = common::probe::probe_binary()
-        .parent()
-        .unwrap()
-        .display()
-        .to_string();
     let command = format!(
         "escape-probe dns-flood 3000 flood.test; curl -sS -m 5 http://localhost:{port}/; echo; \
          escape-probe dns-flood 3000 flood2.test"
     );
-    let p = Provider::start(vec![
-        Step::tool("c1", "sh", json!({ "command": command })),
-        Step::text("done"),
-    ]);
-    let w = World::new("egress-flood");
-    let mut spec = spec_for(&p, "scoped", port);
-    spec.shell.push("escape-probe".into());
-    w.manifest(&spec);
-    let path = format!("{probe_dir}:/usr/local/bin:/usr/bin:/bin");
-    let run = w.run("flood", &[("PATH", &path)]);
-    let err = String::from_utf8_lossy(&run.out.stderr).into_owned();
-    if run.code() == Some(1) && err.contains("E-CAP-003") {
+    let Some((result, net)) = probe_session("egress-flood", port, &command) else {
         return;
-    }
-    run.assert_ok();
-    let results = tool_results(&p.model_requests()[1]);
-    assert!(results[0].contains("hello"), "{results:?}");
+    };
+    assert!(result.contains("hello"), "{result}");
     assert_eq!(served.load(std::sync::atomic::Ordering::SeqCst), 1);
-    let net: Vec<Value> = w
-        .trace(&run.sid())
-        .into_iter()
-        .filter(|e| e["event_type"] == "network")
-        .collect();
     let allowed = net
         .iter()
         .filter(|e| e["proto"] == "tcp" && e["decision"] == "allowed" && e["name"] == "localhost")
@@ -254,40 +231,14 @@ fn a_flood_of_refusals_is_counted_and_never_hides_an_allowed_connection() {
 #[test]
 fn a_flood_of_answered_questions_is_counted_not_traced_line_by_line() {
     let (port, _served) = http_server();
-    let probe_dir = common::probe::probe_binary()
-        .parent()
-        .unwrap()
-        .display()
-        .to_string();
-    let p = Provider::start(vec![
-        Step::tool(
-            "c1",
-            "sh",
-            json!({ "command": "escape-probe dns-repeat 20000 localhost" }),
-        ),
-        Step::text("done"),
-    ]);
-    let w = World::new("egress-answer-flood");
-    let mut spec = spec_for(&p, "scoped", port);
-    spec.shell.push("escape-probe".into());
-    w.manifest(&spec);
-    let path = format!("{probe_dir}:/usr/local/bin:/usr/bin:/bin");
-    let run = w.run("flood", &[("PATH", &path)]);
-    let err = String::from_utf8_lossy(&run.out.stderr).into_owned();
-    if run.code() == Some(1) && err.contains("E-CAP-003") {
+    let Some((result, net)) = probe_session(
+        "egress-answer-flood",
+        port,
+        "escape-probe dns-repeat 20000 localhost",
+    ) else {
         return;
-    }
-    run.assert_ok();
-    let results = tool_results(&p.model_requests()[1]);
-    assert!(
-        results[0].contains("dns-repeat recv 0 allowed 20000"),
-        "{results:?}"
-    );
-    let net: Vec<Value> = w
-        .trace(&run.sid())
-        .into_iter()
-        .filter(|e| e["event_type"] == "network")
-        .collect();
+    };
+    assert!(result.contains("dns-repeat recv 0 allowed 20000"), "{result}");
     let answered = net
         .iter()
         .filter(|e| e["proto"] == "dns" && e["decision"] == "allowed")
@@ -301,4 +252,37 @@ fn a_flood_of_answered_questions_is_counted_not_traced_line_by_line() {
     assert!(answered > 0, "no answer was traced");
     assert!(suppressed > 0, "nothing was counted instead of traced");
     assert!(answered < 20_000, "{answered}");
+}
+
+/// A `scoped` session whose model runs `command` once through `sh` (with `escape-probe` on
+/// PATH and allowed): the tool's result and the trace's `network` events; `None` where the
+/// host cannot back `scoped` (the launch refused with E-CAP-003).
+fn probe_session(label: &str, port: u16, command: &str) -> Option<(String, Vec<Value>)> {
+    let probe_dir = common::probe::probe_binary()
+        .parent()
+        .unwrap()
+        .display()
+        .to_string();
+    let p = Provider::start(vec![
+        Step::tool("c1", "sh", json!({ "command": command })),
+        Step::text("done"),
+    ]);
+    let w = World::new(label);
+    let mut spec = spec_for(&p, "scoped", port);
+    spec.shell.push("escape-probe".into());
+    w.manifest(&spec);
+    let path = format!("{probe_dir}:/usr/local/bin:/usr/bin:/bin");
+    let run = w.run("flood", &[("PATH", &path)]);
+    let err = String::from_utf8_lossy(&run.out.stderr).into_owned();
+    if run.code() == Some(1) && err.contains("E-CAP-003") {
+        return None;
+    }
+    run.assert_ok();
+    let result = tool_results(&p.model_requests()[1]).remove(0);
+    let net = w
+        .trace(&run.sid())
+        .into_iter()
+        .filter(|e| e["event_type"] == "network")
+        .collect();
+    Some((result, net))
 }

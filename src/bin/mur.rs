@@ -411,6 +411,15 @@ fn main() -> ExitCode {
     if args.first().map(String::as_str) == Some("__netns") {
         return ExitCode::from(murmur::containment::egress::namespace::helper_main(&args[1..]) as u8);
     }
+    // Hidden: the session's warden (see `containment::warden`), and the last words it runs
+    // for a delegation whose launcher died.
+    if args.first().map(String::as_str) == Some(murmur::containment::warden::SUBCOMMAND) {
+        return ExitCode::from(murmur::containment::warden::main() as u8);
+    }
+    #[cfg(feature = "runtime")]
+    if args.first().map(String::as_str) == Some(murmur::runtime::delegation::completion::ORPHANED) {
+        return ExitCode::from(murmur::runtime::delegation::completion::orphaned(&args[1..]) as u8);
+    }
     let cmd = match parse(Args::new(std::env::args().skip(1))) {
         Ok(c) => c,
         Err(e) => {

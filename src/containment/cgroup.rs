@@ -19,6 +19,9 @@ use std::io::{Read, Seek, SeekFrom, Write};
 use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
 
+/// How long the end of a session waits for its cgroup to empty.
+const KILL_BOUND: std::time::Duration = std::time::Duration::from_secs(1);
+
 /// The name prefix of a session's cgroup: the only ones the sweep considers.
 const SESSION_PREFIX: &str = "murmur-ses_";
 
@@ -172,12 +175,19 @@ impl Cgroup {
     /// it, and by pid), a few rounds, until a read of `cgroup.procs` shows it empty. A read
     /// that fails is never taken for empty: the round is retried.
     pub fn kill_all(&self) {
-        for _ in 0..50 {
+        self.kill_within(KILL_BOUND);
+    }
+
+    /// [`Cgroup::kill_all`] for at most `bound`; whether the cgroup was seen empty. (A
+    /// killed task whose parent is gone stays listed until the host's init reaps it.)
+    fn kill_within(&self, bound: std::time::Duration) -> bool {
+        let until = std::time::Instant::now() + bound;
+        loop {
             if let Some(mut k) = self.kill.as_ref() {
                 let _ = k.write_all(b"1");
             }
             match self.pids() {
-                Some(pids) if pids.is_empty() => return,
+                Some(pids) if pids.is_empty() => return true,
                 Some(pids) => {
                     for pid in pids {
                         if let Some(p) = rustix::process::Pid::from_raw(pid) {
@@ -187,8 +197,35 @@ impl Cgroup {
                 }
                 None => {}
             }
-            std::thread::sleep(std::time::Duration::from_millis(20));
+            if std::time::Instant::now() >= until {
+                return false;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(10));
         }
+    }
+
+    /// Kill everything in the cgroup and remove it, waiting at most `bound` for it to
+    /// empty; whether it is gone.
+    pub fn end(self, bound: std::time::Duration) -> bool {
+        let emptied = self.kill_within(bound);
+        let gone = emptied && self.remove();
+        std::mem::forget(self);
+        gone
+    }
+
+    /// Remove the (empty) directory. A task that has just died may still hold the cgroup
+    /// for a moment after `cgroup.procs` stopped listing it (EBUSY until it is released).
+    fn remove(&self) -> bool {
+        for _ in 0..50 {
+            match std::fs::remove_dir(&self.dir) {
+                Err(e) if e.raw_os_error() == Some(libc::EBUSY) => {
+                    std::thread::sleep(std::time::Duration::from_millis(10))
+                }
+                Err(e) => return e.kind() == std::io::ErrorKind::NotFound,
+                Ok(()) => return true,
+            }
+        }
+        false
     }
 }
 
@@ -213,7 +250,8 @@ fn sweep(parent: &Path) {
 
 impl Drop for Cgroup {
     fn drop(&mut self) {
-        self.kill_all();
-        let _ = std::fs::remove_dir(&self.dir);
+        if self.kill_within(KILL_BOUND) {
+            self.remove();
+        }
     }
 }

@@ -200,10 +200,27 @@ fn child_env(i: &PolicyInputs<'_>, workdir: &Path) -> Vec<(String, String)> {
     env
 }
 
-/// The session's pids cgroup: required from `scoped` up, best effort under `advisory`.
+/// The session's pids cgroup (required from `scoped` up, best effort under `advisory`),
+/// and the warden that empties it should this process die before the session ends.
 fn session_cgroup(session_id: &str, class: Class) -> Result<Option<Arc<Cgroup>>, Diagnostic> {
+    let warden = super::warden::get().map_err(|e| {
+        Diagnostic::new(
+            code::RUN_CONTAINMENT,
+            "",
+            format!("cannot start the session's warden, which ends its processes should mur die: {e}"),
+        )
+    })?;
     match Cgroup::create(session_id, PIDS_MAX) {
-        Ok(c) => Ok(Some(Arc::new(c))),
+        Ok(c) => {
+            warden.cgroup(session_id).map_err(|e| {
+                Diagnostic::new(
+                    code::RUN_CONTAINMENT,
+                    "",
+                    format!("cannot hand the session's pids cgroup to its warden: {e}"),
+                )
+            })?;
+            Ok(Some(Arc::new(c)))
+        }
         Err(e) if class >= Class::Scoped => Err(Diagnostic::new(
             code::RUN_CONTAINMENT,
             "",

@@ -29,6 +29,7 @@ pub mod sealed;
 pub mod seccomp;
 pub mod seccomp_args;
 pub mod spawn;
+pub mod warden;
 
 /// seccompiler's name for the native architecture.
 pub fn seccomp_arch() -> seccompiler::TargetArch {

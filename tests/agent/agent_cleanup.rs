@@ -1,10 +1,12 @@
-//! What a contained agent session leaves on the host when it ends: no pids cgroup of its
-//! own (one used to stay behind for every session, held by the signal thread).
+//! What an agent session leaves on the host when it ends: no pids cgroup of its own (one
+//! used to stay behind for every session, held by the signal thread), and nothing running
+//! when its `mur` was killed outright in the middle of a tool call.
 
 use crate::common;
 
-use common::agent::{assert_floor_refusal, host_backs, Drv, Spec, World};
+use common::agent::{assert_floor_refusal, host_backs, publish_native, Drv, Spec, World};
 use common::provider::{Provider, Step};
+use common::supervision::{gone_within, live, wait_for, warden_of};
 use serde_json::json;
 use std::path::{Path, PathBuf};
 
@@ -54,4 +56,57 @@ fn a_contained_session_leaves_no_cgroup_behind() {
         Vec::<PathBuf>::new(),
         "the session's cgroup outlived it"
     );
+}
+
+/// `kill -9` of `mur run` while a shell tool call's command and its own children run, and
+/// while a native tool's do, under every class the host backs: within a second nothing of
+/// the session runs (the session's warden ended it).
+#[test]
+fn a_killed_mur_run_leaves_nothing_of_its_session_running() {
+    let mut classes = vec!["advisory"];
+    for c in ["scoped", "sealed"] {
+        if host_backs(c) {
+            classes.push(c);
+        }
+    }
+    for (i, class) in classes.iter().enumerate() {
+        for tool in ["bash", "nap"] {
+            let marker = format!("{}.{}{i}", 5000 + i, std::process::id());
+            let w = World::new(&format!("killed-{class}-{tool}"));
+            publish_native(
+                &w.reg,
+                "nap",
+                &format!("#!/bin/bash\nsleep {marker} & sleep {marker}\n"),
+            );
+            let script = format!("sleep {marker} & sleep {marker}; echo after");
+            let p = Provider::start(vec![
+                Step::tool(
+                    "c1",
+                    tool,
+                    json!({"command": if tool == "bash" { script.as_str() } else { "" }}),
+                ),
+                Step::text("done"),
+            ]);
+            let mut spec = Spec::new(Drv::OpenAi, &p);
+            spec.containment = Some(class.to_string());
+            spec.shell = vec!["bash".into(), "sleep".into()];
+            if tool == "nap" {
+                spec.shell.push("nap".into());
+                spec.artifacts = vec!["{name: nap, version: 1.0.0, runtime: tool}".into()];
+            }
+            w.manifest(&spec);
+            let mut mur = w.start("sleep", &[]);
+            wait_for(&marker, 2);
+            let warden = warden_of(mur.id());
+            mur.kill().unwrap();
+            mur.wait().unwrap();
+            assert!(warden.is_some(), "{class} {tool}: mur run has no warden");
+            let took = gone_within(&marker, std::time::Duration::from_secs(1));
+            assert!(
+                took.is_some(),
+                "{class} {tool}: still running a second after kill -9 of mur: {:?}",
+                live(&marker)
+            );
+        }
+    }
 }

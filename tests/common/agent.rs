@@ -257,6 +257,24 @@ impl World {
         }
     }
 
+    /// `mur run` as [`World::run`] does, not waited for (stdout and stderr discarded).
+    pub fn start(&self, task: &str, env: &[(&str, &str)]) -> std::process::Child {
+        let manifest = manifest_arg(&self.dir);
+        std::process::Command::new(env!("CARGO_BIN_EXE_mur"))
+            .args(["run", "--manifest", &manifest, "--registry-path"])
+            .arg(&self.reg)
+            .args(["--task", task])
+            .env("MURMUR_CACHE_DIR", self.t.path().join("cache"))
+            .env("MURMUR_RECORDS_DIR", self.t.path().join("records"))
+            .env(KEY_VAR, KEY)
+            .envs(env.iter().copied())
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap()
+    }
+
     /// The session's workdir.
     pub fn workdir(&self, sid: &str) -> PathBuf {
         self.dir.join("workdir").join(sid)

@@ -574,7 +574,11 @@ fn a_killed_sessions_cgroup_is_swept_once_empty_never_while_in_use() {
     let cgroup = pids_cgroup_of(&pid).expect("the contained sleep's pids cgroup");
     let name = cgroup.file_name().unwrap().to_string_lossy().into_owned();
     assert!(name.starts_with("murmur-ses_"), "{}", cgroup.display());
-    // `mur` killed outright: its lock is gone, the sleep lives on in the cgroup.
+    // `mur` and its warden killed outright (the warden first, or it would end the sleep):
+    // the lock is gone, the sleep lives on in the cgroup.
+    let warden = common::supervision::warden_of(mur.id()).expect("mur exec's warden");
+    let w = rustix::process::Pid::from_raw(warden as i32).unwrap();
+    rustix::process::kill_process(w, rustix::process::Signal::KILL).unwrap();
     mur.kill().unwrap();
     mur.wait().unwrap();
     assert!(std::path::Path::new(&format!("/proc/{pid}")).exists());
@@ -597,4 +601,54 @@ fn a_killed_sessions_cgroup_is_swept_once_empty_never_while_in_use() {
         "the empty cgroup of a dead session stayed: {}",
         cgroup.display()
     );
+}
+
+/// `kill -9` of `mur exec` while its command's own children run: within a second no
+/// process of the session runs, under every class the host backs (the session's warden
+/// ends them).
+#[test]
+fn a_killed_mur_exec_leaves_nothing_of_its_session_running() {
+    use common::supervision::{gone_within, live, wait_for_sleeps, warden_of};
+    let mut classes = vec!["advisory"];
+    if host_backs_scoped() {
+        classes.push("scoped");
+    }
+    if host_backs_sealed() {
+        classes.push("sealed");
+    }
+    let t = TempDir::new("killed-exec");
+    let manifest = t.path().join("murmur.yaml");
+    std::fs::write(
+        &manifest,
+        "name: killed\nversion: 0.1.0\ncapabilities:\n  shell:\n    allow: [bash, sleep]\n",
+    )
+    .unwrap();
+    for (i, class) in classes.iter().enumerate() {
+        let marker = format!("{}.{}{i}", 4000 + i, std::process::id());
+        let work = t.path().join(format!("work-{class}"));
+        std::fs::create_dir_all(&work).unwrap();
+        let script = format!("sleep {marker} & sleep {marker}; echo after");
+        let mut mur = Command::new(MUR)
+            .args(["exec", "--manifest"])
+            .arg(&manifest)
+            .arg("--workdir")
+            .arg(&work)
+            .args(["--containment", class, "--", "bash", "-c", &script])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        wait_for_sleeps(&marker, 2);
+        let warden = warden_of(mur.id());
+        mur.kill().unwrap();
+        mur.wait().unwrap();
+        assert!(warden.is_some(), "{class}: mur exec has no warden");
+        let took = gone_within(&marker, std::time::Duration::from_secs(1));
+        assert!(
+            took.is_some(),
+            "{class}: still running a second after kill -9 of mur: {:?}",
+            live(&marker)
+        );
+    }
 }

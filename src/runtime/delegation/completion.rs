@@ -7,7 +7,9 @@
 use super::send::{self, Failure};
 use crate::fsx::Dir;
 use crate::spawner::Spawner;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use std::path::Path;
 use std::time::Duration;
 
 /// The record's name in the child's records directory.
@@ -35,6 +37,20 @@ pub struct Completion {
     pub detail: Option<String>,
     /// `child` or `launcher`.
     pub reported_by: &'static str,
+}
+
+/// The hidden subcommand the session's warden runs for a delegation whose launcher died:
+/// `mur __orphaned RECORDS STARTED_UNIX_MS COMPLETION_JSON`.
+pub const ORPHANED: &str = "__orphaned";
+
+/// The identity of a delegation, as its launcher handed it to the warden.
+#[derive(Deserialize)]
+struct Identity {
+    delegation_id: String,
+    capsule_name: String,
+    capsule_version: String,
+    session_id: String,
+    workdir: String,
 }
 
 #[derive(Serialize)]
@@ -81,6 +97,18 @@ impl Completion {
             ));
         }
         s
+    }
+
+    /// The warden's last words for this delegation: the arguments of `mur`
+    /// [`ORPHANED`], with `records` the child's records directory and `started_ms` when it
+    /// began (Unix milliseconds).
+    pub fn orphan_args(&self, records: &Path, started_ms: u64) -> Vec<String> {
+        vec![
+            ORPHANED.to_string(),
+            records.display().to_string(),
+            started_ms.to_string(),
+            serde_json::to_string(self).unwrap_or_default(),
+        ]
     }
 
     /// Post this completion to the parent named by `spawner`.
@@ -132,6 +160,71 @@ impl Completion {
         write(delivered, why.as_deref());
         delivered
     }
+}
+
+/// Whether `records` holds a report that stands: one the launcher made, or one the child
+/// settled (delivered, or with the reason it was not). A child's record still reading
+/// `delivered: false` with no error is a child that died between its two writes: no
+/// report. The status of a settled record of the child, or `None`.
+pub fn settled_by_child(records: &Dir) -> Option<&'static str> {
+    let v = read_record(records)?;
+    let settled = v.get("delivered") == Some(&Value::Bool(true)) || v.get("delivery_error").is_some();
+    if v.get("reported_by").and_then(Value::as_str) != Some("child") || !settled {
+        return None;
+    }
+    match v.get("status").and_then(Value::as_str)? {
+        "ok" => Some("ok"),
+        "error" => Some("error"),
+        _ => None,
+    }
+}
+
+/// Whether the delegation of `records` has been reported by either reporter.
+fn reported(records: &Dir) -> bool {
+    let by_launcher = read_record(records)
+        .is_some_and(|v| v.get("reported_by").and_then(Value::as_str) == Some("launcher"));
+    by_launcher || settled_by_child(records).is_some()
+}
+
+fn read_record(records: &Dir) -> Option<Value> {
+    let bytes = records.read(FILE, 64 * 1024).ok()?;
+    serde_json::from_slice(&bytes).ok()
+}
+
+/// `mur __orphaned RECORDS STARTED_UNIX_MS COMPLETION_JSON`, run by the warden of a
+/// session that died while its child worked (the warden killed the child): the launcher's
+/// record, `terminated` and posted to nobody (the parent's door went with it), unless the
+/// delegation was reported already.
+pub fn orphaned(args: &[String]) -> i32 {
+    let [records, started, carried] = args else {
+        return 2;
+    };
+    let (Ok(id), Ok(started)) = (serde_json::from_str::<Identity>(carried), started.parse::<u64>()) else {
+        return 2;
+    };
+    let Ok(dir) = Dir::open(Path::new(records)) else {
+        return 1;
+    };
+    if reported(&dir) {
+        return 0;
+    }
+    let now = crate::clock::now_ms();
+    let c = Completion {
+        delegation_id: id.delegation_id,
+        capsule_name: id.capsule_name,
+        capsule_version: id.capsule_version,
+        session_id: id.session_id,
+        status: "terminated",
+        result_path: None,
+        workdir: id.workdir,
+        duration_ms: now.saturating_sub(started),
+        detail: Some(
+            "the delegating session's runtime died (killed or crashed); its warden ended the child".into(),
+        ),
+        reported_by: "launcher",
+    };
+    c.report(Some(&dir), None, 0);
+    0
 }
 
 #[cfg(test)]

@@ -143,6 +143,12 @@ impl Launcher {
             Ok(c) => c,
             Err(why) => return self.failed(&id, ask, "", why),
         };
+        // Should this process die, the session's warden kills the child (and, through the
+        // child's own warden, everything the child started).
+        if let Err(why) = crate::containment::warden::get().and_then(|w| w.child(child.id())) {
+            let why = format!("the child could not be put under the session's warden: {why}");
+            return self.abandon(child, &id, ask, "", why, &StderrTail::default());
+        }
         // The approval: one line on stdin, then closed. Never argv, never environment.
         let wrote = child
             .stdin
@@ -156,11 +162,31 @@ impl Launcher {
         };
         // The child-watch bound counts from here: the launch bound is not spent out of it.
         let ready_at = Instant::now();
+        let ready_ms = crate::clock::now_ms();
         let (session_id, url) = match ready {
             Ok(r) => r,
             Err(why) => return self.abandon(child, &id, ask, "", why, &stderr),
         };
         if let Err(why) = deliver(&url, &id, ask.task, &self.parent.stop) {
+            return self.abandon(child, &id, ask, &session_id, why, &stderr);
+        }
+        let completion = Completion {
+            delegation_id: id.clone(),
+            capsule_name: ask.capsule.to_string(),
+            capsule_version: ask.version.to_string(),
+            session_id: session_id.clone(),
+            status: "ok",
+            result_path: None,
+            workdir: dir.display().to_string(),
+            duration_ms: 0,
+            detail: None,
+            reported_by: "launcher",
+        };
+        let records = self.parent.records_root.join(&session_id);
+        // And should this process die, the warden has the delegation recorded `terminated`.
+        let last = completion.orphan_args(&records, ready_ms);
+        if let Err(why) = crate::containment::warden::get().and_then(|w| w.last_words(&id, &last)) {
+            let why = format!("the delegation could not be handed to the session's warden: {why}");
             return self.abandon(child, &id, ask, &session_id, why, &stderr);
         }
         self.watch.trace(json!({
@@ -170,19 +196,8 @@ impl Launcher {
         }));
         self.watch.start(Watched {
             child,
-            completion: Completion {
-                delegation_id: id.clone(),
-                capsule_name: ask.capsule.to_string(),
-                capsule_version: ask.version.to_string(),
-                session_id: session_id.clone(),
-                status: "ok",
-                result_path: None,
-                workdir: dir.display().to_string(),
-                duration_ms: 0,
-                detail: None,
-                reported_by: "launcher",
-            },
-            records: self.parent.records_root.join(&session_id),
+            completion,
+            records,
             // The launcher's own reports go where the child's would: the same handle.
             own_door: handle,
             started: ready_at,

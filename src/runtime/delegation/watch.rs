@@ -159,7 +159,7 @@ impl Watch {
         let records = Dir::open(&w.records).ok();
         // A child that settled its own report has reported, even if the deadline or this
         // session's end caught it on its way out: a delegation is never reported twice.
-        match records.as_ref().and_then(own_report) {
+        match records.as_ref().and_then(completion::settled_by_child) {
             Some(status) => {
                 c.status = status;
                 c.reported_by = "child";
@@ -189,6 +189,10 @@ impl Watch {
                 c.report(records.as_ref(), post, 1);
             }
         }
+        // Reported: the warden need not report it should this process die now.
+        if let Some(w) = crate::containment::warden::running() {
+            let _ = w.forget(&c.delegation_id);
+        }
         self.trace(json!({
             "delegation_id": c.delegation_id,
             "capsule": c.capsule_name,
@@ -198,23 +202,6 @@ impl Watch {
             "reported_by": c.reported_by,
             "duration_ms": c.duration_ms,
         }));
-    }
-}
-
-/// The status a child recorded about itself in its `completion.json`, if it did.
-fn own_report(records: &Dir) -> Option<&'static str> {
-    let bytes = records.read(completion::FILE, 64 * 1024).ok()?;
-    let v: Value = serde_json::from_slice(&bytes).ok()?;
-    // A record still reading `delivered: false` with no error is a child that died
-    // between its two writes: that is not a report.
-    let settled = v.get("delivered") == Some(&Value::Bool(true)) || v.get("delivery_error").is_some();
-    if v.get("reported_by").and_then(Value::as_str) != Some("child") || !settled {
-        return None;
-    }
-    match v.get("status").and_then(Value::as_str)? {
-        "ok" => Some("ok"),
-        "error" => Some("error"),
-        _ => None,
     }
 }
 

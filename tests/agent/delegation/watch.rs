@@ -182,3 +182,39 @@ fn a_parent_that_is_ended_takes_its_live_child_with_it() {
     assert!(completions_to(&p, "boss").is_empty(), "a completion was posted");
     assert_closed(&f.trace(&top.sid), &start, &sid, "terminated");
 }
+
+#[test]
+fn a_parent_killed_outright_takes_its_live_child_with_it_and_records_the_delegation() {
+    let (p, f) = stuck_formation("dlg-parent-killed", Cap::delegating("boss", &["victim"]));
+    let mut top = f.start("boss", Some("delegate, then be killed"), &f.env());
+    victim_mid_task(&p, &f);
+    let (start, sid, dir) = the_delegation(&p, &top);
+    sigkill(top.pid());
+    assert!(top.wait_exit(WAIT).is_some(), "the parent outlived SIGKILL");
+    // Within a second no runtime of the formation runs: the parent's warden killed the
+    // child (whose own warden ended what the child had started).
+    let until = std::time::Instant::now() + Duration::from_secs(1);
+    loop {
+        let left: Vec<String> = f
+            .procs()
+            .iter()
+            .filter(|pr| pr.has_pair("--capsule", "victim") || pr.cmdline().contains("boss"))
+            .map(Proc::cmdline)
+            .collect();
+        if left.is_empty() {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < until,
+            "still running a second after kill -9 of the parent: {left:#?}"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    // The launcher died with the parent: the warden had the delegation recorded for it,
+    // `terminated`, posted to nobody.
+    let (raw, c) = wait_for(WAIT, "the victim's completion.json", || f.completion(&sid));
+    assert_eq!(c["delivered"], false, "{raw}");
+    assert_launcher_completion(&c, &raw, &start, &sid, &dir, "terminated");
+    assert!(sv(&c, "detail").contains("runtime died"), "{raw}");
+    assert!(completions_to(&p, "boss").is_empty(), "a completion was posted");
+}

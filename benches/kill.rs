@@ -1,0 +1,170 @@
+//! What supervision costs and what it buys, printed and never asserted. For each class this
+//! host backs: the time from `kill -9` of `mur exec` (its command a `bash` that has started
+//! two `sleep`s of its own) to the last of the session's processes gone (no longer running;
+//! a zombie waiting for the host's init to reap it counts as gone), p50 and p99 over 50
+//! kills; and the wall time of `mur exec --containment CLASS -- true` (the warden's start is
+//! part of every session), median of 20, beside the same for `MURMUR_BASELINE_MUR` (another
+//! build of `mur`, an earlier commit's) interleaved in the same run when it is set.
+//!
+//! Run: `cargo bench --bench kill`.
+
+mod support;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+use support::ms;
+
+fn show(d: Duration) -> String {
+    format!("{:.1} ms", ms(d))
+}
+
+const KILLS: usize = 50;
+const STARTS: usize = 20;
+
+/// Whether `pid` still runs (exists and is not a zombie).
+fn running(pid: &str) -> bool {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    stat.rsplit(')')
+        .next()
+        .and_then(|r| r.trim_start().chars().next())
+        .is_some_and(|s| s != 'Z' && s != 'X')
+}
+
+/// The pids whose command line holds `marker`.
+fn marked(marker: &str) -> Vec<String> {
+    std::fs::read_dir("/proc")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| e.file_name().to_str().map(String::from))
+        .filter(|p| p.bytes().all(|b| b.is_ascii_digit()))
+        .filter(|p| {
+            std::fs::read(format!("/proc/{p}/cmdline"))
+                .is_ok_and(|c| String::from_utf8_lossy(&c).replace('\0', " ").contains(marker))
+        })
+        .collect()
+}
+
+fn exec(mur: &str, manifest: &Path, work: &Path, class: &str, cmd: &[&str]) -> Command {
+    let mut c = Command::new(mur);
+    c.args(["exec", "--manifest"])
+        .arg(manifest)
+        .arg("--workdir")
+        .arg(work)
+        .args(["--containment", class, "--"])
+        .args(cmd)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    c
+}
+
+/// One kill: start, wait for both sleeps, SIGKILL `mur`, time until none runs.
+fn one_kill(mur: &str, manifest: &Path, work: &Path, class: &str, n: usize) -> Option<Duration> {
+    let marker = format!("{}.{n}{}", 7000 + n, std::process::id());
+    let script = format!("sleep {marker} & sleep {marker}; true");
+    let mut child = exec(mur, manifest, work, class, &["bash", "-c", &script])
+        .spawn()
+        .ok()?;
+    let until = Instant::now() + Duration::from_secs(20);
+    let pids = loop {
+        let p: Vec<String> = marked(&marker).into_iter().filter(|p| running(p)).collect();
+        if p.len() >= 2 {
+            break p;
+        }
+        if Instant::now() > until {
+            let _ = child.kill();
+            let _ = child.wait();
+            return None;
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    };
+    let t = Instant::now();
+    let _ = child.kill();
+    let _ = child.wait();
+    while pids.iter().any(|p| running(p)) {
+        if t.elapsed() > Duration::from_secs(30) {
+            return None;
+        }
+        std::thread::sleep(Duration::from_micros(200));
+    }
+    Some(t.elapsed())
+}
+
+fn quantile(v: &mut [Duration], q: f64) -> Duration {
+    v.sort();
+    v[((v.len() as f64 - 1.0) * q).round() as usize]
+}
+
+fn main() {
+    let mur = env!("CARGO_BIN_EXE_mur").to_string();
+    let baseline = std::env::var("MURMUR_BASELINE_MUR")
+        .ok()
+        .filter(|b| !b.is_empty());
+    let dir = std::env::temp_dir().join(format!("murmur-kill-bench-{}", std::process::id()));
+    let work = dir.join("work");
+    std::fs::create_dir_all(&work).unwrap();
+    let manifest: PathBuf = dir.join("murmur.yaml");
+    std::fs::write(
+        &manifest,
+        "name: kill-bench\nversion: 0.1.0\ncapabilities:\n  shell:\n    allow: [bash, sleep, \"true\"]\n",
+    )
+    .unwrap();
+    println!("kill -9 of mur exec to the last process of its session gone, {KILLS} kills");
+    let mut backed = Vec::new();
+    for class in ["advisory", "scoped", "sealed"] {
+        let ok = exec(&mur, &manifest, &work, class, &["true"])
+            .status()
+            .is_ok_and(|s| s.success());
+        if !ok {
+            println!("  {class:<9} not backed here");
+            continue;
+        }
+        backed.push(class);
+        let mut times: Vec<Duration> = Vec::new();
+        let mut lost = 0;
+        for n in 0..KILLS {
+            match one_kill(&mur, &manifest, &work, class, n) {
+                Some(d) => times.push(d),
+                None => lost += 1,
+            }
+        }
+        if times.is_empty() {
+            println!("  {class:<9} no kill could be measured");
+            continue;
+        }
+        let (p50, p99, max) = (
+            quantile(&mut times, 0.5),
+            quantile(&mut times, 0.99),
+            quantile(&mut times, 1.0),
+        );
+        println!(
+            "  {class:<9} p50 {}  p99 {}  max {}  ({lost} not measured)",
+            show(p50),
+            show(p99),
+            show(max)
+        );
+    }
+    println!("mur exec --containment CLASS -- true, wall time, median of {STARTS}");
+    for class in backed {
+        let mut ours = Vec::new();
+        let mut theirs = Vec::new();
+        for _ in 0..STARTS {
+            let t = Instant::now();
+            let _ = exec(&mur, &manifest, &work, class, &["true"]).status();
+            ours.push(t.elapsed());
+            if let Some(b) = &baseline {
+                let t = Instant::now();
+                let _ = exec(b, &manifest, &work, class, &["true"]).status();
+                theirs.push(t.elapsed());
+            }
+        }
+        let mut line = format!("  {class:<9} this build {}", show(quantile(&mut ours, 0.5)));
+        if !theirs.is_empty() {
+            line.push_str(&format!("  baseline {}", show(quantile(&mut theirs, 0.5))));
+        }
+        println!("{line}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

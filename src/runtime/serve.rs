@@ -178,6 +178,9 @@ fn signal_thread(s: &Opened<'_>, on_signal: Box<dyn Fn() + Send>) -> Result<(), 
         .spawn(move || {
             if let Ok(sig) = crate::signals::wait_for_termination() {
                 stop.store(sig, Ordering::SeqCst);
+                // Whatever guest call is in flight (a driver waiting on a model, a hook in
+                // a host call) is dropped now rather than at its deadline.
+                crate::runtime::wasm::invoke::stop_calls(sig);
                 on_signal();
                 tasks.wake();
             }

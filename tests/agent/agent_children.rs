@@ -137,3 +137,56 @@ fn sigterm_during_a_tool_call_kills_it_and_ends_the_session() {
         .expect("the tool call is traced");
     assert_eq!(call["status"], "interrupted", "{call}");
 }
+
+/// SIGTERM while the driver waits on a model that never answers: the session ends within a
+/// few seconds, not at the driver's deadline, and the result names the signal.
+#[test]
+fn sigterm_while_the_model_never_answers_ends_the_session_promptly() {
+    use common::capsule::{manifest_arg, trace, MUR};
+    let w = World::new("agent-sigterm-model");
+    let p = Provider::start(vec![Step::slow(Duration::from_secs(600), Step::text("too late"))]);
+    let spec = Spec::new(Drv::OpenAi, &p);
+    w.manifest(&spec);
+    let child = std::process::Command::new(MUR)
+        .args(["run", "--manifest", &manifest_arg(&w.dir), "--registry-path"])
+        .arg(&w.reg)
+        .args(["--task", "wait for the model"])
+        .env("MURMUR_CACHE_DIR", w.t.path().join("cache"))
+        .env("MURMUR_RECORDS_DIR", w.t.path().join("records"))
+        .env(common::agent::KEY_VAR, common::agent::KEY)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while p.model_requests().is_empty() {
+        assert!(std::time::Instant::now() < deadline, "the model was never asked");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let pid = rustix::process::Pid::from_raw(child.id() as i32).unwrap();
+    rustix::process::kill_process(pid, rustix::process::Signal::TERM).unwrap();
+    let started = std::time::Instant::now();
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "{:?}",
+        started.elapsed()
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout).to_string();
+    let stderr = String::from_utf8_lossy(&out.stderr).to_string();
+    assert_eq!(out.status.code(), Some(1), "{stdout}{stderr}");
+    assert_eq!(stdout.lines().last(), Some("status:  failed"), "{stdout}");
+    assert!(stderr.contains("interrupted by signal 15"), "{stderr}");
+    assert!(!stderr.contains("deadline"), "the deadline is blamed: {stderr}");
+    let sid = stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("session: "))
+        .unwrap()
+        .to_string();
+    assert_eq!(w.result(&sid), "error: interrupted by signal 15\n");
+    let events = trace(&w.t, &sid);
+    let last = events.last().unwrap();
+    assert_eq!(last["event_type"], "session_end", "{last}");
+    assert_eq!(last["exit_status"], "failed", "{last}");
+}

@@ -295,7 +295,11 @@ impl Session {
                         json!({"turn": turn, "input_tokens": 0, "output_tokens": 0, "decision": "error", "tool_name": null, "error": e}),
                     );
                     self.fire(Binding::Inference, || inference_event(turn, "error", 0, 0));
-                    return TaskEnd::Failed(e);
+                    // A call dropped by a signal fails for the signal, as a tool call does.
+                    return match self.interrupted.load(Ordering::SeqCst) {
+                        0 => TaskEnd::Failed(e),
+                        sig => TaskEnd::Failed(format!("interrupted by signal {sig}")),
+                    };
                 }
             };
             let u = &mut totals.usage;

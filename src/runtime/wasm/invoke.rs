@@ -12,8 +12,9 @@ use super::EPOCH_TICK;
 use crate::diag::{code, Diagnostic};
 use std::future::Future;
 use std::pin::pin;
+use std::sync::atomic::{AtomicI32, Ordering};
 use std::sync::mpsc::{self, RecvTimeoutError};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock, Weak};
 use std::task::{Poll, Waker};
 use std::time::{Duration, Instant};
 use wasmtime::component::Component;
@@ -31,6 +32,8 @@ pub enum TrapKind {
     ResourceLimit,
     /// Anything else: a Rust panic, `unreachable`, a bad memory access.
     GuestPanic,
+    /// SIGTERM or SIGINT stopped the session while the call was in flight.
+    Signal,
 }
 
 impl TrapKind {
@@ -39,6 +42,7 @@ impl TrapKind {
             TrapKind::Deadline => "deadline",
             TrapKind::ResourceLimit => "resource_limit",
             TrapKind::GuestPanic => "guest_panic",
+            TrapKind::Signal => "signal",
         }
     }
 }
@@ -58,6 +62,54 @@ fn deadline_outcome(deadline_secs: u64, blocked: bool) -> Outcome {
             "deadline of {deadline_secs} s exceeded{how} (capabilities.limits.deadline_seconds)"
         ),
     }
+}
+
+/// The outcome of a call dropped because a signal stopped the session.
+fn signal_outcome(signal: i32) -> Outcome {
+    Outcome::Trapped {
+        kind: TrapKind::Signal,
+        message: format!("interrupted by signal {signal}"),
+    }
+}
+
+/// Why a call came back without a value: the signal that stopped every call, or else its
+/// deadline.
+fn dropped_outcome(deadline_secs: u64) -> Outcome {
+    match IN_FLIGHT.signal.load(Ordering::SeqCst) {
+        0 => deadline_outcome(deadline_secs, true),
+        sig => signal_outcome(sig),
+    }
+}
+
+/// Every guest call in flight, so that a SIGTERM or SIGINT ends each wherever it is
+/// blocked (a driver waiting on a model that never answers, a hook in a host call).
+struct InFlight {
+    /// The signal that stopped the calls (0: none).
+    signal: AtomicI32,
+    alarms: Mutex<Vec<Weak<Mutex<Alarm>>>>,
+}
+
+static IN_FLIGHT: InFlight = InFlight {
+    signal: AtomicI32::new(0),
+    alarms: Mutex::new(Vec::new()),
+};
+
+/// A SIGTERM or SIGINT stops the session: every guest call in flight is dropped now, and
+/// comes back as interrupted by `signal`. Calls started afterwards run under their own
+/// bounds (the session's end caps what it still calls).
+pub fn stop_calls(signal: i32) {
+    IN_FLIGHT.signal.store(signal, Ordering::SeqCst);
+    let alarms = IN_FLIGHT.alarms.lock().unwrap_or_else(|p| p.into_inner());
+    for a in alarms.iter().filter_map(Weak::upgrade) {
+        ring(&a);
+    }
+}
+
+/// Count `alarm` among the calls in flight (forgetting those that ended).
+fn in_flight(alarm: &Arc<Mutex<Alarm>>) {
+    let mut alarms = IN_FLIGHT.alarms.lock().unwrap_or_else(|p| p.into_inner());
+    alarms.retain(|w| w.strong_count() > 0);
+    alarms.push(Arc::downgrade(alarm));
 }
 
 fn classify(e: &wasmtime::Error, deadline_secs: u64) -> Outcome {
@@ -262,6 +314,7 @@ fn bounded_or<F: Future>(
     if let Some(i) = interrupt {
         i.arm(&alarm);
     }
+    in_flight(&alarm);
     ensure_ticking(engine)?;
     let (stop, clock) = alarm_clock(hard, alarm.clone())?;
     let ended = wasmtime_wasi::runtime::in_tokio(race(call, &alarm));
@@ -279,7 +332,7 @@ pub fn guest_call<T, F: Future<Output = wasmtime::Result<T>>>(
     call: F,
 ) -> Result<Result<T, Outcome>, Diagnostic> {
     Ok(match bounded(engine, deadline_secs, call)? {
-        None => Err(deadline_outcome(deadline_secs, true)),
+        None => Err(dropped_outcome(deadline_secs)),
         Some(Err(e)) => Err(classify(&e, deadline_secs)),
         Some(Ok(v)) => Ok(v),
     })
@@ -320,7 +373,7 @@ pub fn call_run(
         }
     };
     match bounded_or(engine, deadline_secs, call, interrupt)? {
-        None => Ok(deadline_outcome(deadline_secs, true)),
+        None => Ok(dropped_outcome(deadline_secs)),
         Some(Ended::Ran(r)) => Ok(r.err().unwrap_or(Outcome::Returned)),
         Some(Ended::NotInstantiated(e)) => match classify(&e, deadline_secs) {
             Outcome::Trapped {

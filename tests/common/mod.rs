@@ -114,6 +114,7 @@ pub mod probe;
 pub mod provider;
 pub mod resources;
 pub mod roost;
+pub mod tmpfs;
 
 /// One field of `/proc/<pid>/status` text (`key` with its colon), trimmed; empty if absent.
 pub fn status_field(status: &str, key: &str) -> String {

@@ -11,6 +11,7 @@ mod door_errors;
 mod door_http;
 mod door_lifecycle;
 mod door_streams;
+mod full_disk;
 mod peer_plane;
 mod resources_files;
 mod resources_launch;

@@ -101,11 +101,13 @@ impl Timeline {
         match kind {
             "session_start" => self.session_start(o),
             "session_end" => {
-                let ok = matches!(o.get("exit_status"), Some(Value::String(v)) if v == "ok");
+                let ok = matches!(o.get("exit_status"), Some(Value::String(v)) if v == "ok")
+                    && !o.contains_key("records_error");
                 let trap = opt(o, "trap_kind", " (", ")");
                 let err = opt(o, "error", ": ", "");
+                let records = opt(o, "records_error", "; records incomplete: ", "");
                 let text = format!(
-                    "session ended {} after {} ms{trap}{err}",
+                    "session ended {} after {} ms{trap}{err}{records}",
                     s(o, "exit_status"),
                     num(o, "duration_ms")
                 );

@@ -336,7 +336,12 @@ fn open<'a>(
             ),
         )
     })?;
-    let trace = Trace::new(trace_file, &d.session_id, &health);
+    let (budget, budget_warning) = super::trace::budget();
+    if let Some(w) = budget_warning {
+        eprintln!("{w}");
+        bootstrap.line(&w);
+    }
+    let trace = Trace::new(trace_file, &d.session_id, budget, &health);
     Ok(Opened {
         json: opts.json,
         verbose: opts.verbose,

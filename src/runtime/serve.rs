@@ -114,7 +114,7 @@ pub fn failed_start(s: &mut Opened<'_>, d: Diagnostic) -> Diagnostic {
         &s.trace,
         json!({"exit_status": "failed", "error": d.message, "duration_ms": ms(s.started)}),
     );
-    let _ = s.trace.event("session_end", fields);
+    let _ = s.trace.end(fields);
     let _ = s
         .layout
         .work
@@ -138,7 +138,7 @@ pub fn serve(mut s: Opened<'_>, start: Start, runner: Box<dyn TaskRunner>) -> Re
                 &s.trace,
                 json!({"exit_status": "failed", "duration_ms": ms(s.started), "error": d.message}),
             );
-            let _ = s.trace.event("session_end", fields);
+            let _ = s.trace.end(fields);
             door.close();
             return Err(d);
         }
@@ -236,7 +236,7 @@ fn end(
         f.extend(more.clone());
     }
     let fields = with_records(&s.trace, fields);
-    let recorded = s.trace.event("session_end", fields).map_err(|e| trace_err(&s, e));
+    let recorded = s.trace.end(fields).map_err(|e| trace_err(&s, e));
     let incomplete = s.trace.health().incomplete();
     door.close();
     delegation::finish(

@@ -47,6 +47,9 @@ pub struct Summary {
     pub ended: bool,
     /// Why the session's records are incomplete (`session_end.records_error`).
     pub records_error: Option<String>,
+    /// Events the runtime counted past the trace's budget instead of writing them.
+    pub dropped_events: u64,
+    pub budget_bytes: Option<u64>,
 }
 
 fn text(o: &Map<String, Value>, key: &str) -> Option<String> {
@@ -141,6 +144,10 @@ impl Summary {
             "compaction" => self.compactions += 1,
             "task_reopened" => self.reopens += 1,
             "trap" | "hook_dispatch_error" => self.refusals += 1,
+            "trace_dropped" => {
+                add(&mut self.dropped_events, n(o, "dropped_events"));
+                self.budget_bytes = n(o, "budget_bytes");
+            }
             _ => {}
         }
         if kind == "tool_call" && matches!(o.get("status"), Some(Value::String(v)) if v != "ok") {
@@ -205,6 +212,7 @@ impl Summary {
             "malformed": self.problems.iter().map(|(l, w)| json!({"line": l, "reason": w})).collect::<Vec<_>>(),
             "read_cut_at_cap": self.cut_at_cap,
             "records": self.records_word(), "records_error": self.records_error,
+            "dropped_events": self.dropped_events, "budget_bytes": self.budget_bytes,
         })
     }
 
@@ -269,6 +277,14 @@ impl Summary {
                 "  records     no session_end: the session is still running, or its records are incomplete\n",
             ),
             (None, true) => {}
+        }
+        if self.dropped_events > 0 {
+            out.push_str(&format!(
+                "  dropped     {} events past the trace's budget of {} bytes (counted, not written)\n",
+                self.dropped_events,
+                self.budget_bytes
+                    .map_or_else(|| "-".to_string(), |b| b.to_string())
+            ));
         }
         if self.problem_count > 0 {
             let lines = self

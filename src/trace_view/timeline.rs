@@ -204,6 +204,15 @@ impl Timeline {
                 ),
             ),
             "trap" => one('!', i, format!("trap {}: {}", s(o, "trap_kind"), s(o, "message"))),
+            "trace_dropped" => one(
+                '!',
+                0,
+                format!(
+                    "trace budget of {} bytes reached: {} events counted, not written",
+                    num(o, "budget_bytes"),
+                    num(o, "dropped_events")
+                ),
+            ),
             "resource_list" => self.outcome(
                 o,
                 i,

@@ -16,3 +16,4 @@ mod peer_plane;
 mod resources_files;
 mod resources_launch;
 mod resources_load;
+mod trace_budget;

@@ -155,8 +155,9 @@ impl Timeline {
                     .map(|v| format!(" input {}", compact(v, 80)))
                     .unwrap_or_default();
                 let err = opt(o, "error", ": ", "");
+                let cut = cut_at_cap(o);
                 let text = format!(
-                    "tool {} {} in {} ms{input}{err}",
+                    "tool {} {} in {} ms{cut}{input}{err}",
                     s(o, "tool_name"),
                     s(o, "status"),
                     num(o, "duration_ms")
@@ -385,4 +386,28 @@ impl Timeline {
         }
         v
     }
+}
+
+/// `, stdout cut at CAP of N bytes` for each stream a tool call's `truncated_at_cap` names.
+fn cut_at_cap(o: &Obj) -> String {
+    let Some(Value::Object(streams)) = o.get("truncated_at_cap") else {
+        return String::new();
+    };
+    streams
+        .iter()
+        .take(2)
+        .map(|(name, at)| {
+            let at = at.as_object();
+            let field = |k: &str| {
+                at.and_then(|a| n(a, k))
+                    .map_or_else(|| "?".to_string(), |v| v.to_string())
+            };
+            format!(
+                ", {} cut at {} of {} bytes",
+                clean(name, 16),
+                field("cap"),
+                field("bytes")
+            )
+        })
+        .collect()
 }

@@ -47,6 +47,8 @@ pub struct Ran {
     /// A spawn or I/O failure (a non-zero exit is data, not an error).
     pub is_error: bool,
     pub truncated: bool,
+    /// The streams cut at [`SAVE_CAP`] in the records: each name and its bytes in all.
+    pub cut_at_cap: Vec<(&'static str, u64)>,
     pub duration: Duration,
 }
 
@@ -58,6 +60,7 @@ impl Ran {
             exit_code: None,
             is_error: true,
             truncated: false,
+            cut_at_cap: Vec::new(),
             duration: started.elapsed(),
         }
     }
@@ -232,6 +235,11 @@ impl Runner {
             exit_code: status.and_then(|s| s.code()),
             is_error: false,
             truncated: out.total > SHOW_CAP as u64 || err.total > SHOW_CAP as u64,
+            cut_at_cap: [("stdout", &out), ("stderr", &err)]
+                .into_iter()
+                .filter(|(_, c)| c.total > SAVE_CAP)
+                .map(|(name, c)| (name, c.total))
+                .collect(),
             duration: started.elapsed(),
         }
     }
@@ -300,7 +308,12 @@ impl Runner {
             if !c.shown.is_empty() && !c.shown.ends_with(b"\n") {
                 text.push('\n');
             }
-            if c.total > SHOW_CAP as u64 {
+            if c.total > SAVE_CAP {
+                text.push_str(&format!(
+                    "[{name} truncated: {} bytes in all, the first {SHOW_CAP} shown; the first {SAVE_CAP} saved in the session records as logs/{label}.{name}]\n",
+                    c.total
+                ));
+            } else if c.total > SHOW_CAP as u64 {
                 text.push_str(&format!(
                     "[{name} truncated: {} bytes in all, the first {SHOW_CAP} shown; saved in the session records as logs/{label}.{name}]\n",
                     c.total

@@ -43,6 +43,10 @@ pub mod code {
     pub const RUN_ROOST: &str = "E-RUN-019";
     /// `MURMUR_SPAWNER` is set but cannot be read: the child refuses to launch.
     pub const RUN_SPAWNER: &str = "E-RUN-020";
+    /// A write to the session's records (`trace.jsonl`, `logs/`) failed: warned once, and the
+    /// session ends `incomplete`. (`W-RUN-001` is the reference murmur's "final text cut at
+    /// max_tokens"; not reused for another meaning.)
+    pub const RUN_RECORDS_INCOMPLETE: &str = "W-RUN-002";
     /// Advisory containment with a subprocess route: nothing constrains its network.
     pub const SEC_ADVISORY_NETWORK: &str = "W-SEC-003";
     pub const SEC_LITERAL_SECRET: &str = "W-SEC-004";

@@ -108,8 +108,10 @@ impl TaskRunner for ComponentRunner {
             interrupt.fire();
         }
         let (state, fallback, ran) = self.run_one(task, &interrupt, bootstrap)?;
-        // A run that never happened has no out/result.txt of its own to report.
-        let answer = ran
+        // Only a completed run answers with its out/result.txt: a failed or canceled one
+        // answers with why (what the guest left there may be cut short), and a run that
+        // never happened has no file of its own.
+        let answer = (ran && state == State::Completed)
             .then(|| lifecycle::read_result(&self.layout_work))
             .flatten()
             .unwrap_or_else(|| fallback.clone());
@@ -318,8 +320,14 @@ impl ComponentRunner {
         })
     }
 
-    /// Why a run failed, in `out/result.txt` (a failed write is noted in the bootstrap log).
+    /// Why a run failed, in `out/result.txt`. Whatever the guest left there is removed
+    /// first (it may be cut short, say by a full disk, and removing it frees its space): the
+    /// file holds the failure or nothing, never a truncated answer. A failed step is noted
+    /// in the bootstrap log.
     fn record(&self, text: &str, what: &str, bootstrap: &mut Bootstrap) {
+        if let Err(e) = self.layout_work.remove_file("out/result.txt") {
+            bootstrap.line(&format!("cannot remove out/result.txt after {what}: {e}"));
+        }
         if let Err(e) = self.layout_work.replace("out/result.txt", text.as_bytes()) {
             bootstrap.line(&format!("cannot record {what} in out/result.txt: {e}"));
         }

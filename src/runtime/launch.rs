@@ -10,6 +10,7 @@ use super::delegation::{self, registration::Standing};
 use super::door;
 use super::explain::Scope;
 use super::lifecycle::{self, Lifecycle, MAX_TASK_BYTES};
+use super::records::Health;
 use super::serve::{self, peer_key, Opened, Start, TaskRunner};
 use super::session::{self, Plan};
 use super::trace::{Bootstrap, Trace};
@@ -302,7 +303,11 @@ fn open<'a>(
     if let Some(task) = &opts.task {
         session::write_task(&layout.work, task)?;
     }
-    let mut bootstrap = Bootstrap(layout.records_dir.append("logs/bootstrap.log").ok());
+    let health = Health::new(&layout.records);
+    let mut bootstrap = Bootstrap::open(
+        layout.records_dir.append("logs/bootstrap.log"),
+        health.watch("logs/bootstrap.log"),
+    );
     if let Prepared::Component(_, _, line) = prepared {
         bootstrap.line(line);
     }
@@ -331,7 +336,12 @@ fn open<'a>(
             ),
         )
     })?;
-    let trace = Trace::new(trace_file, &d.session_id);
+    let (budget, budget_warning) = super::trace::budget();
+    if let Some(w) = budget_warning {
+        eprintln!("{w}");
+        bootstrap.line(&w);
+    }
+    let trace = Trace::new(trace_file, &d.session_id, budget, &health);
     Ok(Opened {
         json: opts.json,
         verbose: opts.verbose,
@@ -398,13 +408,10 @@ fn component_runner(
             )
         };
         let file = o.layout.records_dir.append(&rel).map_err(|e| io(e.to_string()))?;
-        Sink::new(file, wasm::sink::LOG_CAP).map_err(|e| io(e.to_string()))
+        Sink::new(file, wasm::sink::LOG_CAP, o.trace.health().watch(&rel)).map_err(|e| io(e.to_string()))
     };
     let (stdout, stderr) = (sink("guest-stdout.log")?, sink("guest-stderr.log")?);
-    let trace = o
-        .trace
-        .try_clone()
-        .map_err(|e| Diagnostic::new(code::IO_READ, "", format!("cannot hold trace.jsonl: {e}")))?;
+    let trace = o.trace.clone();
     let runner = ComponentRunner::new(
         ComponentParts {
             engine,

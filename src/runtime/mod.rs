@@ -11,6 +11,7 @@ pub mod explain;
 pub mod gate;
 pub mod launch;
 pub mod lifecycle;
+pub mod records;
 pub mod serve;
 pub mod session;
 pub mod trace;

@@ -110,10 +110,11 @@ pub struct Start {
 /// A session that started (its trace is open) but failed before its first task: the trace
 /// ends with `session_end` failed and `out/result.txt` says why, like any other failure.
 pub fn failed_start(s: &mut Opened<'_>, d: Diagnostic) -> Diagnostic {
-    let _ = s.trace.event(
-        "session_end",
+    let fields = with_records(
+        &s.trace,
         json!({"exit_status": "failed", "error": d.message, "duration_ms": ms(s.started)}),
     );
+    let _ = s.trace.end(fields);
     let _ = s
         .layout
         .work
@@ -133,10 +134,11 @@ pub fn serve(mut s: Opened<'_>, start: Start, runner: Box<dyn TaskRunner>) -> Re
     let (served, runner) = match tasks(&mut s, runner) {
         Ok(v) => v,
         Err(d) => {
-            let _ = s.trace.event(
-                "session_end",
+            let fields = with_records(
+                &s.trace,
                 json!({"exit_status": "failed", "duration_ms": ms(s.started), "error": d.message}),
             );
+            let _ = s.trace.end(fields);
             door.close();
             return Err(d);
         }
@@ -162,7 +164,7 @@ fn begin(s: &mut Opened<'_>, start: Start) -> Result<door::Door, Diagnostic> {
         session_id: &s.session_id,
         work: door_workdir(&s.layout)?,
         class: s.achieved,
-        trace: s.trace.try_clone().ok(),
+        trace: Some(s.trace.clone()),
         peer_key: start.peer_key,
     })?;
     announce(s);
@@ -213,7 +215,18 @@ fn tasks(
     Ok((served, runner))
 }
 
+/// `session_end`'s `fields`, with `records: incomplete` and why when a records write failed.
+fn with_records(trace: &Trace, mut fields: Value) -> Value {
+    if let Some(why) = trace.health().incomplete() {
+        fields["records"] = "incomplete".into();
+        fields["records_error"] = why.into();
+    }
+    fields
+}
+
 /// The end: the runner closes, `session_end`, the door, delegation's end, the status line.
+/// Records that could not be written whole make the session `incomplete` (an error exit),
+/// whatever its work came to.
 fn end(
     mut s: Opened<'_>,
     door: door::Door,
@@ -225,7 +238,9 @@ fn end(
     if let (Some(f), Some(more)) = (fields.as_object_mut(), closing.fields.as_object()) {
         f.extend(more.clone());
     }
-    let recorded = s.trace.event("session_end", fields).map_err(|e| trace_err(&s, e));
+    let fields = with_records(&s.trace, fields);
+    let recorded = s.trace.end(fields).map_err(|e| trace_err(&s, e));
+    let incomplete = s.trace.health().incomplete();
     door.close();
     delegation::finish(
         s.standing,
@@ -240,14 +255,23 @@ fn end(
             duration_ms: ms(s.started),
         },
     );
+    let word = match (&incomplete, closing.word) {
+        (Some(_), "ok" | "idle") => "incomplete",
+        (_, word) => word,
+    };
     if !s.json {
         let mut out = std::io::stdout().lock();
-        let _ = writeln!(out, "status:  {}", closing.word);
+        let _ = writeln!(out, "status:  {word}");
         let _ = out.flush();
     }
-    match (closing.exit, recorded) {
-        (Ok(_), Err(d)) => Err(d),
-        (exit, _) => exit,
+    match (closing.exit, recorded, incomplete) {
+        (Ok(_), Err(d), _) => Err(d),
+        (Ok(_), Ok(()), Some(why)) => Err(Diagnostic::new(
+            code::IO_READ,
+            "MURMUR_RECORDS_DIR",
+            format!("the session's records are incomplete: {why}"),
+        )),
+        (exit, _, _) => exit,
     }
 }
 

@@ -17,8 +17,13 @@ pub use timeline::Timeline;
 /// The longest line parsed; a longer one is reported and skipped.
 pub const MAX_LINE: usize = 256 * 1024;
 
-/// The most bytes of one trace read (`mur trace` stops there and says so).
-pub const MAX_FILE: u64 = 64 * 1024 * 1024;
+/// The byte budget of a session's trace unless the operator sets another
+/// (`MURMUR_TRACE_BUDGET_BYTES`): past it the runtime counts events instead of writing them.
+pub const DEFAULT_TRACE_BUDGET: u64 = 64 * 1024 * 1024;
+
+/// The most bytes of one trace read (`mur trace` stops there and says so): a trace of the
+/// default budget and its closing lines (`trace_dropped`, `session_end`) with room to spare.
+pub const MAX_FILE: u64 = DEFAULT_TRACE_BUDGET + 1024 * 1024;
 
 /// Render a whole trace held in memory: the timeline, then the summary; problems (malformed
 /// lines) are part of the summary. Used by the fuzz target and tests.

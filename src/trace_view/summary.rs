@@ -43,6 +43,13 @@ pub struct Summary {
     pub problem_count: u64,
     /// The file was longer than `MAX_FILE` and was read only that far.
     pub cut_at_cap: bool,
+    /// A `session_end` was read.
+    pub ended: bool,
+    /// Why the session's records are incomplete (`session_end.records_error`).
+    pub records_error: Option<String>,
+    /// Events the runtime counted past the trace's budget instead of writing them.
+    pub dropped_events: u64,
+    pub budget_bytes: Option<u64>,
 }
 
 fn text(o: &Map<String, Value>, key: &str) -> Option<String> {
@@ -92,7 +99,12 @@ impl Summary {
                 self.achieved = text(o, "containment_achieved").or(self.achieved.take());
             }
             "session_end" => {
+                self.ended = true;
                 self.exit_status = text(o, "exit_status");
+                self.records_error = o
+                    .get("records_error")
+                    .and_then(Value::as_str)
+                    .map(|v| clean(v, 300));
                 add(&mut self.session_ms, n(o, "duration_ms"));
                 for (slot, key) in self.reported.iter_mut().zip([
                     "total_turns",
@@ -132,6 +144,10 @@ impl Summary {
             "compaction" => self.compactions += 1,
             "task_reopened" => self.reopens += 1,
             "trap" | "hook_dispatch_error" => self.refusals += 1,
+            "trace_dropped" => {
+                add(&mut self.dropped_events, n(o, "dropped_events"));
+                self.budget_bytes = n(o, "budget_bytes");
+            }
             _ => {}
         }
         if kind == "tool_call" && matches!(o.get("status"), Some(Value::String(v)) if v != "ok") {
@@ -195,7 +211,19 @@ impl Summary {
             "malformed_lines": self.problem_count,
             "malformed": self.problems.iter().map(|(l, w)| json!({"line": l, "reason": w})).collect::<Vec<_>>(),
             "read_cut_at_cap": self.cut_at_cap,
+            "records": self.records_word(), "records_error": self.records_error,
+            "dropped_events": self.dropped_events, "budget_bytes": self.budget_bytes,
         })
+    }
+
+    /// Whether the records are whole: `complete`, `incomplete` (a records write failed), or
+    /// `no session_end` (the session still runs, or its end could not be written).
+    fn records_word(&self) -> &'static str {
+        match (&self.records_error, self.ended) {
+            (Some(_), _) => "incomplete",
+            (None, true) => "complete",
+            (None, false) => "no session_end",
+        }
     }
 
     /// The summary for a person.
@@ -243,6 +271,21 @@ impl Summary {
             "  notable     {} compactions, {} reopens, {} refusals or failures\n",
             self.compactions, self.reopens, self.refusals
         ));
+        match (&self.records_error, self.ended) {
+            (Some(why), _) => out.push_str(&format!("  records     incomplete: {why}\n")),
+            (None, false) => out.push_str(
+                "  records     no session_end: the session is still running, or its records are incomplete\n",
+            ),
+            (None, true) => {}
+        }
+        if self.dropped_events > 0 {
+            out.push_str(&format!(
+                "  dropped     {} events past the trace's budget of {} bytes (counted, not written)\n",
+                self.dropped_events,
+                self.budget_bytes
+                    .map_or_else(|| "-".to_string(), |b| b.to_string())
+            ));
+        }
         if self.problem_count > 0 {
             let lines = self
                 .problems

@@ -101,11 +101,13 @@ impl Timeline {
         match kind {
             "session_start" => self.session_start(o),
             "session_end" => {
-                let ok = matches!(o.get("exit_status"), Some(Value::String(v)) if v == "ok");
+                let ok = matches!(o.get("exit_status"), Some(Value::String(v)) if v == "ok")
+                    && !o.contains_key("records_error");
                 let trap = opt(o, "trap_kind", " (", ")");
                 let err = opt(o, "error", ": ", "");
+                let records = opt(o, "records_error", "; records incomplete: ", "");
                 let text = format!(
-                    "session ended {} after {} ms{trap}{err}",
+                    "session ended {} after {} ms{trap}{err}{records}",
                     s(o, "exit_status"),
                     num(o, "duration_ms")
                 );
@@ -153,8 +155,9 @@ impl Timeline {
                     .map(|v| format!(" input {}", compact(v, 80)))
                     .unwrap_or_default();
                 let err = opt(o, "error", ": ", "");
+                let cut = cut_at_cap(o);
                 let text = format!(
-                    "tool {} {} in {} ms{input}{err}",
+                    "tool {} {} in {} ms{cut}{input}{err}",
                     s(o, "tool_name"),
                     s(o, "status"),
                     num(o, "duration_ms")
@@ -202,6 +205,15 @@ impl Timeline {
                 ),
             ),
             "trap" => one('!', i, format!("trap {}: {}", s(o, "trap_kind"), s(o, "message"))),
+            "trace_dropped" => one(
+                '!',
+                0,
+                format!(
+                    "trace budget of {} bytes reached: {} events counted, not written",
+                    num(o, "budget_bytes"),
+                    num(o, "dropped_events")
+                ),
+            ),
             "resource_list" => self.outcome(
                 o,
                 i,
@@ -374,4 +386,28 @@ impl Timeline {
         }
         v
     }
+}
+
+/// `, stdout cut at CAP of N bytes` for each stream a tool call's `truncated_at_cap` names.
+fn cut_at_cap(o: &Obj) -> String {
+    let Some(Value::Object(streams)) = o.get("truncated_at_cap") else {
+        return String::new();
+    };
+    streams
+        .iter()
+        .take(2)
+        .map(|(name, at)| {
+            let at = at.as_object();
+            let field = |k: &str| {
+                at.and_then(|a| n(a, k))
+                    .map_or_else(|| "?".to_string(), |v| v.to_string())
+            };
+            format!(
+                ", {} cut at {} of {} bytes",
+                clean(name, 16),
+                field("cap"),
+                field("bytes")
+            )
+        })
+        .collect()
 }

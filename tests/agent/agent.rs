@@ -1,6 +1,7 @@
 //! Agent capsules through the real `mur run` against the mock provider: a three-turn shell
 //! task, `max_turns` and an unknown tool with both real drivers; each level of the tool
-//! dispatch precedence; the trace of a two-turn task, event by event.
+//! dispatch precedence; the trace of a two-turn task, event by event; a shell stream cut at
+//! the records' cap, named in its `tool_call` event.
 
 use crate::common;
 
@@ -493,4 +494,54 @@ fn a_two_turn_task_traces_each_event_with_its_exact_fields() {
     assert_eq!(se["shell_calls"], 1);
     assert_eq!(se["input_tokens"], 30);
     assert_eq!(se["output_tokens"], 10);
+}
+
+/// A shell call printing 20 MiB: the records keep its first 16 MiB (the cap per stream), and
+/// the cut is named where it happens: the `tool_call` event, the model's tool result, and
+/// `mur trace`'s timeline.
+#[test]
+fn a_stream_cut_at_the_records_cap_is_named_in_the_trace() {
+    const ALL: u64 = 20 << 20;
+    const CAP: u64 = 16 << 20;
+    let w = World::new("agent-output-cap");
+    let command = "s=$(printf '%*s' 1048576 ''); for i in {1..20}; do printf '%s' \"$s\"; done";
+    let p = Provider::start(vec![
+        call("c1", "bash", json!({ "command": command })),
+        Step::text("done"),
+    ]);
+    let mut spec = Spec::new(Drv::OpenAi, &p);
+    spec.shell = vec!["bash".into()];
+    let (result, all) = one_call(&w, spec, &p, "bash");
+    let c = events(&all, "tool_call")[0];
+    assert_eq!(
+        c["truncated_at_cap"],
+        json!({"stdout": {"bytes": ALL, "cap": CAP}}),
+        "{c}"
+    );
+    assert!(
+        result.contains(&format!(
+            "[stdout truncated: {ALL} bytes in all, the first 16384 shown; the first {CAP} saved in the session records as logs/"
+        )),
+        "{}",
+        &result[result.len().saturating_sub(400)..]
+    );
+    let sid = all[0]["session_id"].as_str().unwrap().to_string();
+    let logs = w.records(&sid).join("logs");
+    let saved: Vec<u64> = std::fs::read_dir(&logs)
+        .unwrap()
+        .map(|e| e.unwrap())
+        .filter(|e| e.file_name().to_string_lossy().ends_with(".stdout"))
+        .map(|e| e.metadata().unwrap().len())
+        .collect();
+    assert_eq!(saved, [CAP]);
+    let shown = std::process::Command::new(env!("CARGO_BIN_EXE_mur"))
+        .args(["trace", w.records(&sid).to_str().unwrap()])
+        .output()
+        .unwrap();
+    let shown = String::from_utf8_lossy(&shown.stdout);
+    assert!(
+        shown.contains("tool bash ok in ")
+            && shown.contains(&format!(" ms, stdout cut at {CAP} of {ALL} bytes input ")),
+        "{shown}"
+    );
 }

@@ -2,7 +2,8 @@
 //! `curl` the model asks for reaches the allowed `localhost:P` and nothing else; each
 //! decision is a `network` trace event (bytes each way at close); `--explain-scope` shows
 //! the effective egress rules; a host that cannot make the namespace refuses the capsule
-//! with E-CAP-005 whatever the class.
+//! with E-CAP-005 whatever the class; floods are counted, and a flood under a trace budget
+//! leaves a trace within it.
 
 use crate::common;
 
@@ -204,7 +205,7 @@ fn a_flood_of_refusals_is_counted_and_never_hides_an_allowed_connection() {
         "escape-probe dns-flood 3000 flood.test; curl -sS -m 5 http://localhost:{port}/; echo; \
          escape-probe dns-flood 3000 flood2.test"
     );
-    let Some((result, net)) = probe_session("egress-flood", port, &command) else {
+    let Some(Probed { result, net, .. }) = probe_session("egress-flood", port, &command, &[]) else {
         return;
     };
     assert!(result.contains("hello"), "{result}");
@@ -231,10 +232,11 @@ fn a_flood_of_refusals_is_counted_and_never_hides_an_allowed_connection() {
 #[test]
 fn a_flood_of_answered_questions_is_counted_not_traced_line_by_line() {
     let (port, _served) = http_server();
-    let Some((result, net)) = probe_session(
+    let Some(Probed { result, net, .. }) = probe_session(
         "egress-answer-flood",
         port,
         "escape-probe dns-repeat 20000 localhost",
+        &[],
     ) else {
         return;
     };
@@ -254,10 +256,64 @@ fn a_flood_of_answered_questions_is_counted_not_traced_line_by_line() {
     assert!(answered < 20_000, "{answered}");
 }
 
+/// A DNS flood of about 30 s (600,000 questions) under a 256 KiB trace budget
+/// (`MURMUR_TRACE_BUDGET_BYTES`): the trace stays within it plus its closing lines, which
+/// count what was not written (without the budget, 4 MB and growing with the flood).
+#[test]
+fn a_dns_flood_keeps_the_trace_within_its_budget() {
+    const BUDGET: usize = 256 << 10;
+    let (port, _served) = http_server();
+    let started = std::time::Instant::now();
+    let Some(Probed { result, trace, .. }) = probe_session(
+        "egress-budget",
+        port,
+        "escape-probe dns-repeat 600000 localhost",
+        &[("MURMUR_TRACE_BUDGET_BYTES", &BUDGET.to_string())],
+    ) else {
+        return;
+    };
+    let took = started.elapsed();
+    assert!(result.contains("dns-repeat recv 0 allowed 600000"), "{result}");
+    let text = String::from_utf8(trace).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    let n = lines.len();
+    let last: Vec<Value> = lines[n - 2..]
+        .iter()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(
+        last[0]["event_type"],
+        "trace_dropped",
+        "{} bytes, {n} lines: {}",
+        text.len(),
+        lines[n - 2]
+    );
+    assert_eq!(last[1]["event_type"], "session_end", "{}", lines[n - 1]);
+    let within: usize = lines[..n - 2].iter().map(|l| l.len() + 1).sum();
+    assert!(within <= BUDGET, "{within} bytes before the closing lines");
+    let dropped = last[0]["dropped_events"].as_u64().unwrap();
+    assert!(dropped > 0, "{}", lines[n - 2]);
+    println!(
+        "a DNS flood of {:.1} s: trace.jsonl {} bytes ({within} within the budget of {BUDGET}, {} of \
+         closing lines), {} lines written, {dropped} events counted",
+        took.as_secs_f64(),
+        text.len(),
+        text.len() - within,
+        n
+    );
+}
+
+/// What a probe session left: the tool's result, the trace's `network` events, the trace.
+struct Probed {
+    result: String,
+    net: Vec<Value>,
+    trace: Vec<u8>,
+}
+
 /// A `scoped` session whose model runs `command` once through `sh` (with `escape-probe` on
-/// PATH and allowed): the tool's result and the trace's `network` events; `None` where the
-/// host cannot back `scoped` (the launch refused with E-CAP-003).
-fn probe_session(label: &str, port: u16, command: &str) -> Option<(String, Vec<Value>)> {
+/// PATH and allowed) with `env`; `None` where the host cannot back `scoped` (the launch
+/// refused with E-CAP-003).
+fn probe_session(label: &str, port: u16, command: &str, env: &[(&str, &str)]) -> Option<Probed> {
     let probe_dir = common::probe::probe_binary()
         .parent()
         .unwrap()
@@ -272,7 +328,9 @@ fn probe_session(label: &str, port: u16, command: &str) -> Option<(String, Vec<V
     spec.shell.push("escape-probe".into());
     w.manifest(&spec);
     let path = format!("{probe_dir}:/usr/local/bin:/usr/bin:/bin");
-    let run = w.run("flood", &[("PATH", &path)]);
+    let mut all = vec![("PATH", path.as_str())];
+    all.extend_from_slice(env);
+    let run = w.run("flood", &all);
     let err = String::from_utf8_lossy(&run.out.stderr).into_owned();
     if run.code() == Some(1) && err.contains("E-CAP-003") {
         return None;
@@ -284,5 +342,6 @@ fn probe_session(label: &str, port: u16, command: &str) -> Option<(String, Vec<V
         .into_iter()
         .filter(|e| e["event_type"] == "network")
         .collect();
-    Some((result, net))
+    let trace = std::fs::read(w.records(&run.sid()).join("trace.jsonl")).unwrap();
+    Some(Probed { result, net, trace })
 }

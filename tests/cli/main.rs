@@ -7,6 +7,7 @@ mod common;
 
 mod cli;
 mod manifest_table;
+mod records_full;
 mod registry;
 mod run;
 mod script;

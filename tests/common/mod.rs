@@ -115,6 +115,7 @@ pub mod provider;
 pub mod resources;
 pub mod roost;
 pub mod supervision;
+pub mod tmpfs;
 
 /// One field of `/proc/<pid>/status` text (`key` with its colon), trimmed; empty if absent.
 pub fn status_field(status: &str, key: &str) -> String {

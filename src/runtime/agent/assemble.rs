@@ -312,10 +312,7 @@ fn session(
     Ok(Session {
         driver,
         tools,
-        trace: s
-            .trace
-            .try_clone()
-            .map_err(|e| io_diag("cannot hold trace.jsonl", e))?,
+        trace: s.trace.clone(),
         records: s
             .layout
             .records_dir
@@ -367,8 +364,14 @@ fn guests(s: &Launching<'_>, p: &PreparedAgent) -> Result<Guests, Diagnostic> {
             .records_dir
             .append(&format!("logs/{name}"))
             .map_err(|e| io_diag("cannot open a guest log", e))?;
-        Sink::redacting(f, wasm::sink::LOG_CAP, key_value.as_deref().map(str::as_bytes))
-            .map_err(|e| io_diag("cannot open a guest log", e))
+        let watched = o.trace.health().watch(&format!("logs/{name}"));
+        Sink::redacting(
+            f,
+            wasm::sink::LOG_CAP,
+            key_value.as_deref().map(str::as_bytes),
+            watched,
+        )
+        .map_err(|e| io_diag("cannot open a guest log", e))
     };
     Ok(Guests {
         identity: identity(&o.manifest.name, &o.manifest.version, &o.session_id, &o.url),
@@ -444,13 +447,12 @@ fn children(s: &mut Launching<'_>, p: &PreparedAgent, guests: &mut Guests) -> Re
                     .warnings
                     .push(crate::containment::egress::advisory_warning());
             }
-            if let Ok(mut t) = s.trace.try_clone() {
-                std::thread::spawn(move || {
-                    for e in events {
-                        let _ = t.event("network", e.to_json());
-                    }
-                });
-            }
+            let mut t = s.trace.clone();
+            std::thread::spawn(move || {
+                for e in events {
+                    let _ = t.event("network", e.to_json());
+                }
+            });
             Some(Arc::new(egress))
         }
         None => None,
@@ -473,6 +475,7 @@ fn children(s: &mut Launching<'_>, p: &PreparedAgent, guests: &mut Guests) -> Re
         policy,
         time_limit: TOOL_TIME_LIMIT,
         cancel: Arc::default(),
+        health: s.trace.health().clone(),
     })
 }
 
@@ -491,6 +494,7 @@ fn hooks(
             ceiling: &o.manifest.capabilities,
             work: &o.layout.work,
             records: &o.layout.records_dir,
+            health: o.trace.health(),
             identity: &guests.identity,
             allowed_env: &guests.allowed_env,
             stdout: &guests.stdout.write_end,
@@ -603,7 +607,7 @@ fn runtime_tools(
             },
             reg.roost.clone(),
             reg.credential.clone(),
-            delegation::watch::Watch::new(o.life.tasks.clone(), o.trace.try_clone().ok()),
+            delegation::watch::Watch::new(o.life.tasks.clone(), Some(o.trace.clone())),
         ));
         specs.push(tool.spec());
         toolbox.delegate = Some(tool);

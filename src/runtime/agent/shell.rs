@@ -6,6 +6,7 @@
 use crate::agent::words;
 use crate::containment::child_policy::{ChildPolicy, Stdios};
 use crate::fsx::Dir;
+use crate::runtime::records::{Health, Watched};
 use rustix::process::Pid;
 use std::io::{Read, Write};
 use std::path::Path;
@@ -29,6 +30,8 @@ pub struct Runner {
     /// The running task's cancel flag: a call in progress when it is set is killed (checked
     /// every [`CANCEL_TICK`] on the session's own thread, so it never touches the next task).
     pub cancel: Arc<std::sync::atomic::AtomicBool>,
+    /// Where a failed write of a call's saved output is reported.
+    pub health: Health,
 }
 
 /// How often a running call looks at its task's cancel flag.
@@ -44,6 +47,8 @@ pub struct Ran {
     /// A spawn or I/O failure (a non-zero exit is data, not an error).
     pub is_error: bool,
     pub truncated: bool,
+    /// The streams cut at [`SAVE_CAP`] in the records: each name and its bytes in all.
+    pub cut_at_cap: Vec<(&'static str, u64)>,
     pub duration: Duration,
 }
 
@@ -55,6 +60,7 @@ impl Ran {
             exit_code: None,
             is_error: true,
             truncated: false,
+            cut_at_cap: Vec::new(),
             duration: started.elapsed(),
         }
     }
@@ -74,7 +80,7 @@ const DRAIN_GRACE: Duration = Duration::from_secs(2);
 /// pipe open can therefore not hold the session.
 fn drain<F: Read + std::os::fd::AsFd>(
     mut from: F,
-    mut save: Option<std::fs::File>,
+    mut save: Option<(std::fs::File, Watched)>,
     stop: &AtomicBool,
 ) -> Capture {
     use rustix::event::{poll, PollFd, PollFlags, Timespec};
@@ -106,10 +112,11 @@ fn drain<F: Read + std::os::fd::AsFd>(
             let take = n.min(SHOW_CAP - shown.len());
             shown.extend_from_slice(&buf[..take]);
         }
-        if let Some(f) = save.as_mut() {
+        if let Some((f, watched)) = save.as_mut() {
             if total < SAVE_CAP {
                 let take = n.min((SAVE_CAP - total) as usize);
-                if f.write_all(&buf[..take]).is_err() {
+                if let Err(e) = f.write_all(&buf[..take]) {
+                    watched.failed(&e);
                     save = None;
                 }
             }
@@ -213,7 +220,7 @@ impl Runner {
                 let _ = pipe.write_all(&bytes);
             });
         }
-        let readers = Readers::start(&mut child, records, label);
+        let readers = Readers::start(&mut child, records, label, &self.health);
         let group = rustix::process::Pid::from_raw(child.id() as i32);
         let exited = reap(child, group);
         let (status, ended) = self.wait(&exited, group);
@@ -228,6 +235,11 @@ impl Runner {
             exit_code: status.and_then(|s| s.code()),
             is_error: false,
             truncated: out.total > SHOW_CAP as u64 || err.total > SHOW_CAP as u64,
+            cut_at_cap: [("stdout", &out), ("stderr", &err)]
+                .into_iter()
+                .filter(|(_, c)| c.total > SAVE_CAP)
+                .map(|(name, c)| (name, c.total))
+                .collect(),
             duration: started.elapsed(),
         }
     }
@@ -296,7 +308,12 @@ impl Runner {
             if !c.shown.is_empty() && !c.shown.ends_with(b"\n") {
                 text.push('\n');
             }
-            if c.total > SHOW_CAP as u64 {
+            if c.total > SAVE_CAP {
+                text.push_str(&format!(
+                    "[{name} truncated: {} bytes in all, the first {SHOW_CAP} shown; the first {SAVE_CAP} saved in the session records as logs/{label}.{name}]\n",
+                    c.total
+                ));
+            } else if c.total > SHOW_CAP as u64 {
                 text.push_str(&format!(
                     "[{name} truncated: {} bytes in all, the first {SHOW_CAP} shown; saved in the session records as logs/{label}.{name}]\n",
                     c.total
@@ -347,11 +364,21 @@ struct Readers {
 }
 
 impl Readers {
-    fn start(child: &mut Child, records: &Dir, label: &str) -> Readers {
-        let save = |stream: &str| records.create_new(&format!("logs/{label}.{stream}")).ok();
+    fn start(child: &mut Child, records: &Dir, label: &str, health: &Health) -> Readers {
+        let save = |stream: &str| {
+            let rel = format!("logs/{label}.{stream}");
+            let watched = health.watch(&rel);
+            match records.create_new(&rel) {
+                Ok(f) => Some((f, watched)),
+                Err(e) => {
+                    watched.failed(&e);
+                    None
+                }
+            }
+        };
         let stop = Arc::new(AtomicBool::new(false));
         let (done_tx, done) = mpsc::channel::<()>();
-        let spawn = |pipe: Box<dyn ReadFd>, f: Option<std::fs::File>| {
+        let spawn = |pipe: Box<dyn ReadFd>, f: Option<(std::fs::File, Watched)>| {
             let (stop, done) = (stop.clone(), done_tx.clone());
             std::thread::spawn(move || {
                 let c = drain(pipe, f, &stop);

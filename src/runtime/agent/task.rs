@@ -409,6 +409,18 @@ impl Session {
         if called.truncated {
             fields["truncated"] = true.into();
         }
+        // A stream cut at the records' cap says so, with how much there was.
+        if !called.cut_at_cap.is_empty() {
+            let cut: serde_json::Map<String, Value> = called
+                .cut_at_cap
+                .iter()
+                .map(|(name, bytes)| {
+                    let at = json!({"bytes": bytes, "cap": super::shell::SAVE_CAP});
+                    (name.to_string(), at)
+                })
+                .collect();
+            fields["truncated_at_cap"] = Value::Object(cut);
+        }
         self.event("tool_call", fields);
         if called.kind == super::tools::Kind::Shell {
             totals.shell_calls += 1;

@@ -50,6 +50,8 @@ pub struct Called {
     /// For a shell call: the exit code (None when killed or not started).
     pub exit_code: Option<i32>,
     pub truncated: bool,
+    /// Streams of a shell or native call cut at the records' cap: name, bytes in all.
+    pub cut_at_cap: Vec<(&'static str, u64)>,
     /// Trace events the call itself produced (a peer tool's), written before its
     /// `tool_call` record.
     pub events: Vec<(&'static str, Value)>,
@@ -137,6 +139,7 @@ impl Toolbox {
             duration: started.elapsed(),
             exit_code: None,
             truncated: false,
+            cut_at_cap: Vec::new(),
             events: Vec::new(),
         };
         // The runtime's own peer tools come first: no artifact can stand in for them.
@@ -160,6 +163,7 @@ impl Toolbox {
                 duration: ran.duration,
                 exit_code: ran.exit_code,
                 truncated: ran.truncated,
+                cut_at_cap: ran.cut_at_cap,
                 events: Vec::new(),
             };
         }
@@ -179,6 +183,7 @@ impl Toolbox {
                 duration: ran.duration,
                 exit_code: ran.exit_code,
                 truncated: ran.truncated,
+                cut_at_cap: ran.cut_at_cap,
                 events: Vec::new(),
             };
         }

@@ -11,6 +11,7 @@ use crate::fsx::Dir;
 use crate::manifest::model::{ArtifactRuntime, Capabilities};
 use crate::runtime::agent::grants::{self, GuestGrants};
 use crate::runtime::agent::stage::{Payload, Resolved};
+use crate::runtime::records::Log;
 use crate::runtime::wasm::hook::{Event, Output, PreparedHook};
 use std::fs::File;
 
@@ -55,6 +56,8 @@ pub struct Base<'a> {
     pub ceiling: &'a Capabilities,
     pub work: &'a Dir,
     pub records: &'a Dir,
+    /// Where a failed write to a hook's log is reported.
+    pub health: &'a crate::runtime::records::Health,
     /// The identity variables (every hook gets them).
     pub identity: &'a [(String, String)],
     /// Host variables the capsule may pass on (already filtered of the key).
@@ -106,7 +109,8 @@ pub fn grant(
         env.extend(base.identity.iter().cloned());
         let (limits, deadline) =
             grants::narrow_limits(&base.ceiling.limits, r.entry.capabilities.as_ref(), true);
-        let log = base.records.append(&format!("logs/hook-{}.log", r.bare)).ok();
+        let rel = format!("logs/hook-{}.log", r.bare);
+        let log = Log::open(base.records.append(&rel), base.health.watch(&rel));
         hooks.push(Hook {
             name: r.bare.clone(),
             spec: l.spec,

@@ -11,11 +11,10 @@ pub mod load;
 pub mod spec;
 
 use super::grants::GuestGrants;
+use crate::runtime::records::Log;
 use crate::runtime::wasm::hook::{Event, Output, PreparedHook};
 use crate::runtime::wasm::tool::trap_line;
 use spec::{Binding, Mode, Policy, Spec};
-use std::fs::File;
-use std::io::Write;
 use std::sync::mpsc::{self, Receiver, SyncSender, TrySendError};
 use std::thread::JoinHandle;
 use std::time::Duration;
@@ -30,14 +29,12 @@ pub struct Hook {
     pub prepared: PreparedHook,
     pub grants: GuestGrants,
     /// `logs/hook-<name>.log`, appended to.
-    pub log: Option<File>,
+    pub log: Log,
 }
 
 impl Hook {
     fn note(&mut self, line: &str) {
-        if let Some(f) = self.log.as_mut() {
-            let _ = f.write_all(format!("{line}\n").as_bytes());
-        }
+        self.log.line(line);
     }
 
     /// One call; the output, or the error (already logged).

@@ -15,6 +15,23 @@ pub fn block_termination() -> std::io::Result<()> {
     Ok(())
 }
 
+/// Run `f` with SIGTERM and SIGINT blocked on the calling thread, then put the thread's mask
+/// back: every thread `f` starts keeps them blocked for good (a thread pool made before the
+/// session's signal thread exists must never take a SIGTERM's default action).
+pub fn with_termination_blocked<T>(f: impl FnOnce() -> T) -> T {
+    let set = termination_set();
+    // SAFETY: sigset_t is plain data, written by pthread_sigmask before it is read.
+    let mut old: libc::sigset_t = unsafe { std::mem::zeroed() };
+    // SAFETY: `set` is initialised and `old` is a valid place for the previous mask.
+    let rc = unsafe { libc::pthread_sigmask(libc::SIG_BLOCK, &set, &mut old) };
+    let out = f();
+    if rc == 0 {
+        // SAFETY: `old` holds the mask pthread_sigmask returned above.
+        unsafe { libc::pthread_sigmask(libc::SIG_SETMASK, &old, std::ptr::null_mut()) };
+    }
+    out
+}
+
 /// Wait until SIGTERM or SIGINT arrives (they must be blocked); returns the signal number.
 pub fn wait_for_termination() -> std::io::Result<i32> {
     let set = termination_set();

@@ -347,7 +347,7 @@ fn parse_length(value: &str) -> Result<usize, ClientError> {
 
 #[path = "client_stream.rs"]
 mod stream;
-pub use stream::get_into;
+pub use stream::{get_into, post_held};
 
 #[cfg(test)]
 mod tests {

@@ -1,7 +1,8 @@
 //! A GET whose successful body is written to a sink as it arrives instead of being held in
 //! memory (the peer plane's file fetch): the head is parsed by the client's own parser, a
 //! declared or received body beyond the caller's cap is refused, and a body framed by
-//! `content-length` must arrive whole.
+//! `content-length` must arrive whole. And a request whose answer never ends (the roost's
+//! `POST /hold`), handed back as its open connection once its head says `200`.
 
 use super::{parse_head, send, ClientError, ClientResponse, Options, ResponseHead, Url};
 use std::io::{self, Read, Write};
@@ -128,6 +129,44 @@ fn pump(
 }
 
 /// One read within the deadline (0: the server closed).
+/// POST `body` (JSON) to `url` and, once the answer's head says `200`, hand back the open
+/// connection (its body is the caller's to drain until the server closes it). Any other
+/// status, or no head within `opts.read_timeout`, is an error naming it.
+pub fn post_held(
+    url: &str,
+    headers: &[(&str, &str)],
+    body: &[u8],
+    opts: &Options,
+) -> Result<TcpStream, ClientError> {
+    let url = Url::parse(url)?;
+    let mut all: Vec<(&str, &str)> = vec![("content-type", "application/json")];
+    all.extend_from_slice(headers);
+    let (mut stream, deadline) = send("POST", &url, &all, body, opts)?;
+    let mut chunk = [0u8; 4096];
+    let mut buf: Vec<u8> = Vec::new();
+    loop {
+        match parse_head(&buf, usize::MAX)? {
+            Some(h) if h.status == 200 => break,
+            Some(h) if (100..200).contains(&h.status) => {
+                buf.drain(..h.len.min(buf.len()));
+            }
+            Some(_) => return Err(ClientError::BadResponse("the hold was refused")),
+            None => {
+                let n = read_some(&mut stream, deadline, &mut chunk)?;
+                if n == 0 {
+                    return Err(ClientError::BadResponse("connection closed early"));
+                }
+                if buf.len().saturating_add(n) > opts.max_response {
+                    return Err(ClientError::TooLarge);
+                }
+                buf.extend_from_slice(&chunk[..n]);
+            }
+        }
+    }
+    stream.set_read_timeout(None).map_err(ClientError::Io)?;
+    Ok(stream)
+}
+
 pub(super) fn read_some(
     stream: &mut TcpStream,
     deadline: Instant,

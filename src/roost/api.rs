@@ -156,7 +156,7 @@ impl Roost {
     }
 
     /// The running session a request's credential names.
-    fn caller(&self, req: &Request) -> Option<String> {
+    pub(super) fn caller(&self, req: &Request) -> Option<String> {
         let token = req.header(CREDENTIAL_HEADER)?;
         let verified = token::verify(&self.credential_key, Domain::Credential, token, 0).ok()?;
         let payload: CredentialPayload = verified.decode().ok()?;

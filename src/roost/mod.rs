@@ -1,5 +1,6 @@
 //! `mur-roost`, the delegation referee: flags, in-memory state, the five routes of the roost
-//! spec, served on the shared HTTP layer by one event-loop thread with no locks.
+//! spec and this project's `POST /hold` (`hold`: how it learns a runtime died), served on
+//! the shared HTTP layer by one event-loop thread with no locks.
 //!
 //! The daemon creates no file, writes nothing to disk, starts no process and reads no
 //! provider credential: it resolves manifests from the registry, referees them and mints
@@ -7,6 +8,7 @@
 
 mod api;
 pub mod flags;
+mod hold;
 mod messages;
 pub mod state;
 
@@ -49,6 +51,8 @@ pub struct Roost {
     env: EnvLookup,
     /// Parsed artifacts by the hash of the bytes they were parsed from.
     cache: api::Cache,
+    /// The open `POST /hold` of each held session (see `hold`).
+    holds: std::collections::HashMap<String, http::Stream>,
 }
 
 /// The parsed-artifact cache holds at most this many artifacts...
@@ -72,7 +76,19 @@ impl Roost {
             approval_key: key()?,
             env,
             cache: api::Cache::new(CACHE_ENTRIES, CACHE_BYTES),
+            holds: std::collections::HashMap::new(),
         })
+    }
+
+    /// Answer one request from the event loop: first end every session whose runtime is
+    /// gone (its hold closed), then `POST /hold` (whose answer is a stream), or any other
+    /// route through [`Roost::handle`].
+    pub fn answer(&mut self, req: &Request, ex: &Exchange<'_>, now_ms: u64) -> Reply {
+        self.reap_holds();
+        if req.method == "POST" && req.path() == "/hold" {
+            return self.hold(req, ex);
+        }
+        self.handle(req, now_ms).into()
     }
 
     /// Answer one request at time `now_ms` (unix milliseconds).
@@ -132,5 +148,5 @@ pub fn serve(listener: TcpListener, config: Config) -> io::Result<()> {
     for note in crate::containment::confine::confine_roost(&registry) {
         eprintln!("{note}");
     }
-    server.run(move |req: &Request, _: &Exchange<'_>| -> Reply { roost.handle(req, now_ms()).into() })
+    server.run(move |req: &Request, ex: &Exchange<'_>| -> Reply { roost.answer(req, ex, now_ms()) })
 }

@@ -156,7 +156,11 @@ fn from_registry(root: &Path, name: &str, version: &str) -> Result<Source, Diagn
 /// Run a capsule session; the exit code on success (0), a diagnostic otherwise.
 pub fn run(opts: RunOptions) -> Result<u8, Diagnostic> {
     let source = source(&opts)?;
-    let Some(decided) = decide(&opts, &source)? else {
+    // The threads this phase starts (the egress relay, the roost hold's reader, the
+    // approval reader) outlive it: they are made with SIGTERM and SIGINT blocked, as every
+    // thread of a session has them, so a signal never takes its default action on one of
+    // them once the session's signal thread waits for it.
+    let Some(decided) = crate::signals::with_termination_blocked(|| decide(&opts, &source))? else {
         return Ok(0);
     };
     let prepared = prepare(&opts, source.payload()?)?;

@@ -11,5 +11,6 @@ mod roost_api;
 mod roost_cache;
 mod roost_clock;
 mod roost_guard;
+mod roost_hold;
 mod roost_survival;
 mod token;

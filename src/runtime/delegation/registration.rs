@@ -2,10 +2,11 @@
 //! a delegating parent carries `MURMUR_SPAWNER` (E-RUN-020 when it cannot be read) and its
 //! approval as one line on standard input; a session registers when its manifest declares
 //! `capabilities.spawn.allow` or when it holds such an approval, and a missing
-//! `MURMUR_ROOST_URL` or a refused registration is E-RUN-019. At the end it deregisters,
-//! best effort and bounded in time.
+//! `MURMUR_ROOST_URL` or a refused registration is E-RUN-019. A registered session holds
+//! `POST /hold` open for its lifetime, so the roost learns of its death however it dies. At
+//! the end it deregisters, best effort and bounded in time, then releases the hold.
 
-use super::roost_client::{Credential, Roost};
+use super::roost_client::{Credential, Hold, Roost};
 use crate::diag::{code, Diagnostic};
 use crate::manifest::model::Manifest;
 use crate::spawner::Spawner;
@@ -34,6 +35,9 @@ pub struct Standing {
 pub struct Registration {
     pub roost: Roost,
     pub credential: Arc<Credential>,
+    /// The session held open at the roost, so the roost learns of this process's death;
+    /// released after deregistering.
+    hold: Option<Hold>,
     finished: bool,
 }
 
@@ -104,11 +108,21 @@ pub fn settle(
     let credential = roost
         .register(session_id, &m.name, &m.version, approval.as_deref())
         .map_err(|e| refused(format!("registration with mur-roost failed: {e}")))?;
+    let hold = match roost.hold(&credential) {
+        Ok(h) => Some(h),
+        Err(e) => {
+            eprintln!(
+                "warning: mur-roost does not hold this session ({e}): should this process die, the roost will count the session as running until it restarts"
+            );
+            None
+        }
+    };
     Ok(Standing {
         spawner,
         registration: Some(Registration {
             roost,
             credential: Arc::new(credential),
+            hold,
             finished: false,
         }),
     })
@@ -130,6 +144,8 @@ impl Registration {
         if let Ok(roost) = Roost::new(self.roost.url(), DEREGISTER_TIMEOUT) {
             let _ = roost.deregister(&self.credential, outcome);
         }
+        // Released only now: a hold that closed first would have the session counted failed.
+        self.hold = None;
     }
 }
 

@@ -60,6 +60,19 @@ impl Drop for Approval {
     }
 }
 
+/// A session held open at the roost (`POST /hold`); released (the connection shut) when
+/// dropped.
+#[derive(Debug)]
+pub struct Hold {
+    stream: std::net::TcpStream,
+}
+
+impl Drop for Hold {
+    fn drop(&mut self) {
+        let _ = self.stream.shutdown(std::net::Shutdown::Both);
+    }
+}
+
 /// Why a roost call did not succeed.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum RoostError {
@@ -175,6 +188,30 @@ impl Roost {
             version: field(&v, "version").unwrap_or(version).to_string(),
             sha256: field(&v, "sha256").unwrap_or("").to_string(),
         })
+    }
+
+    /// `POST /hold` with this session's credential: the roost counts the session as
+    /// running for as long as the returned [`Hold`] keeps the connection open, and as
+    /// `failed` once it closes while the session was still registered (this process died).
+    pub fn hold(&self, credential: &Credential) -> Result<Hold, RoostError> {
+        let cred = credential
+            .header()
+            .ok_or_else(|| RoostError::Unreachable("the credential is not text".into()))?;
+        let url = format!("{}/hold", self.base);
+        let stream = client::post_held(&url, &[("x-murmur-spawn-credential", cred)], b"{}", &self.opts)
+            .map_err(|e| RoostError::Unreachable(e.to_string()))?;
+        let mut reader = stream
+            .try_clone()
+            .map_err(|e| RoostError::Unreachable(format!("the hold's connection: {e}")))?;
+        // The roost's keep-alives are read and dropped until the connection closes.
+        std::thread::Builder::new()
+            .name("roost-hold".into())
+            .spawn(move || {
+                let mut sink = [0u8; 512];
+                while matches!(std::io::Read::read(&mut reader, &mut sink), Ok(n) if n > 0) {}
+            })
+            .map_err(|e| RoostError::Unreachable(format!("the hold's reader: {e}")))?;
+        Ok(Hold { stream })
     }
 
     /// `POST /deregister` with `outcome` (`complete` or `failed`).

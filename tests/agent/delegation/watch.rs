@@ -218,3 +218,50 @@ fn a_parent_killed_outright_takes_its_live_child_with_it_and_records_the_delegat
     assert!(sv(&c, "detail").contains("runtime died"), "{raw}");
     assert!(completions_to(&p, "boss").is_empty(), "a completion was posted");
 }
+
+/// A roost with `--max-live-capsules 2` whose delegating parents were killed outright twice
+/// (each with its child mid-task): within 5 s of each kill it reports the parent `failed`
+/// and counts nothing of that formation, and it still admits a healthy formation after.
+#[test]
+fn the_roost_forgets_parents_killed_outright_and_still_admits_a_healthy_formation() {
+    let p = Provider::start_responder(responder(&[
+        ("boss", Plan::delegate(&[("victim", "work very slowly")])),
+        ("victim", Plan::answer_after(STUCK, "OUTPUT-victim")),
+        ("fanout", Plan::delegate(&[("leaf", "FIRST-TASK")])),
+        ("leaf", Plan::answer("OUTPUT-leaf")),
+    ]));
+    let mut f = Formation::new("dlg-forgets");
+    f.publish(&p, &Cap::delegating("boss", &["victim"]));
+    f.publish(&p, &Cap::leaf("victim"));
+    f.publish(&p, &Cap::delegating("fanout", &["leaf"]));
+    f.publish(&p, &Cap::leaf("leaf"));
+    f.start_roost(&["boss", "fanout"], &["--max-live-capsules", "2"]);
+    for round in 1..=2 {
+        let mut top = f.start("boss", Some("delegate, then be killed"), &f.env());
+        wait_for(FORMATION, "the victim's model call", || {
+            (requests_of(&p, "victim").len() >= round).then_some(())
+        });
+        assert_eq!(f.roost().status(&top.sid)["live_capsules"], 2, "round {round}");
+        sigkill(top.pid());
+        assert!(top.wait_exit(WAIT).is_some(), "the parent outlived SIGKILL");
+        let killed = std::time::Instant::now();
+        loop {
+            let s = f.roost().status(&top.sid);
+            if s["status"] == "failed" && s["live_capsules"] == 0 {
+                break;
+            }
+            assert!(
+                killed.elapsed() < Duration::from_secs(5),
+                "round {round}: the roost still counts the dead 5 s on: {s}"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+    let mut top = f.start("fanout", Some("delegate once"), &f.env());
+    let code = top.finish(FORMATION, || f.dump());
+    assert_eq!(code, Some(0), "{}\n{}", top.both(), f.dump());
+    let r = results_of(&p, "fanout");
+    assert_eq!(r.len(), 1, "{r:#?}");
+    let _ = started(&r[0][0], "leaf");
+    f.roost_status(&top.sid, "complete");
+}

@@ -1,0 +1,96 @@
+//! `POST /hold`: a registered session's runtime holds it open for the session's lifetime;
+//! when the connection closes while the session is still registered (the runtime died),
+//! the roost reports it `failed` and counts it no more. A hold needs the session's own
+//! credential, and a session is held by one connection.
+
+use crate::common;
+
+use common::roost::{publish, Daemon};
+use common::TempDir;
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::time::{Duration, Instant};
+
+/// Open a hold for `credential` on a raw connection; the connection and what it read of
+/// the head.
+fn hold(d: &Daemon, credential: &str) -> (TcpStream, String) {
+    let mut s = TcpStream::connect(d.addr).unwrap();
+    let req = format!(
+        "POST /hold HTTP/1.1\r\nhost: {}\r\ncontent-type: application/json\r\nx-murmur-spawn-credential: {credential}\r\ncontent-length: 2\r\n\r\n{{}}",
+        d.host()
+    );
+    s.write_all(req.as_bytes()).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    let mut head = Vec::new();
+    let mut b = [0u8; 1];
+    while !head.ends_with(b"\r\n\r\n") {
+        match s.read(&mut b) {
+            Ok(1) => head.push(b[0]),
+            _ => break,
+        }
+    }
+    (s, String::from_utf8_lossy(&head).into_owned())
+}
+
+fn wait_status(d: &Daemon, sid: &str, want: &str) -> serde_json::Value {
+    let until = Instant::now() + Duration::from_secs(5);
+    loop {
+        let s = d.status(sid);
+        if s["status"] == want {
+            return s;
+        }
+        assert!(Instant::now() < until, "status of {sid} is not {want}: {s}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn a_session_whose_hold_closes_is_failed_and_counted_no_more() {
+    let tmp = TempDir::new("roost-hold");
+    publish(tmp.path(), "orch", "0.1.0", "");
+    let d = Daemon::start(tmp.path(), &["--spawn-allow", "orch"], &[]);
+    let sid = format!("ses_{}", "a".repeat(32));
+    let cred = d.credential(&sid, "orch", "0.1.0", None);
+
+    let (s, head) = hold(&d, "msc1.forged.token");
+    assert!(head.starts_with("HTTP/1.1 403 "), "{head}");
+    drop(s);
+    let (held, head) = hold(&d, &cred);
+    assert!(head.starts_with("HTTP/1.1 200 "), "{head}");
+    let (s, head) = hold(&d, &cred);
+    assert!(head.starts_with("HTTP/1.1 409 "), "{head}");
+    drop(s);
+    let st = d.status(&sid);
+    assert_eq!(
+        (st["status"].as_str(), st["live_capsules"].as_u64()),
+        (Some("running"), Some(1)),
+        "{st}"
+    );
+
+    drop(held);
+    let st = wait_status(&d, &sid, "failed");
+    assert_eq!(st["live_capsules"], 0, "{st}");
+}
+
+#[test]
+fn a_session_that_deregisters_before_its_hold_closes_stays_complete() {
+    let tmp = TempDir::new("roost-hold-complete");
+    publish(tmp.path(), "orch", "0.1.0", "");
+    let d = Daemon::start(tmp.path(), &["--spawn-allow", "orch"], &[]);
+    let sid = format!("ses_{}", "b".repeat(32));
+    let cred = d.credential(&sid, "orch", "0.1.0", None);
+    let (mut held, head) = hold(&d, &cred);
+    assert!(head.starts_with("HTTP/1.1 200 "), "{head}");
+    assert_eq!(d.deregister(&cred, "complete").0, 200);
+    // The roost ends the stream of a session that ended; closing it changes nothing.
+    let _ = d.status(&sid);
+    let mut rest = Vec::new();
+    let _ = held.read_to_end(&mut rest);
+    drop(held);
+    let st = d.status(&sid);
+    assert_eq!(
+        (st["status"].as_str(), st["live_capsules"].as_u64()),
+        (Some("complete"), Some(0)),
+        "{st}"
+    );
+}

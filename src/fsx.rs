@@ -388,6 +388,13 @@ impl Dir {
     }
 
     /// Whether the descriptor is still a directory (a cheap liveness check for tests).
+    /// The device and inode of the directory held (what it is, whatever its path now names).
+    pub fn identity(&self) -> Result<(u64, u64), FsError> {
+        rfs::fstat(&self.fd)
+            .map(|st| (st.st_dev, st.st_ino))
+            .map_err(|e| io_at(&self.shown, e))
+    }
+
     pub fn is_dir(&self) -> bool {
         rfs::fstat(self.fd.as_fd())
             .map(|st| FileType::from_raw_mode(st.st_mode) == FileType::Directory)
@@ -471,7 +478,7 @@ pub fn is_within(inner: &Dir, outer: &Dir) -> Result<bool, FsError> {
             .map(|st| (st.st_dev, st.st_ino))
             .map_err(|e| io_at(shown, e))
     };
-    let target = key(&outer.fd, &outer.shown)?;
+    let target = outer.identity()?;
     let mut cur =
         rfs::openat(&inner.fd, ".", DIR_FLAGS, Mode::empty()).map_err(|e| io_at(&inner.shown, e))?;
     for _ in 0..4096 {

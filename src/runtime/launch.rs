@@ -204,13 +204,16 @@ fn decide(opts: &RunOptions, source: &Source) -> Result<Option<Decided>, Diagnos
             "neither MURMUR_RECORDS_DIR nor HOME is set: there is nowhere to keep the session's records",
         )
     })?;
-    let plan = Plan::new(
+    let mut plan = Plan::new(
         &source.base,
         opts.workdir.as_deref(),
         &session_id,
         caps.filesystem_scope.as_deref(),
         &records_root,
     );
+    if let Ok(id) = std::env::var(session::WORKDIR_IDENTITY) {
+        plan = plan.expect_identity(session::parse_identity(&id)?);
+    }
     let env_present = env_present(caps);
     let scope = Scope {
         manifest: m,

@@ -24,6 +24,30 @@ pub struct Plan {
     /// `capabilities.filesystem.scope`, relative to the workdir.
     scope: Option<String>,
     session_id: String,
+    /// The device and inode the explicit workdir must have (a delegated child's, from
+    /// [`WORKDIR_IDENTITY`]): checked on the opened directory before anything is made.
+    identity: Option<(u64, u64)>,
+}
+
+/// The variable a delegating parent's launcher sets to the device and inode of the
+/// directory it made for the child (`DEV:INO`): the child works in that directory or in
+/// none, whatever was swapped in at its path after the launcher made it.
+pub const WORKDIR_IDENTITY: &str = "MURMUR_WORKDIR_IDENTITY";
+
+/// `DEV:INO` as [`WORKDIR_IDENTITY`] carries it.
+pub fn parse_identity(text: &str) -> Result<(u64, u64), Diagnostic> {
+    text.split_once(':')
+        .and_then(|(d, i)| Some((d.parse().ok()?, i.parse().ok()?)))
+        .ok_or_else(|| {
+            Diagnostic::new(
+                code::IO_READ,
+                WORKDIR_IDENTITY,
+                format!(
+                    "{WORKDIR_IDENTITY} is not DEV:INO: {:?}",
+                    crate::agent::sanitize::one_line(text, 80)
+                ),
+            )
+        })
 }
 
 /// The created layout: each directory held open.
@@ -58,7 +82,14 @@ impl Plan {
             records: records_root.join(session_id),
             scope: scope.map(str::to_string),
             session_id: session_id.to_string(),
+            identity: None,
         }
+    }
+
+    /// The explicit workdir must be the directory of this device and inode.
+    pub fn expect_identity(mut self, identity: (u64, u64)) -> Plan {
+        self.identity = Some(identity);
+        self
     }
 
     /// The preopen path, for `--explain-scope` (nothing is created).
@@ -67,6 +98,35 @@ impl Plan {
             Some(s) => self.workdir.join(s),
             None => self.workdir.clone(),
         }
+    }
+
+    /// Refuse a workdir that is not the directory [`Plan::expect_identity`] named.
+    fn check_identity(&self, work: &Dir) -> Result<(), Diagnostic> {
+        let Some(want) = self.identity else {
+            return Ok(());
+        };
+        let found = work.identity().map_err(|e| {
+            Diagnostic::new(
+                code::IO_READ,
+                "--workdir",
+                format!("cannot read the workdir's identity: {e}"),
+            )
+        })?;
+        if found != want {
+            return Err(Diagnostic::new(
+                code::IO_READ,
+                "--workdir",
+                format!(
+                    "--workdir {} is not the directory the delegating parent made for this child (device:inode {}:{}, found {}:{}): it was replaced after it was made, and nothing was written there",
+                    self.workdir.display(),
+                    want.0,
+                    want.1,
+                    found.0,
+                    found.1
+                ),
+            ));
+        }
+        Ok(())
     }
 
     /// Create the directories. An explicit workdir must already exist. Below the operator's
@@ -87,7 +147,9 @@ impl Plan {
                         ),
                     ));
                 }
-                Dir::open(&self.workdir).map_err(io)?
+                let work = Dir::open(&self.workdir).map_err(io)?;
+                self.check_identity(&work)?;
+                work
             }
             Some(base) => Dir::open(base)
                 .and_then(|b| b.mkdirs(&format!("workdir/{}", self.session_id), 0o755))

@@ -356,6 +356,7 @@ fn a_child_holds_only_its_environment_and_no_token_reaches_a_process_or_a_file()
             "MURMUR_RECORDS_DIR",
             "MURMUR_ROOST_URL",
             "MURMUR_SPAWNER",
+            "MURMUR_WORKDIR_IDENTITY",
             "PATH"
         ],
         "{cenv:?}"

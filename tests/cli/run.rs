@@ -664,3 +664,53 @@ fn a_records_root_others_can_write_is_refused_before_anything_is_made() {
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     assert!(shared.join(session_of(&out)).join("trace.jsonl").is_file());
 }
+
+/// A delegated child is told the device and inode of the directory its launcher made
+/// (`MURMUR_WORKDIR_IDENTITY`): when its `--workdir` path names another directory by the
+/// time it opens it (swapped for a symlink to a directory the swapper could not write),
+/// it refuses before it makes anything, there or in the records.
+#[test]
+fn a_workdir_swapped_after_its_launcher_made_it_is_refused_before_anything_is_written() {
+    use std::os::unix::fs::MetadataExt;
+    let t = TempDir::new("run-identity");
+    let dir = capsule(&t, "examples/hello/capsule.wasm", "");
+    let made = t.path().join("made");
+    let elsewhere = t.path().join("elsewhere");
+    std::fs::create_dir_all(&made).unwrap();
+    std::fs::create_dir_all(&elsewhere).unwrap();
+    let meta = std::fs::metadata(&made).unwrap();
+    let identity = format!("{}:{}", meta.dev(), meta.ino());
+    // The swap: the path the child was given now leads elsewhere.
+    let path = t.path().join("child");
+    std::os::unix::fs::symlink(&elsewhere, &path).unwrap();
+    let args = [
+        "--manifest",
+        &manifest_arg(&dir),
+        "--task",
+        "go",
+        "--workdir",
+        path.to_str().unwrap(),
+    ];
+    let out = mur(&t, &args, &[("MURMUR_WORKDIR_IDENTITY", identity.as_str())]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stdout));
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.contains("is not the directory the delegating parent made for this child"),
+        "{stderr}"
+    );
+    assert_eq!(
+        std::fs::read_dir(&elsewhere).unwrap().count(),
+        0,
+        "something was written elsewhere"
+    );
+    assert!(
+        std::fs::read_dir(t.path().join("records")).map_or(true, |mut d| d.next().is_none()),
+        "records were made"
+    );
+    // The directory it was made for is taken.
+    std::fs::remove_file(&path).unwrap();
+    std::os::unix::fs::symlink(&made, &path).unwrap();
+    let out = mur(&t, &args, &[("MURMUR_WORKDIR_IDENTITY", identity.as_str())]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(made.join("out/result.txt").is_file());
+}

@@ -139,6 +139,15 @@ impl Launcher {
             Err(why) => return self.failed(&id, ask, "", why),
         };
         let dir = self.parent.work_path.join(&rel);
+        // The child works in the directory made here or in none: it checks the one it opens.
+        let mut env = env;
+        match made.identity() {
+            Ok((dev, ino)) => env.push((
+                crate::runtime::session::WORKDIR_IDENTITY.to_string(),
+                format!("{dev}:{ino}"),
+            )),
+            Err(e) => return self.failed(&id, ask, "", format!("cannot read the identity of {rel}: {e}")),
+        }
         let mut child = match self.spawn(ask, &dir, &env) {
             Ok(c) => c,
             Err(why) => return self.failed(&id, ask, "", why),

@@ -189,6 +189,19 @@ fn a_parent_killed_outright_takes_its_live_child_with_it_and_records_the_delegat
     let mut top = f.start("boss", Some("delegate, then be killed"), &f.env());
     victim_mid_task(&p, &f);
     let (start, sid, dir) = the_delegation(&p, &top);
+    // The child was told which directory is its own, by device and inode.
+    let victim = f
+        .procs()
+        .into_iter()
+        .find(|pr| pr.has_pair("--capsule", "victim"))
+        .unwrap();
+    let meta = std::fs::metadata(&dir).unwrap();
+    let want = format!(
+        "{}:{}",
+        std::os::unix::fs::MetadataExt::dev(&meta),
+        std::os::unix::fs::MetadataExt::ino(&meta)
+    );
+    assert_eq!(victim.env().get("MURMUR_WORKDIR_IDENTITY"), Some(&want));
     sigkill(top.pid());
     assert!(top.wait_exit(WAIT).is_some(), "the parent outlived SIGKILL");
     // Within a second no runtime of the formation runs: the parent's warden killed the

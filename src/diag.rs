@@ -43,6 +43,9 @@ pub mod code {
     pub const RUN_ROOST: &str = "E-RUN-019";
     /// `MURMUR_SPAWNER` is set but cannot be read: the child refuses to launch.
     pub const RUN_SPAWNER: &str = "E-RUN-020";
+    /// Too few file descriptors (`ulimit -n`) for a session, or none left: refused up front
+    /// rather than failing at some later step under another step's code.
+    pub const RUN_DESCRIPTORS: &str = "E-RUN-060";
     /// A write to the session's records (`trace.jsonl`, `logs/`) failed: warned once, and the
     /// session ends `incomplete`. (`W-RUN-001` is the reference murmur's "final text cut at
     /// max_tokens"; not reused for another meaning.)

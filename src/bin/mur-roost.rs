@@ -16,13 +16,19 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    if config.help {
-        print!("{}", murmur::commands::help::text(&murmur::commands::help::ROOST));
-        return ExitCode::SUCCESS;
-    }
-    if config.version {
-        println!("{BIN} {}", murmur::VERSION);
-        return ExitCode::SUCCESS;
+    if config.help || config.version {
+        let text = if config.help {
+            murmur::commands::help::text(&murmur::commands::help::ROOST).to_string()
+        } else {
+            format!("{BIN} {}\n", murmur::VERSION)
+        };
+        return match murmur::diag::write_stdout(&text) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(d) => {
+                eprintln!("{BIN}: {d}");
+                ExitCode::from(1)
+            }
+        };
     }
     let listener = match TcpListener::bind((Ipv4Addr::LOCALHOST, config.port)) {
         Ok(l) => l,
@@ -32,11 +38,15 @@ fn main() -> ExitCode {
         }
     };
     let port = listener.local_addr().map(|a| a.port()).unwrap_or(config.port);
-    println!("{BIN}: listening on 127.0.0.1:{port}");
-    println!(
-        "{BIN}: machine ceiling {} live capsules (--max-live-capsules)",
+    // The two lines are for whoever started the daemon; one who closed stdout still gets a
+    // daemon, told on stderr that the lines could not be written.
+    let lines = format!(
+        "{BIN}: listening on 127.0.0.1:{port}\n{BIN}: machine ceiling {} live capsules (--max-live-capsules)\n",
         config.max_live_capsules
     );
+    if let Err(d) = murmur::diag::write_stdout(&lines) {
+        eprintln!("{BIN}: {d}");
+    }
     if let Err(e) = murmur::roost::serve(listener, config) {
         eprintln!("{BIN}: event loop failed: {e}");
         return ExitCode::from(1);

@@ -25,6 +25,7 @@ pub struct ExecOptions {
 
 /// Run the command; its exit status (128 + signal when killed by one).
 pub fn exec(o: ExecOptions, exe: &Path) -> Result<u8, Diagnostic> {
+    crate::http::descriptor_floor(4096)?;
     let manifest_path = o.manifest.clone().unwrap_or_else(|| PathBuf::from("murmur.yaml"));
     let m = load(&manifest_path)?;
     let host_path = std::env::var("PATH").unwrap_or_else(|_| DEFAULT_PATH.into());

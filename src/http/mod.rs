@@ -96,6 +96,32 @@ pub fn raise_fd_limit(want: u64) -> u64 {
     getrlimit(Resource::Nofile).current.unwrap_or(want)
 }
 
+/// The fewest file descriptors a `mur` session starts with: the door and its connections,
+/// the records, the guest's async runtime, the warden's line, each child's pipes.
+pub const DESCRIPTOR_FLOOR: u64 = 64;
+
+/// Raise this process's descriptor limit as far as its hard limit allows (up to `want`),
+/// then refuse (E-RUN-060) when it is still below [`DESCRIPTOR_FLOOR`]: a session that
+/// would run out part-way fails now, naming the cause.
+pub fn descriptor_floor(want: u64) -> Result<u64, crate::diag::Diagnostic> {
+    let now = raise_fd_limit(want);
+    if now < DESCRIPTOR_FLOOR {
+        return Err(crate::diag::Diagnostic::new(
+            crate::diag::code::RUN_DESCRIPTORS,
+            "",
+            format!(
+                "only {now} file descriptors may be open (ulimit -n), and a session needs at least {DESCRIPTOR_FLOOR}: raise the limit (ulimit -n {DESCRIPTOR_FLOOR} or more)"
+            ),
+        ));
+    }
+    Ok(now)
+}
+
+/// Whether `e` is the process or the system running out of descriptors.
+pub fn out_of_descriptors(e: &std::io::Error) -> bool {
+    matches!(e.raw_os_error(), Some(libc::EMFILE) | Some(libc::ENFILE))
+}
+
 /// Rule 3 of the [`guard`]: a body a route takes is `application/json`, else the 415.
 pub fn require_json(req: &Request) -> Result<(), Response> {
     guard::require_json(&req.headers)

@@ -155,6 +155,8 @@ fn from_registry(root: &Path, name: &str, version: &str) -> Result<Source, Diagn
 
 /// Run a capsule session; the exit code on success (0), a diagnostic otherwise.
 pub fn run(opts: RunOptions) -> Result<u8, Diagnostic> {
+    crate::http::descriptor_floor(DESCRIPTORS_WANTED)?;
+    crate::runtime::wasm::invoke::ensure_async_runtime()?;
     let source = source(&opts)?;
     // The threads this phase starts (the egress relay, the roost hold's reader, the
     // approval reader) outlive it: they are made with SIGTERM and SIGINT blocked, as every
@@ -171,6 +173,9 @@ pub fn run(opts: RunOptions) -> Result<u8, Diagnostic> {
     };
     serve::serve(opened, start, runner)
 }
+
+/// The descriptor limit a session raises itself to when the hard limit allows.
+const DESCRIPTORS_WANTED: u64 = 4096;
 
 /// Phase 1: the manifest and where its payload comes from (a path or the registry).
 fn source(opts: &RunOptions) -> Result<Source, Diagnostic> {

@@ -714,3 +714,57 @@ fn a_workdir_swapped_after_its_launcher_made_it_is_refused_before_anything_is_wr
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     assert!(made.join("out/result.txt").is_file());
 }
+
+/// With too few descriptors (`ulimit -n` 8 to 32) `mur run` and `mur exec` refuse up front
+/// with E-RUN-060 naming the limit: no panic, no other step's code, nothing half-made.
+#[test]
+fn too_few_descriptors_are_refused_up_front_naming_the_limit() {
+    let t = TempDir::new("run-ulimit");
+    let dir = capsule(&t, "examples/hello/capsule.wasm", "");
+    std::fs::write(
+        t.path().join("exec.yaml"),
+        "name: fds\nversion: 0.1.0\ncapabilities:\n  shell:\n    allow: [\"true\"]\n",
+    )
+    .unwrap();
+    let manifest = manifest_arg(&dir);
+    let exec_manifest = t.path().join("exec.yaml").display().to_string();
+    let work = t.path().join("w");
+    std::fs::create_dir_all(&work).unwrap();
+    for n in [8, 12, 16, 20, 24, 28, 32] {
+        let limited = |args: &[&str]| {
+            Command::new("bash")
+                .arg("-c")
+                .arg(format!("ulimit -n {n} && exec \"$@\""))
+                .arg("limited")
+                .arg(common::capsule::MUR)
+                .args(args)
+                .env("MURMUR_CACHE_DIR", t.path().join("cache"))
+                .env("MURMUR_RECORDS_DIR", t.path().join("records"))
+                .stdin(std::process::Stdio::null())
+                .output()
+                .unwrap()
+        };
+        let run = limited(&["run", "--manifest", &manifest, "--task", "go"]);
+        let exec = limited(&[
+            "exec",
+            "--manifest",
+            &exec_manifest,
+            "--workdir",
+            work.to_str().unwrap(),
+            "--",
+            "true",
+        ]);
+        for (what, out) in [("run", run), ("exec", exec)] {
+            let stderr = text(&out.stderr);
+            assert_eq!(out.status.code(), Some(1), "{what} at {n}: {stderr}");
+            assert!(
+                stderr.starts_with(&format!(
+                    "error[E-RUN-060]: only {n} file descriptors may be open (ulimit -n)"
+                )),
+                "{what} at {n}: {stderr}"
+            );
+            assert!(!stderr.contains("panicked"), "{what} at {n}: {stderr}");
+        }
+    }
+    assert!(!dir.join("workdir").exists(), "a session was started");
+}

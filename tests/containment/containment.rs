@@ -652,3 +652,52 @@ fn a_killed_mur_exec_leaves_nothing_of_its_session_running() {
         );
     }
 }
+
+/// 32 contained sessions at once, each ending normally: none leaves its pids cgroup.
+#[test]
+fn thirty_two_concurrent_contained_sessions_leave_no_cgroup() {
+    if !host_backs_scoped() {
+        return assert_refused_everywhere();
+    }
+    let t = TempDir::new("concurrent-cgroups");
+    let manifest = t.path().join("murmur.yaml");
+    std::fs::write(
+        &manifest,
+        "name: many\nversion: 0.1.0\ncapabilities:\n  shell:\n    allow: [bash, sleep]\n",
+    )
+    .unwrap();
+    let runs: Vec<_> = (0..32)
+        .map(|i| {
+            let work = t.path().join(format!("work-{i}"));
+            std::fs::create_dir_all(&work).unwrap();
+            Command::new(MUR)
+                .args(["exec", "--manifest"])
+                .arg(&manifest)
+                .arg("--workdir")
+                .arg(&work)
+                .args(["--containment", "scoped", "--", "bash", "-c"])
+                .arg("sleep 0.3; echo $MURMUR_SESSION_ID")
+                .stdin(Stdio::null())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    let mut sessions = Vec::new();
+    for r in runs {
+        let out = r.wait_with_output().unwrap();
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        sessions.push(text(&out.stdout).trim().to_string());
+    }
+    assert_eq!(
+        sessions.iter().filter(|s| s.starts_with("ses_")).count(),
+        32,
+        "{sessions:?}"
+    );
+    let left: Vec<_> = sessions
+        .iter()
+        .flat_map(|s| common::supervision::session_cgroups(s))
+        .collect();
+    assert!(left.is_empty(), "cgroups left behind: {left:?}");
+}

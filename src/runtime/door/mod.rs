@@ -140,8 +140,14 @@ impl Bound {
             max_connections: MAX_CONNECTIONS,
             ..Limits::default()
         };
-        let server = Server::bind(self.listener, limits)
-            .map_err(|e| Diagnostic::new(code::RUN_PORT_IN_USE, "", format!("cannot serve the door: {e}")))?;
+        let server = Server::bind(self.listener, limits).map_err(|e| {
+            let code = if crate::http::out_of_descriptors(&e) {
+                code::RUN_DESCRIPTORS
+            } else {
+                code::RUN_PORT_IN_USE
+            };
+            Diagnostic::new(code, "", format!("cannot serve the door: {e}"))
+        })?;
         let controller = server.controller();
         let thread = std::thread::Builder::new()
             .name("door".into())

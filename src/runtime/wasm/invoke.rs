@@ -248,6 +248,27 @@ fn ensure_ticking(engine: &Engine) -> Result<(), Diagnostic> {
         .map_err(|e| Diagnostic::new(code::RUN_TRAP, "", format!("cannot start the epoch ticker: {e}")))
 }
 
+/// Start the async runtime every guest call runs on (wasmtime-wasi's, made on first use)
+/// now, at the session's start: its construction panics when it cannot get its
+/// descriptors, which here becomes E-RUN-060 instead of a crash part-way into a task.
+pub fn ensure_async_runtime() -> Result<(), Diagnostic> {
+    let quiet = std::panic::take_hook();
+    std::panic::set_hook(Box::new(|_| {}));
+    // Its worker threads are made here: with the session's signals blocked, as every
+    // thread of a session has them.
+    let made = crate::signals::with_termination_blocked(|| {
+        std::panic::catch_unwind(|| wasmtime_wasi::runtime::in_tokio(async {}))
+    });
+    std::panic::set_hook(quiet);
+    made.map_err(|_| {
+        Diagnostic::new(
+            code::RUN_DESCRIPTORS,
+            "",
+            "cannot start the guests' async runtime: the process is out of file descriptors (ulimit -n) or of threads",
+        )
+    })
+}
+
 /// The hard deadline of one call: rings `alarm` at `hard` unless stopped first.
 fn alarm_clock(
     hard: Instant,

@@ -4,7 +4,9 @@
 //! a zombie waiting for the host's init to reap it counts as gone), p50 and p99 over 50
 //! kills; and the wall time of `mur exec --containment CLASS -- true` (the warden's start is
 //! part of every session), median of 20, beside the same for `MURMUR_BASELINE_MUR` (another
-//! build of `mur`, an earlier commit's) interleaved in the same run when it is set.
+//! build of `mur`, an earlier commit's) interleaved in the same run when it is set; for that
+//! baseline also 5 kills per class, counting the sessions of which a process still ran 2 s
+//! after the kill (those are then killed by the bench).
 //!
 //! Run: `cargo bench --bench kill`.
 
@@ -21,6 +23,7 @@ fn show(d: Duration) -> String {
 
 const KILLS: usize = 50;
 const STARTS: usize = 20;
+const BASELINE_KILLS: usize = 5;
 
 /// Whether `pid` still runs (exists and is not a zombie).
 fn running(pid: &str) -> bool {
@@ -60,13 +63,21 @@ fn exec(mur: &str, manifest: &Path, work: &Path, class: &str, cmd: &[&str]) -> C
     c
 }
 
-/// One kill: start, wait for both sleeps, SIGKILL `mur`, time until none runs.
-fn one_kill(mur: &str, manifest: &Path, work: &Path, class: &str, n: usize) -> Option<Duration> {
+/// One kill: start, wait for both sleeps, SIGKILL `mur`, time until none runs. `Err` with
+/// how many still ran at `bound` (killed here), or 0 when the sleeps never started.
+fn one_kill(
+    mur: &str,
+    manifest: &Path,
+    work: &Path,
+    class: &str,
+    n: usize,
+    bound: Duration,
+) -> Result<Duration, usize> {
     let marker = format!("{}.{n}{}", 7000 + n, std::process::id());
     let script = format!("sleep {marker} & sleep {marker}; true");
     let mut child = exec(mur, manifest, work, class, &["bash", "-c", &script])
         .spawn()
-        .ok()?;
+        .map_err(|_| 0usize)?;
     let until = Instant::now() + Duration::from_secs(20);
     let pids = loop {
         let p: Vec<String> = marked(&marker).into_iter().filter(|p| running(p)).collect();
@@ -76,7 +87,7 @@ fn one_kill(mur: &str, manifest: &Path, work: &Path, class: &str, n: usize) -> O
         if Instant::now() > until {
             let _ = child.kill();
             let _ = child.wait();
-            return None;
+            return Err(0);
         }
         std::thread::sleep(Duration::from_millis(5));
     };
@@ -84,12 +95,16 @@ fn one_kill(mur: &str, manifest: &Path, work: &Path, class: &str, n: usize) -> O
     let _ = child.kill();
     let _ = child.wait();
     while pids.iter().any(|p| running(p)) {
-        if t.elapsed() > Duration::from_secs(30) {
-            return None;
+        if t.elapsed() > bound {
+            let left: Vec<&String> = pids.iter().filter(|p| running(p)).collect();
+            for p in &left {
+                let _ = Command::new("kill").args(["-9", p.as_str()]).status();
+            }
+            return Err(left.len());
         }
         std::thread::sleep(Duration::from_micros(200));
     }
-    Some(t.elapsed())
+    Ok(t.elapsed())
 }
 
 fn quantile(v: &mut [Duration], q: f64) -> Duration {
@@ -125,9 +140,9 @@ fn main() {
         let mut times: Vec<Duration> = Vec::new();
         let mut lost = 0;
         for n in 0..KILLS {
-            match one_kill(&mur, &manifest, &work, class, n) {
-                Some(d) => times.push(d),
-                None => lost += 1,
+            match one_kill(&mur, &manifest, &work, class, n, Duration::from_secs(30)) {
+                Ok(d) => times.push(d),
+                Err(_) => lost += 1,
             }
         }
         if times.is_empty() {
@@ -145,6 +160,12 @@ fn main() {
             show(p99),
             show(max)
         );
+        if let Some(b) = &baseline {
+            let survived = (0..BASELINE_KILLS)
+                .filter(|n| one_kill(b, &manifest, &work, class, KILLS + n, Duration::from_secs(2)).is_err())
+                .count();
+            println!("  {class:<9} baseline: {survived} of {BASELINE_KILLS} sessions still ran a process 2 s after the kill");
+        }
     }
     println!("mur exec --containment CLASS -- true, wall time, median of {STARTS}");
     for class in backed {

@@ -408,3 +408,34 @@ fn a_result_that_cannot_be_written_fails_the_task_in_the_trace() {
     assert_eq!(ends[0]["exit_status"], "failed", "{all:?}");
     assert_eq!(all.last().unwrap()["exit_status"], "failed");
 }
+
+/// A full disk when the answer is written: the task fails for it, and what the model's own
+/// command had left in `out/result.txt` is removed rather than left to be taken for the
+/// answer.
+#[test]
+fn an_answer_the_full_disk_refuses_leaves_no_stale_result() {
+    let w = World::new("agent-full-result");
+    let mounted = match common::tmpfs::Tmpfs::mount(&w.dir.join("workdir"), "256k") {
+        Ok(m) => m,
+        Err(why) => {
+            assert!(why.contains("mount"), "{why}");
+            return;
+        }
+    };
+    let p = Provider::start(vec![
+        Step::tool(
+            "c1",
+            "bash",
+            json!({"command": "mkdir -p out; head -c 1000000 /dev/zero | tr '\\0' x > out/result.txt; true"}),
+        ),
+        Step::text("the answer"),
+    ]);
+    w.manifest(&Spec::new(Drv::OpenAi, &p));
+    let run = w.run("answer", &[]);
+    run.assert_failed("cannot write out/result.txt");
+    assert!(
+        !w.workdir(&run.sid()).join("out/result.txt").exists(),
+        "the shell command's bytes were left as the result"
+    );
+    drop(mounted);
+}

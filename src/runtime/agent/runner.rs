@@ -249,6 +249,11 @@ fn write_result(
         Ok(()) => (result, end, true),
         Err(e) => {
             bootstrap.line(&format!("cannot write out/result.txt: {e}"));
+            // Whatever the file held before (a shell command's bytes, say) is not this
+            // task's answer: gone rather than left to be taken for one.
+            if let Err(e) = work.remove_file("out/result.txt") {
+                bootstrap.line(&format!("cannot remove out/result.txt: {e}"));
+            }
             let why = format!("cannot write out/result.txt: {e}");
             (String::new(), TaskEnd::Failed(why), false)
         }

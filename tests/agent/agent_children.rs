@@ -70,7 +70,7 @@ fn sealed_background_processes_end_with_their_call() {
 /// task ends failed with the signal named, and the trace still ends.
 #[test]
 fn sigterm_during_a_tool_call_kills_it_and_ends_the_session() {
-    use common::capsule::{manifest_arg, trace, MUR};
+    use common::capsule::trace;
     let w = World::new("agent-sigterm");
     // An on-task-end hook that would block for its whole 30 s deadline: after the signal
     // it gets a few seconds only.
@@ -82,18 +82,7 @@ fn sigterm_during_a_tool_call_kills_it_and_ends_the_session() {
     let mut spec = Spec::new(Drv::OpenAi, &p);
     spec.artifacts = vec![common::agent::hook_entry("sleepy-end", None)];
     w.manifest(&spec);
-    let child = std::process::Command::new(MUR)
-        .args(["run", "--manifest", &manifest_arg(&w.dir), "--registry-path"])
-        .arg(&w.reg)
-        .args(["--task", "wait"])
-        .env("MURMUR_CACHE_DIR", w.t.path().join("cache"))
-        .env("MURMUR_RECORDS_DIR", w.t.path().join("records"))
-        .env(common::agent::KEY_VAR, common::agent::KEY)
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
+    let child = w.start_piped("wait");
     let deadline = std::time::Instant::now() + Duration::from_secs(30);
     while !alive("sleep 9876801") {
         assert!(
@@ -102,30 +91,11 @@ fn sigterm_during_a_tool_call_kills_it_and_ends_the_session() {
         );
         std::thread::sleep(Duration::from_millis(50));
     }
-    let pid = rustix::process::Pid::from_raw(child.id() as i32).unwrap();
-    rustix::process::kill_process(pid, rustix::process::Signal::TERM).unwrap();
-    let started = std::time::Instant::now();
-    let out = child.wait_with_output().unwrap();
-    assert!(
-        started.elapsed() < Duration::from_secs(10),
-        "{:?}",
-        started.elapsed()
-    );
-    let stdout = String::from_utf8_lossy(&out.stdout).to_string();
-    let stderr = String::from_utf8_lossy(&out.stderr).to_string();
-    assert_eq!(out.status.code(), Some(1), "{stdout}{stderr}");
-    assert_eq!(stdout.lines().last(), Some("status:  failed"), "{stdout}");
-    assert!(
-        stderr.contains("error[E-RUN-007]: interrupted by signal 15"),
-        "{stderr}"
-    );
+    let run = w.stop(child);
+    run.assert_failed("interrupted by signal 15");
     assert!(!alive("sleep 9876801"), "the tool call outlived the session");
     assert_eq!(p.model_requests().len(), 1, "no turn after the signal");
-    let sid = stdout
-        .lines()
-        .find_map(|l| l.strip_prefix("session: "))
-        .unwrap()
-        .to_string();
+    let sid = run.sid();
     assert_eq!(w.result(&sid), "error: interrupted by signal 15\n");
     let events = trace(&w.t, &sid);
     let last = events.last().unwrap();
@@ -142,48 +112,25 @@ fn sigterm_during_a_tool_call_kills_it_and_ends_the_session() {
 /// few seconds, not at the driver's deadline, and the result names the signal.
 #[test]
 fn sigterm_while_the_model_never_answers_ends_the_session_promptly() {
-    use common::capsule::{manifest_arg, trace, MUR};
+    use common::capsule::trace;
     let w = World::new("agent-sigterm-model");
     let p = Provider::start(vec![Step::slow(Duration::from_secs(600), Step::text("too late"))]);
     let spec = Spec::new(Drv::OpenAi, &p);
     w.manifest(&spec);
-    let child = std::process::Command::new(MUR)
-        .args(["run", "--manifest", &manifest_arg(&w.dir), "--registry-path"])
-        .arg(&w.reg)
-        .args(["--task", "wait for the model"])
-        .env("MURMUR_CACHE_DIR", w.t.path().join("cache"))
-        .env("MURMUR_RECORDS_DIR", w.t.path().join("records"))
-        .env(common::agent::KEY_VAR, common::agent::KEY)
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
+    let child = w.start_piped("wait for the model");
     let deadline = std::time::Instant::now() + Duration::from_secs(30);
     while p.model_requests().is_empty() {
         assert!(std::time::Instant::now() < deadline, "the model was never asked");
         std::thread::sleep(Duration::from_millis(20));
     }
-    let pid = rustix::process::Pid::from_raw(child.id() as i32).unwrap();
-    rustix::process::kill_process(pid, rustix::process::Signal::TERM).unwrap();
-    let started = std::time::Instant::now();
-    let out = child.wait_with_output().unwrap();
+    let run = w.stop(child);
+    run.assert_failed("interrupted by signal 15");
     assert!(
-        started.elapsed() < Duration::from_secs(10),
-        "{:?}",
-        started.elapsed()
+        !run.stderr().contains("deadline"),
+        "the deadline is blamed: {}",
+        run.both()
     );
-    let stdout = String::from_utf8_lossy(&out.stdout).to_string();
-    let stderr = String::from_utf8_lossy(&out.stderr).to_string();
-    assert_eq!(out.status.code(), Some(1), "{stdout}{stderr}");
-    assert_eq!(stdout.lines().last(), Some("status:  failed"), "{stdout}");
-    assert!(stderr.contains("interrupted by signal 15"), "{stderr}");
-    assert!(!stderr.contains("deadline"), "the deadline is blamed: {stderr}");
-    let sid = stdout
-        .lines()
-        .find_map(|l| l.strip_prefix("session: "))
-        .unwrap()
-        .to_string();
+    let sid = run.sid();
     assert_eq!(w.result(&sid), "error: interrupted by signal 15\n");
     let events = trace(&w.t, &sid);
     let last = events.last().unwrap();

@@ -259,20 +259,45 @@ impl World {
 
     /// `mur run` as [`World::run`] does, not waited for (stdout and stderr discarded).
     pub fn start(&self, task: &str, env: &[(&str, &str)]) -> std::process::Child {
-        let manifest = manifest_arg(&self.dir);
-        std::process::Command::new(env!("CARGO_BIN_EXE_mur"))
-            .args(["run", "--manifest", &manifest, "--registry-path"])
+        self.command(task, env)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap()
+    }
+
+    /// [`World::start`] with stdout and stderr kept, for [`World::stop`].
+    pub fn start_piped(&self, task: &str) -> std::process::Child {
+        self.command(task, &[])
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap()
+    }
+
+    /// SIGTERM to a `mur run` from [`World::start_piped`], and its end, which must come
+    /// within 10 s.
+    pub fn stop(&self, child: std::process::Child) -> Run {
+        let pid = rustix::process::Pid::from_raw(child.id() as i32).unwrap();
+        rustix::process::kill_process(pid, rustix::process::Signal::TERM).unwrap();
+        let started = Instant::now();
+        let out = child.wait_with_output().unwrap();
+        let elapsed = started.elapsed();
+        assert!(elapsed < Duration::from_secs(10), "{elapsed:?} after SIGTERM");
+        Run { out, elapsed }
+    }
+
+    fn command(&self, task: &str, env: &[(&str, &str)]) -> std::process::Command {
+        let mut c = std::process::Command::new(env!("CARGO_BIN_EXE_mur"));
+        c.args(["run", "--manifest", &manifest_arg(&self.dir), "--registry-path"])
             .arg(&self.reg)
             .args(["--task", task])
             .env("MURMUR_CACHE_DIR", self.t.path().join("cache"))
             .env("MURMUR_RECORDS_DIR", self.t.path().join("records"))
             .env(KEY_VAR, KEY)
             .envs(env.iter().copied())
-            .stdin(std::process::Stdio::null())
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .spawn()
-            .unwrap()
+            .stdin(std::process::Stdio::null());
+        c
     }
 
     /// The session's workdir.

@@ -86,6 +86,48 @@ pub struct Spawn<'a> {
     pub stderr: Stdio,
 }
 
+impl<'a> Spawn<'a> {
+    /// A helper of `mur`'s own (`exe args`, where `exe` is the running `mur`): advisory,
+    /// in `/`, in no session cgroup, with an empty environment and nothing open; the caller
+    /// sets what the helper needs on top (its streams, `runtime`, `unix_sockets`).
+    pub fn own_helper(exe: &'a Path, args: &'a [String]) -> Spawn<'a> {
+        Spawn {
+            class: Class::Advisory,
+            landlock_abi: 0,
+            program: exe,
+            args,
+            allowed_binaries: &[],
+            read_dirs: &[],
+            read_unlisted: &[],
+            workdir: Path::new("/"),
+            workdir_held: None,
+            workdir_exec: false,
+            unix_sockets: false,
+            env: &[],
+            cgroup: None,
+            rlimits: Rlimits::default(),
+            runtime: false,
+            net: None,
+            stdin: Stdio::null(),
+            stdout: Stdio::null(),
+            stderr: Stdio::null(),
+        }
+    }
+}
+
+/// A connected pair of close-on-exec stream sockets: one end stays in `mur`, the other
+/// becomes a helper's stream.
+pub fn socket_pair() -> Result<(OwnedFd, OwnedFd), String> {
+    use rustix::net::{socketpair, AddressFamily, SocketFlags, SocketType};
+    socketpair(
+        AddressFamily::UNIX,
+        SocketType::STREAM,
+        SocketFlags::CLOEXEC,
+        None,
+    )
+    .map_err(|e| format!("socketpair: {e}"))
+}
+
 /// The steps of the child, numbered for the error pipe (`sealed::STEP_*` share them).
 const STEPS: [&str; 19] = [
     "",

@@ -16,11 +16,10 @@
 //! capabilities only so it can remove the cgroup `mur` made.
 
 use super::cgroup::Cgroup;
-use super::class::Class;
 use super::spawn;
 use rustix::net::{
-    recvmsg, sendmsg, socketpair, AddressFamily, RecvAncillaryBuffer, RecvAncillaryMessage, RecvFlags,
-    SendAncillaryBuffer, SendAncillaryMessage, SendFlags, SocketFlags, SocketType,
+    recvmsg, sendmsg, RecvAncillaryBuffer, RecvAncillaryMessage, RecvFlags, SendAncillaryBuffer,
+    SendAncillaryMessage, SendFlags,
 };
 use std::io::{IoSlice, IoSliceMut};
 use std::mem::MaybeUninit;
@@ -71,13 +70,7 @@ pub fn running() -> Option<&'static Warden> {
 /// say it is in place.
 fn start() -> Result<Warden, String> {
     let exe = std::env::current_exe().unwrap_or_else(|_| PathBuf::from("/proc/self/exe"));
-    let (ours, theirs) = socketpair(
-        AddressFamily::UNIX,
-        SocketType::STREAM,
-        SocketFlags::CLOEXEC,
-        None,
-    )
-    .map_err(|e| format!("socketpair: {e}"))?;
+    let (ours, theirs) = spawn::socket_pair()?;
     let child = helper(&exe, &[SUBCOMMAND.to_string()], Stdio::from(theirs), true).map_err(|d| d.message)?;
     rustix::net::sockopt::set_socket_timeout(&ours, rustix::net::sockopt::Timeout::Recv, Some(START_BOUND))
         .map_err(|e| format!("socket timeout: {e}"))?;
@@ -295,24 +288,9 @@ fn helper(
     runtime: bool,
 ) -> Result<Child, crate::diag::Diagnostic> {
     spawn::spawn(spawn::Spawn {
-        class: Class::Advisory,
-        landlock_abi: 0,
-        program: exe,
-        args,
-        allowed_binaries: &[],
-        read_dirs: &[],
-        read_unlisted: &[],
-        workdir: Path::new("/"),
-        workdir_held: None,
-        workdir_exec: false,
         unix_sockets: true,
-        env: &[],
-        cgroup: None,
-        rlimits: spawn::Rlimits::default(),
         runtime,
-        net: None,
         stdin,
-        stdout: Stdio::null(),
-        stderr: Stdio::null(),
+        ..spawn::Spawn::own_helper(exe, args)
     })
 }

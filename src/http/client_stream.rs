@@ -25,26 +25,7 @@ pub fn get_into(
     let (mut stream, deadline) = send("GET", &url, headers, &[], opts)?;
     let mut chunk = vec![0u8; 64 * 1024];
     let mut buf: Vec<u8> = Vec::new();
-    // The head, past any interim 1xx answers. No body is declared against a cap here: the
-    // cap depends on the status and is applied below.
-    let head = loop {
-        match parse_head(&buf, usize::MAX)? {
-            Some(h) if (100..200).contains(&h.status) => {
-                buf.drain(..h.len.min(buf.len()));
-            }
-            Some(h) => break h,
-            None => {
-                let n = read_some(&mut stream, deadline, &mut chunk)?;
-                if n == 0 {
-                    return Err(ClientError::BadResponse("connection closed early"));
-                }
-                if buf.len().saturating_add(n) > opts.max_response {
-                    return Err(ClientError::TooLarge);
-                }
-                buf.extend_from_slice(&chunk[..n]);
-            }
-        }
-    };
+    let head = final_head(&mut stream, deadline, opts, &mut chunk, &mut buf)?;
     let ResponseHead {
         status,
         headers,
@@ -144,15 +125,31 @@ pub fn post_held(
     let (mut stream, deadline) = send("POST", &url, &all, body, opts)?;
     let mut chunk = [0u8; 4096];
     let mut buf: Vec<u8> = Vec::new();
+    if final_head(&mut stream, deadline, opts, &mut chunk, &mut buf)?.status != 200 {
+        return Err(ClientError::BadResponse("the hold was refused"));
+    }
+    stream.set_read_timeout(None).map_err(ClientError::Io)?;
+    Ok(stream)
+}
+
+/// Read the head of the final answer into `buf`, past any interim 1xx answers (their bytes
+/// dropped from `buf`; what follows the head stays there). No body is declared against a
+/// cap here: the cap depends on the status and is the caller's.
+fn final_head(
+    stream: &mut TcpStream,
+    deadline: Instant,
+    opts: &Options,
+    chunk: &mut [u8],
+    buf: &mut Vec<u8>,
+) -> Result<ResponseHead, ClientError> {
     loop {
-        match parse_head(&buf, usize::MAX)? {
-            Some(h) if h.status == 200 => break,
+        match parse_head(buf, usize::MAX)? {
             Some(h) if (100..200).contains(&h.status) => {
                 buf.drain(..h.len.min(buf.len()));
             }
-            Some(_) => return Err(ClientError::BadResponse("the hold was refused")),
+            Some(h) => return Ok(h),
             None => {
-                let n = read_some(&mut stream, deadline, &mut chunk)?;
+                let n = read_some(stream, deadline, chunk)?;
                 if n == 0 {
                     return Err(ClientError::BadResponse("connection closed early"));
                 }
@@ -163,8 +160,6 @@ pub fn post_held(
             }
         }
     }
-    stream.set_read_timeout(None).map_err(ClientError::Io)?;
-    Ok(stream)
 }
 
 pub(super) fn read_some(

@@ -6,7 +6,7 @@
 //! `SCM_RIGHTS` message. The helper then exits: the descriptors keep the namespace alive for
 //! exactly as long as `mur` holds them.
 
-use crate::containment::{class::Class, spawn};
+use crate::containment::spawn;
 use std::io::{IoSlice, IoSliceMut, Read};
 use std::mem::MaybeUninit;
 use std::net::{TcpListener, UdpSocket};
@@ -35,37 +35,15 @@ pub fn create(exe: &Path, ports: &[u16]) -> Result<Namespace, String> {
     if std::env::var("MURMUR_PROBE_DENY").is_ok_and(|s| s.split(',').any(|w| w.trim() == "netns")) {
         return Err("unshare(CLONE_NEWNET): refused (simulated by MURMUR_PROBE_DENY)".into());
     }
-    use rustix::net::{socketpair, AddressFamily, SocketFlags, SocketType};
-    let (ours, theirs) = socketpair(
-        AddressFamily::UNIX,
-        SocketType::STREAM,
-        SocketFlags::CLOEXEC,
-        None,
-    )
-    .map_err(|e| format!("socketpair: {e}"))?;
+    let (ours, theirs) = spawn::socket_pair()?;
     let args: Vec<String> = std::iter::once("__netns".to_string())
         .chain(ports.iter().map(u16::to_string))
         .collect();
     let child = spawn::spawn(spawn::Spawn {
-        class: Class::Advisory,
-        landlock_abi: 0,
-        program: exe,
-        args: &args,
-        allowed_binaries: &[],
-        read_dirs: &[],
-        read_unlisted: &[],
-        workdir: Path::new("/"),
-        workdir_held: None,
-        workdir_exec: false,
-        unix_sockets: false,
-        env: &[],
-        cgroup: None,
-        rlimits: spawn::Rlimits::default(),
         runtime: true,
-        net: None,
-        stdin: Stdio::null(),
         stdout: Stdio::from(theirs),
         stderr: Stdio::piped(),
+        ..spawn::Spawn::own_helper(exe, &args)
     });
     let mut child = child.map_err(|d| d.message)?;
     let _ = rustix::net::sockopt::set_socket_timeout(

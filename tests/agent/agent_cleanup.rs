@@ -6,7 +6,7 @@ use crate::common;
 
 use common::agent::{assert_floor_refusal, host_backs, publish_native, Drv, Spec, World};
 use common::provider::{Provider, Step};
-use common::supervision::{gone_within, live, wait_for, warden_of};
+use common::supervision::{assert_cgroup_ended, gone_within, live, session_cgroup_of_sleeps, warden_of};
 use serde_json::json;
 use std::path::{Path, PathBuf};
 
@@ -96,17 +96,23 @@ fn a_killed_mur_run_leaves_nothing_of_its_session_running() {
             }
             w.manifest(&spec);
             let mut mur = w.start("sleep", &[]);
-            wait_for(&marker, 2);
+            let cgroup = session_cgroup_of_sleeps(&marker, 2);
             let warden = warden_of(mur.id());
+            let killed = std::time::Instant::now();
             mur.kill().unwrap();
             mur.wait().unwrap();
             assert!(warden.is_some(), "{class} {tool}: mur run has no warden");
+            assert!(
+                cgroup.is_some() || *class == "advisory",
+                "{class} {tool}: the session has no pids cgroup"
+            );
             let took = gone_within(&marker, std::time::Duration::from_secs(1));
             assert!(
                 took.is_some(),
                 "{class} {tool}: still running a second after kill -9 of mur: {:?}",
                 live(&marker)
             );
+            assert_cgroup_ended(&format!("{class} {tool}"), cgroup.as_deref(), killed);
         }
     }
 }

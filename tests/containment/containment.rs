@@ -545,23 +545,6 @@ fn a_terminating_signal_to_mur_exec_reaches_the_child_and_leaves_nothing_running
     }
 }
 
-/// The pids cgroup `pid` is in (its directory under the v1 `pids` mount, or the v2 one).
-fn pids_cgroup_of(pid: &str) -> Option<PathBuf> {
-    let own = std::fs::read_to_string(format!("/proc/{pid}/cgroup")).ok()?;
-    for line in own.lines() {
-        let mut f = line.splitn(3, ':');
-        let (_, ctl, path) = (f.next()?, f.next()?, f.next()?);
-        let rel = path.trim_start_matches('/');
-        if ctl.split(',').any(|c| c == "pids") {
-            return Some(PathBuf::from("/sys/fs/cgroup/pids").join(rel));
-        }
-        if ctl.is_empty() && line.starts_with("0::") {
-            return Some(PathBuf::from("/sys/fs/cgroup").join(rel));
-        }
-    }
-    None
-}
-
 /// A cgroup left by a `mur` that was killed is kept while processes are in it, and removed
 /// by the next launch that finds it empty.
 #[test]
@@ -571,7 +554,7 @@ fn a_killed_sessions_cgroup_is_swept_once_empty_never_while_in_use() {
     }
     let s = sandbox("sweep", "");
     let (mut mur, pid) = s.start_sleep("scoped", "9876991", &[]);
-    let cgroup = pids_cgroup_of(&pid).expect("the contained sleep's pids cgroup");
+    let cgroup = common::supervision::pids_cgroup_of(&pid).expect("the contained sleep's pids cgroup");
     let name = cgroup.file_name().unwrap().to_string_lossy().into_owned();
     assert!(name.starts_with("murmur-ses_"), "{}", cgroup.display());
     // `mur` and its warden killed outright (the warden first, or it would end the sleep):
@@ -608,7 +591,7 @@ fn a_killed_sessions_cgroup_is_swept_once_empty_never_while_in_use() {
 /// ends them).
 #[test]
 fn a_killed_mur_exec_leaves_nothing_of_its_session_running() {
-    use common::supervision::{gone_within, live, wait_for_sleeps, warden_of};
+    use common::supervision::{assert_cgroup_ended, gone_within, live, session_cgroup_of_sleeps, warden_of};
     let mut classes = vec!["advisory"];
     if host_backs_scoped() {
         classes.push("scoped");
@@ -639,17 +622,23 @@ fn a_killed_mur_exec_leaves_nothing_of_its_session_running() {
             .stderr(Stdio::null())
             .spawn()
             .unwrap();
-        wait_for_sleeps(&marker, 2);
+        let cgroup = session_cgroup_of_sleeps(&marker, 2);
         let warden = warden_of(mur.id());
+        let killed = std::time::Instant::now();
         mur.kill().unwrap();
         mur.wait().unwrap();
         assert!(warden.is_some(), "{class}: mur exec has no warden");
+        assert!(
+            cgroup.is_some() || *class == "advisory",
+            "{class}: the session has no pids cgroup"
+        );
         let took = gone_within(&marker, std::time::Duration::from_secs(1));
         assert!(
             took.is_some(),
             "{class}: still running a second after kill -9 of mur: {:?}",
             live(&marker)
         );
+        assert_cgroup_ended(class, cgroup.as_deref(), killed);
     }
 }
 

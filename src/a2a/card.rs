@@ -1,7 +1,16 @@
-//! The agent card served at `/.well-known/agent-card.json`: the spec's fields (`name`,
-//! `version`, `url` as `localhost:<port>`, `capabilities{tools,shell,network,streaming}`)
-//! merged with what A2A clients need (a JSON-RPC interface for 1.0 and one for 0.3,
-//! input/output modes, one skill), every field the SDK's model marks REQUIRED non-empty.
+//! The agent card served at `/.well-known/agent-card.json`, in two forms:
+//!
+//! - [`agent_card_v10`], for a GET that names A2A 1.0 (`A2A-Version: 1.0`): exactly the
+//!   fields of the 1.0 `AgentCard` schema (which admits no others), the capsule's own
+//!   (`tools`, `shell`, `network`) carried by a capabilities extension.
+//! - [`agent_card`], for every other GET (no header is 0.3: A2A 1.0 §3.6): the 1.0 fields, the
+//!   spec's (`url` as `http://localhost:<port>/`, whose `host:port` is the spec's
+//!   `localhost:<port>` and the peer plane's audience, and `capabilities{tools,shell,network,
+//!   streaming}`), and the 0.3 discovery fields (`protocolVersion`, `preferredTransport`,
+//!   `additionalInterfaces`), so a 0.3 client finds the JSON-RPC endpoint from the card alone
+//!   and a 1.0 client still finds `supportedInterfaces`.
+//!
+//! Every field the SDK's model marks REQUIRED is non-empty in both.
 
 use serde_json::{json, Value};
 
@@ -28,8 +37,11 @@ fn non_empty<'a>(s: &'a str, fallback: &'a str) -> &'a str {
     }
 }
 
-/// The card's JSON.
-pub fn agent_card(c: &CardInfo) -> Value {
+/// The URI of the extension that carries the capsule's own capabilities in a 1.0 card.
+pub const CAPSULE_EXTENSION: &str = "urn:murmur:capsule:v1";
+
+/// The 1.0 card's JSON: only the 1.0 schema's fields.
+pub fn agent_card_v10(c: &CardInfo) -> Value {
     let name = non_empty(c.name, "capsule");
     let version = non_empty(c.version, "0.0.0");
     let generated = format!("Murmur capsule {name} {version}");
@@ -42,13 +54,15 @@ pub fn agent_card(c: &CardInfo) -> Value {
         "name": name,
         "version": version,
         "description": description,
-        "url": format!("localhost:{}", c.port),
         "capabilities": {
-            "tools": c.tools,
-            "shell": c.shell,
-            "network": c.network,
             "streaming": c.streaming,
             "pushNotifications": false,
+            "extensions": [{
+                "uri": CAPSULE_EXTENSION,
+                "description": "What the capsule's manifest grants it: its model-visible tools, shell and network.",
+                "required": false,
+                "params": {"tools": c.tools, "shell": c.shell, "network": c.network},
+            }],
         },
         "supportedInterfaces": [
             {"url": url, "protocolBinding": "JSONRPC", "protocolVersion": "1.0"},
@@ -65,9 +79,30 @@ pub fn agent_card(c: &CardInfo) -> Value {
     })
 }
 
+/// The card's JSON for a GET that does not name 1.0: the 1.0 card, the spec's fields and
+/// 0.3's discovery fields.
+pub fn agent_card(c: &CardInfo) -> Value {
+    let mut v = agent_card_v10(c);
+    let url = format!("http://localhost:{}/", c.port);
+    v["url"] = json!(url);
+    v["protocolVersion"] = json!("0.3.0");
+    v["preferredTransport"] = json!("JSONRPC");
+    v["additionalInterfaces"] = json!([{"url": url, "transport": "JSONRPC"}]);
+    let caps = &mut v["capabilities"];
+    caps["tools"] = json!(c.tools);
+    caps["shell"] = json!(c.shell);
+    caps["network"] = json!(c.network);
+    v
+}
+
 /// The card as body bytes.
 pub fn agent_card_body(c: &CardInfo) -> Vec<u8> {
     serde_json::to_vec(&agent_card(c)).unwrap_or_default()
+}
+
+/// The 1.0 card as body bytes.
+pub fn agent_card_v10_body(c: &CardInfo) -> Vec<u8> {
+    serde_json::to_vec(&agent_card_v10(c)).unwrap_or_default()
 }
 
 #[cfg(test)]
@@ -88,9 +123,9 @@ mod tests {
     }
 
     #[test]
-    fn card_has_the_spec_and_sdk_fields() {
+    fn the_1_0_card_holds_the_1_0_fields_only_and_the_capsule_extension() {
         let tools = vec!["grep".to_string()];
-        let v = agent_card(&info(&tools));
+        let v = agent_card_v10(&info(&tools));
         let url = "http://127.0.0.1:4242/";
         assert_eq!(
             v,
@@ -98,9 +133,11 @@ mod tests {
                 "name": "echo",
                 "version": "1.2.3",
                 "description": "Echoes.",
-                "url": "localhost:4242",
-                "capabilities": {"tools": ["grep"], "shell": true, "network": false,
-                    "streaming": true, "pushNotifications": false},
+                "capabilities": {"streaming": true, "pushNotifications": false,
+                    "extensions": [{"uri": "urn:murmur:capsule:v1",
+                        "description": "What the capsule's manifest grants it: its model-visible tools, shell and network.",
+                        "required": false,
+                        "params": {"tools": ["grep"], "shell": true, "network": false}}]},
                 "supportedInterfaces": [
                     {"url": url, "protocolBinding": "JSONRPC", "protocolVersion": "1.0"},
                     {"url": url, "protocolBinding": "JSONRPC", "protocolVersion": "0.3"},
@@ -112,6 +149,50 @@ mod tests {
                     "tags": ["task", "murmur"]}],
             })
         );
+    }
+
+    #[test]
+    fn the_merged_card_adds_the_spec_and_0_3_fields() {
+        let tools = vec!["grep".to_string()];
+        let merged = agent_card(&info(&tools));
+        let v10 = agent_card_v10(&info(&tools));
+        let mut added: Vec<&str> = merged
+            .as_object()
+            .unwrap()
+            .keys()
+            .filter(|k| v10.get(k.as_str()).is_none())
+            .map(String::as_str)
+            .collect();
+        added.sort();
+        assert_eq!(
+            added,
+            [
+                "additionalInterfaces",
+                "preferredTransport",
+                "protocolVersion",
+                "url"
+            ]
+        );
+        assert_eq!(merged["url"], "http://localhost:4242/");
+        assert_eq!(merged["protocolVersion"], "0.3.0");
+        assert_eq!(merged["preferredTransport"], "JSONRPC");
+        assert_eq!(
+            merged["additionalInterfaces"],
+            json!([{"url": "http://localhost:4242/", "transport": "JSONRPC"}])
+        );
+        let caps = &merged["capabilities"];
+        assert_eq!(
+            (
+                &caps["tools"],
+                &caps["shell"],
+                &caps["network"],
+                &caps["streaming"]
+            ),
+            (&json!(["grep"]), &json!(true), &json!(false), &json!(true))
+        );
+        for k in ["name", "version", "description", "supportedInterfaces", "skills"] {
+            assert_eq!(merged[k], v10[k], "{k}");
+        }
     }
 
     fn assert_required(v: &Value) {
@@ -149,6 +230,7 @@ mod tests {
     #[test]
     fn required_fields_are_never_empty() {
         assert_required(&agent_card(&info(&[])));
+        assert_required(&agent_card_v10(&info(&[])));
         let bare = CardInfo {
             name: "",
             version: " ",
@@ -175,5 +257,8 @@ mod tests {
         let b = agent_card_body(&info(&[]));
         let v: Value = serde_json::from_slice(&b).unwrap();
         assert_eq!(v, agent_card(&info(&[])));
+        let b = agent_card_v10_body(&info(&[]));
+        let v: Value = serde_json::from_slice(&b).unwrap();
+        assert_eq!(v, agent_card_v10(&info(&[])));
     }
 }

@@ -11,7 +11,7 @@ pub const MAX_TEXT: usize = 256 << 10;
 pub const MAX_PARTS: usize = 64;
 /// The longest request id, message/task/context id or page token accepted, bytes.
 pub const MAX_ID: usize = 256;
-/// ListTasks page size: the default and the cap (larger requests are clamped).
+/// ListTasks page size: the default and the largest (1 to it, else invalid params).
 pub const DEFAULT_PAGE_SIZE: u32 = 50;
 pub const MAX_PAGE_SIZE: u32 = 100;
 
@@ -40,7 +40,7 @@ pub struct TaskRequest {
 pub struct ListRequest {
     pub context_id: Option<String>,
     pub status: Option<State>,
-    /// 1..=MAX_PAGE_SIZE (0 or absent: DEFAULT_PAGE_SIZE; above the cap: clamped).
+    /// 1..=MAX_PAGE_SIZE (absent: DEFAULT_PAGE_SIZE).
     pub page_size: u32,
     pub page_token: Option<String>,
     pub history_length: Option<u32>,
@@ -66,6 +66,26 @@ pub struct Call {
     pub id: Value,
     pub generation: Generation,
     pub op: Op,
+}
+
+/// Why a send's params were refused: invalid (-32602), or a part of a kind the capsule
+/// does not take (-32005, ContentTypeNotSupported: it reads text only).
+#[derive(Debug, Clone, PartialEq)]
+pub enum Refusal {
+    Invalid(String),
+    ContentType(String),
+}
+
+impl From<String> for Refusal {
+    fn from(m: String) -> Refusal {
+        Refusal::Invalid(m)
+    }
+}
+
+impl From<&str> for Refusal {
+    fn from(m: &str) -> Refusal {
+        Refusal::Invalid(m.to_string())
+    }
 }
 
 fn opt_str(o: &Map<String, Value>, key: &str) -> Result<Option<String>, String> {
@@ -106,7 +126,7 @@ fn req_id(o: &Map<String, Value>, key: &str) -> Result<String, String> {
     }
 }
 
-pub(crate) fn send_params(p: &Map<String, Value>, gen: Generation) -> Result<SendRequest, String> {
+pub(crate) fn send_params(p: &Map<String, Value>, gen: Generation) -> Result<SendRequest, Refusal> {
     // `{"message": {...}}`, or (spec era) the message itself as params.
     let msg = match p.get("message") {
         Some(Value::Object(m)) => m,
@@ -116,7 +136,7 @@ pub(crate) fn send_params(p: &Map<String, Value>, gen: Generation) -> Result<Sen
     };
     let message_id = req_id(msg, "messageId")?;
     match msg.get("role") {
-        None | Some(Value::Null) => {}
+        None | Some(Value::Null) => return Err("message role is required".into()),
         Some(Value::String(r)) if r == "user" || r == "ROLE_USER" => {}
         Some(_) => return Err("message role must be user".into()),
     }
@@ -124,20 +144,13 @@ pub(crate) fn send_params(p: &Map<String, Value>, gen: Generation) -> Result<Sen
         return Err("message parts must be an array".into());
     };
     if parts.is_empty() || parts.len() > MAX_PARTS {
-        return Err(format!("message must have 1 to {MAX_PARTS} parts"));
+        return Err(format!("message must have 1 to {MAX_PARTS} parts").into());
     }
     let mut text = String::new();
     for (i, part) in parts.iter().enumerate() {
-        let Value::Object(part) = part else {
-            return Err("a part must be an object".into());
-        };
-        let kind_ok = matches!(part.get("kind"), None | Some(Value::Null))
-            || part.get("kind").and_then(Value::as_str) == Some("text");
-        let Some(Value::String(t)) = part.get("text").filter(|_| kind_ok) else {
-            return Err("only text parts are accepted".into());
-        };
+        let t = part_text(part, gen)?;
         if text.len() + t.len() + usize::from(i > 0) > MAX_TEXT {
-            return Err(format!("message text exceeds {MAX_TEXT} bytes"));
+            return Err(format!("message text exceeds {MAX_TEXT} bytes").into());
         }
         if i > 0 {
             text.push('\n');
@@ -167,6 +180,41 @@ pub(crate) fn send_params(p: &Map<String, Value>, gen: Generation) -> Result<Sen
     })
 }
 
+/// The text of one part. 0.3: `kind` is required; `text` parts are read, `file` and `data`
+/// parts are a content type the capsule does not take. 1.0: a part is one of `text`, `raw`,
+/// `url`, `data`; only `text` is taken. Anything else is invalid.
+fn part_text(part: &Value, gen: Generation) -> Result<&str, Refusal> {
+    let Value::Object(part) = part else {
+        return Err("a part must be an object".into());
+    };
+    let other =
+        |what: &str| Refusal::ContentType(format!("a {what} part: this capsule reads text parts only"));
+    let text = || match part.get("text") {
+        Some(Value::String(t)) => Ok(t.as_str()),
+        _ => Err(Refusal::from("a text part's text must be a string")),
+    };
+    match gen {
+        Generation::V03 => match part.get("kind").and_then(Value::as_str) {
+            Some("text") => text(),
+            Some(k @ ("file" | "data")) => Err(other(k)),
+            Some(_) => Err("a part's kind must be text, file or data".into()),
+            None => Err("a part's kind is required".into()),
+        },
+        Generation::V10 => {
+            if part.contains_key("text") {
+                return text();
+            }
+            match ["raw", "url", "data", "file"]
+                .into_iter()
+                .find(|k| part.contains_key(*k))
+            {
+                Some(k) => Err(other(k)),
+                None => Err("a part must hold one of text, raw, url or data".into()),
+            }
+        }
+    }
+}
+
 pub(crate) fn task_params(p: &Map<String, Value>) -> Result<TaskRequest, String> {
     Ok(TaskRequest {
         id: req_id(p, "id")?,
@@ -180,8 +228,9 @@ pub(crate) fn list_params(p: &Map<String, Value>) -> Result<ListRequest, String>
         Some(s) => Some(State::from_wire(s).ok_or("status is not a task state")?),
     };
     let page_size = match opt_u32(p, "pageSize")? {
-        None | Some(0) => DEFAULT_PAGE_SIZE,
-        Some(n) => n.min(MAX_PAGE_SIZE),
+        None => DEFAULT_PAGE_SIZE,
+        Some(n @ 1..=MAX_PAGE_SIZE) => n,
+        Some(n) => return Err(format!("pageSize must be between 1 and {MAX_PAGE_SIZE}, got {n}")),
     };
     let status_after_ms = match opt_str(p, "statusTimestampAfter")? {
         None => None,

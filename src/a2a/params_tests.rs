@@ -26,7 +26,7 @@ fn list_parses_filters_and_caps() {
     let c = call(
         req(
             "ListTasks",
-            json!({"contextId": "ctx_1", "status": "TASK_STATE_WORKING", "pageSize": 5000,
+            json!({"contextId": "ctx_1", "status": "TASK_STATE_WORKING", "pageSize": 100,
                 "pageToken": "p2", "historyLength": 0, "statusTimestampAfter": "2026-01-01T00:00:00Z",
                 "includeArtifacts": true}),
         ),
@@ -45,6 +45,9 @@ fn list_parses_filters_and_caps() {
     for bad in [
         json!({"status": "TASK_STATE_BOGUS"}),
         json!({"pageSize": -1}),
+        json!({"pageSize": 0}),
+        json!({"pageSize": 101}),
+        json!({"pageSize": 5000}),
         json!({"pageSize": "x"}),
         json!({"statusTimestampAfter": "yesterday"}),
         json!({"includeArtifacts": "yes"}),
@@ -120,11 +123,84 @@ fn invalid_params_paths() {
 #[test]
 fn text_cap_enforced() {
     let at = "a".repeat(MAX_TEXT);
-    let p = json!({"message": {"messageId": "m", "parts": [{"text": at}]}});
+    let text = |t: &str| json!({"kind": "text", "text": t});
+    let p = json!({"message": {"messageId": "m", "role": "user", "parts": [text(&at)]}});
     assert!(call(req("message/send", p), None).is_ok());
     let over = "a".repeat(MAX_TEXT / 2);
-    let p = json!({"message": {"messageId": "m", "parts": [{"text": over}, {"text": over}]}});
+    let p = json!({"message": {"messageId": "m", "role": "user", "parts": [text(&over), text(&over)]}});
     let e = call(req("message/send", p), None).unwrap_err();
     assert_eq!(e.code, INVALID_PARAMS);
     assert!(e.message.contains("exceeds"));
+}
+
+#[test]
+fn a_message_needs_its_role_and_a_0_3_part_its_kind() {
+    let send = |gen: Option<&str>, m: serde_json::Value| {
+        let method = if gen.is_some() {
+            "SendMessage"
+        } else {
+            "message/send"
+        };
+        call(req(method, json!({"message": m})), gen)
+    };
+    let no_role = json!({"messageId": "m", "parts": [{"kind": "text", "text": "x"}]});
+    for gen in [None, V1] {
+        let e = send(gen, no_role.clone()).unwrap_err();
+        assert_eq!(
+            (e.code, e.message.as_str()),
+            (INVALID_PARAMS, "Invalid params: message role is required")
+        );
+    }
+    let no_kind = json!({"messageId": "m", "role": "user", "parts": [{"text": "x"}]});
+    let e = send(None, no_kind.clone()).unwrap_err();
+    assert_eq!(
+        (e.code, e.message.as_str()),
+        (INVALID_PARAMS, "Invalid params: a part's kind is required")
+    );
+    // 1.0 parts carry no kind.
+    let v10 = json!({"messageId": "m", "role": "ROLE_USER", "parts": [{"text": "x"}]});
+    assert!(send(V1, v10).is_ok());
+    let empty = json!({"messageId": "m", "role": "ROLE_USER", "parts": [{"mediaType": "text/plain"}]});
+    assert_eq!(send(V1, empty).unwrap_err().code, INVALID_PARAMS);
+}
+
+#[test]
+fn parts_the_capsule_does_not_read_are_content_type_not_supported() {
+    let cases = [
+        (
+            None,
+            json!({"kind": "file", "file": {"uri": "http://x/y", "mimeType": "image/png"}}),
+            "file",
+        ),
+        (None, json!({"kind": "data", "data": {"a": 1}}), "data"),
+        (
+            V1,
+            json!({"raw": "aGk=", "mediaType": "application/octet-stream"}),
+            "raw",
+        ),
+        (V1, json!({"url": "http://x/y"}), "url"),
+        (V1, json!({"data": {"a": 1}}), "data"),
+    ];
+    for (gen, part, what) in cases {
+        let role = if gen.is_some() { "ROLE_USER" } else { "user" };
+        let method = if gen.is_some() {
+            "SendMessage"
+        } else {
+            "message/send"
+        };
+        let m = json!({"message": {"messageId": "m", "role": role,
+            "parts": [{"kind": "text", "text": "x"}, part]}});
+        let e = call(req(method, m), gen).unwrap_err();
+        assert_eq!(e.code, CONTENT_TYPE_NOT_SUPPORTED, "{what}");
+        assert_eq!(
+            e.message,
+            format!("Content type not supported: a {what} part: this capsule reads text parts only")
+        );
+        let data = &e.to_json()["error"]["data"];
+        if gen.is_some() {
+            assert_eq!(data[0]["reason"], "CONTENT_TYPE_NOT_SUPPORTED", "{what}");
+        } else {
+            assert!(data.is_null(), "0.3 answers carry no ErrorInfo: {data}");
+        }
+    }
 }

@@ -2,7 +2,7 @@
 //! method table of both A2A generations, the `A2A-Version` check, typed params, and the
 //! rendering of responses and errors. Every failure is an `RpcError`, never a panic.
 
-use super::params::{list_params, send_params, task_params};
+use super::params::{list_params, send_params, task_params, Refusal};
 pub use super::params::{Call, ListRequest, Op, SendRequest, TaskRequest};
 pub use super::params::{DEFAULT_PAGE_SIZE, MAX_ID, MAX_PAGE_SIZE, MAX_PARTS, MAX_TEXT};
 use super::Generation;
@@ -20,11 +20,12 @@ pub const TASK_NOT_FOUND: i64 = -32001;
 pub const TASK_NOT_CANCELABLE: i64 = -32002;
 pub const PUSH_NOT_SUPPORTED: i64 = -32003;
 pub const UNSUPPORTED_OPERATION: i64 = -32004;
+pub const CONTENT_TYPE_NOT_SUPPORTED: i64 = -32005;
 pub const EXTENDED_CARD_NOT_CONFIGURED: i64 = -32007;
 pub const VERSION_NOT_SUPPORTED: i64 = -32009;
 
 /// Every code this layer (and the door above it) answers with.
-pub const CODES: [i64; 11] = [
+pub const CODES: [i64; 12] = [
     PARSE_ERROR,
     INVALID_REQUEST,
     METHOD_NOT_FOUND,
@@ -34,16 +35,43 @@ pub const CODES: [i64; 11] = [
     TASK_NOT_CANCELABLE,
     PUSH_NOT_SUPPORTED,
     UNSUPPORTED_OPERATION,
+    CONTENT_TYPE_NOT_SUPPORTED,
     EXTENDED_CARD_NOT_CONFIGURED,
     VERSION_NOT_SUPPORTED,
 ];
 
-/// A JSON-RPC error answer: `id` is the request's when it was read, else null.
+/// The `domain` of the `google.rpc.ErrorInfo` A2A 1.0 errors carry.
+pub const ERROR_DOMAIN: &str = "a2a-protocol.org";
+
+/// The A2A 1.0 error type of an A2A-specific code, as ErrorInfo's `reason` names it (the
+/// type in UPPER_SNAKE_CASE without "Error"); `None` for the JSON-RPC codes and others.
+pub fn error_reason(code: i64) -> Option<&'static str> {
+    Some(match code {
+        -32001 => "TASK_NOT_FOUND",
+        -32002 => "TASK_NOT_CANCELABLE",
+        -32003 => "PUSH_NOTIFICATION_NOT_SUPPORTED",
+        -32004 => "UNSUPPORTED_OPERATION",
+        -32005 => "CONTENT_TYPE_NOT_SUPPORTED",
+        -32006 => "INVALID_AGENT_RESPONSE",
+        -32007 => "EXTENDED_AGENT_CARD_NOT_CONFIGURED",
+        -32008 => "EXTENSION_SUPPORT_REQUIRED",
+        -32009 => "VERSION_NOT_SUPPORTED",
+        _ => return None,
+    })
+}
+
+/// A JSON-RPC error answer: `id` is the request's when it was read, else null. An
+/// A2A-specific error answering a 1.0 call carries `error.data`: an array holding a
+/// `google.rpc.ErrorInfo` (A2A 1.0 §9.5); 0.3 answers and JSON-RPC's own errors carry none.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RpcError {
     pub id: Value,
     pub code: i64,
     pub message: String,
+    /// The generation of the call it answers, when that was read.
+    pub generation: Option<Generation>,
+    /// It answers a streaming method (send streaming, subscribe), when that was read.
+    pub streaming: bool,
 }
 
 impl RpcError {
@@ -52,12 +80,40 @@ impl RpcError {
             id: id.clone(),
             code,
             message: message.into(),
+            generation: None,
+            streaming: false,
         }
+    }
+
+    /// The same error, answering a call of `generation`.
+    pub fn answering(mut self, generation: Generation) -> RpcError {
+        self.generation = Some(generation);
+        self
+    }
+
+    /// The same error, answering a streaming call when `streaming`.
+    pub fn on_stream(mut self, streaming: bool) -> RpcError {
+        self.streaming = streaming;
+        self
+    }
+
+    /// Whether it goes as a server-sent event: an error of a 0.3 streaming call (the 0.3
+    /// clients read a stream's errors only from its events; 1.0 clients read a JSON body).
+    pub fn as_event(&self) -> bool {
+        self.streaming && self.generation == Some(Generation::V03)
     }
 
     /// The whole response value.
     pub fn to_json(&self) -> Value {
-        error_response(&self.id, self.code, &self.message, None)
+        let data = match (self.generation, error_reason(self.code)) {
+            (Some(Generation::V10), Some(reason)) => Some(json!([{
+                "@type": "type.googleapis.com/google.rpc.ErrorInfo",
+                "reason": reason,
+                "domain": ERROR_DOMAIN,
+            }])),
+            _ => None,
+        };
+        error_response(&self.id, self.code, &self.message, data)
     }
 }
 
@@ -204,7 +260,8 @@ pub fn is_supported_v10(header: &str) -> bool {
 pub fn parse_call(body: &[u8], a2a_version: Option<&str>) -> Result<Call, RpcError> {
     let env = parse_envelope(body)?;
     let id = env.id;
-    let (generation, method) = classify(&env.method).map_err(|(c, m)| RpcError::new(&id, c, m))?;
+    let (generation, method) = classify(&env.method)
+        .map_err(|(c, m)| RpcError::new(&id, c, m).answering(generation_of_name(&env.method)))?;
     if generation == Generation::V10 && !a2a_version.is_some_and(is_supported_v10) {
         let named = a2a_version.map_or("0.3 (no A2A-Version header)".to_string(), |v| {
             format!("{:?}", clip(v))
@@ -213,21 +270,47 @@ pub fn parse_call(body: &[u8], a2a_version: Option<&str>) -> Result<Call, RpcErr
             &id,
             VERSION_NOT_SUPPORTED,
             format!("A2A version {named} is not supported by {}", env.method),
-        ));
+        )
+        .answering(generation));
     }
-    let bad = |m: String| RpcError::new(&id, INVALID_PARAMS, format!("Invalid params: {m}"));
+    let streaming = matches!(method, Method::Stream | Method::Subscribe);
+    let bad = |m: String| {
+        RpcError::new(&id, INVALID_PARAMS, format!("Invalid params: {m}"))
+            .answering(generation)
+            .on_stream(streaming)
+    };
+    let refused = |r: Refusal| match r {
+        Refusal::Invalid(m) => bad(m),
+        Refusal::ContentType(m) => RpcError::new(
+            &id,
+            CONTENT_TYPE_NOT_SUPPORTED,
+            format!("Content type not supported: {m}"),
+        )
+        .answering(generation)
+        .on_stream(streaming),
+    };
     let Value::Object(p) = env.params else {
         return Err(bad("params must be an object".into()));
     };
     let op = match method {
-        Method::Send => Op::Send(send_params(&p, generation).map_err(bad)?),
-        Method::Stream => Op::Stream(send_params(&p, generation).map_err(bad)?),
+        Method::Send => Op::Send(send_params(&p, generation).map_err(refused)?),
+        Method::Stream => Op::Stream(send_params(&p, generation).map_err(refused)?),
         Method::Get => Op::Get(task_params(&p).map_err(bad)?),
         Method::Cancel => Op::Cancel(task_params(&p).map_err(bad)?),
         Method::Subscribe => Op::Subscribe(task_params(&p).map_err(bad)?),
         Method::List => Op::List(list_params(&p).map_err(bad)?),
     };
     Ok(Call { id, generation, op })
+}
+
+/// The generation a method name belongs to, served or not: 0.3 names hold a `/`
+/// (`message/send`, `tasks/pushNotificationConfig/set`), 1.0 names are one word.
+fn generation_of_name(method: &str) -> Generation {
+    if method.contains('/') {
+        Generation::V03
+    } else {
+        Generation::V10
+    }
 }
 
 fn clip(s: &str) -> String {

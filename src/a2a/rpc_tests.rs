@@ -64,7 +64,7 @@ fn sdk_v03_send_bodies_parse() {
     let c = call(
         req(
             "message/send",
-            json!({"messageId": "m", "parts": [{"text": "x"}], "taskId": "tsk_1"}),
+            json!({"messageId": "m", "role": "user", "parts": [{"kind": "text", "text": "x"}], "taskId": "tsk_1"}),
         ),
         None,
     )
@@ -310,4 +310,33 @@ fn odd_input_never_panics() {
     }
     let deep = "[".repeat(100_000);
     assert_eq!(parse_call(deep.as_bytes(), V1).unwrap_err().code, PARSE_ERROR);
+}
+
+#[test]
+fn a_1_0_a2a_error_carries_error_info_and_a_0_3_one_does_not() {
+    let e = RpcError::new(&json!(1), TASK_NOT_FOUND, "Task not found").answering(V10);
+    assert_eq!(
+        e.to_json(),
+        json!({"jsonrpc": "2.0", "id": 1, "error": {"code": -32001, "message": "Task not found",
+            "data": [{"@type": "type.googleapis.com/google.rpc.ErrorInfo",
+                "reason": "TASK_NOT_FOUND", "domain": "a2a-protocol.org"}]}})
+    );
+    let e = RpcError::new(&json!(1), TASK_NOT_FOUND, "Task not found").answering(V03);
+    assert!(e.to_json()["error"].get("data").is_none());
+    // JSON-RPC's own errors carry none in either generation.
+    let e = RpcError::new(&json!(1), INVALID_PARAMS, "Invalid params: x").answering(V10);
+    assert!(e.to_json()["error"].get("data").is_none());
+    // Every A2A code has its reason; the generation of a refused method is its name's.
+    for c in CODES.iter().filter(|c| (-32099..=-32001).contains(*c)) {
+        assert!(error_reason(*c).is_some(), "{c}");
+    }
+    let e = call(req("CreateTaskPushNotificationConfig", json!({})), Some("1.0")).unwrap_err();
+    assert_eq!(
+        e.to_json()["error"]["data"][0]["reason"],
+        "PUSH_NOTIFICATION_NOT_SUPPORTED"
+    );
+    let e = call(req("tasks/pushNotificationConfig/set", json!({})), None).unwrap_err();
+    assert!(e.to_json()["error"].get("data").is_none());
+    let e = call(req("GetTask", json!({"id": "t"})), None).unwrap_err();
+    assert_eq!(e.to_json()["error"]["data"][0]["reason"], "VERSION_NOT_SUPPORTED");
 }

@@ -286,6 +286,26 @@ pub fn days_from_civil(y: i64, m: u32, d: u32) -> i64 {
     era * 146_097 + doe - 719_468
 }
 
+/// Unix milliseconds as an HTTP date (RFC 9110's IMF-fixdate): `Thu, 01 Jan 1970 00:00:00 GMT`.
+pub fn http_date(ms: u64) -> String {
+    const DAYS: [&str; 7] = ["Thu", "Fri", "Sat", "Sun", "Mon", "Tue", "Wed"];
+    const MONTHS: [&str; 12] = [
+        "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
+    ];
+    let secs = (ms / 1000) as i64;
+    let days = secs.div_euclid(86_400);
+    let (y, mo, d) = civil_from_days(days);
+    let t = secs.rem_euclid(86_400);
+    format!(
+        "{}, {d:02} {} {y:04} {:02}:{:02}:{:02} GMT",
+        DAYS[days.rem_euclid(7) as usize],
+        MONTHS[(mo - 1) as usize],
+        t / 3600,
+        t / 60 % 60,
+        t % 60
+    )
+}
+
 /// Unix milliseconds as RFC 3339 UTC with milliseconds: `2026-01-01T00:00:00.000Z`.
 pub fn rfc3339(ms: u64) -> String {
     let secs = (ms / 1000) as i64;

@@ -250,3 +250,10 @@ fn parse_rfc3339_variants_and_rejects() {
     }
     assert!(parse_rfc3339("2024-02-29T12:00:00Z").is_some());
 }
+
+#[test]
+fn http_dates_are_imf_fixdate() {
+    assert_eq!(http_date(0), "Thu, 01 Jan 1970 00:00:00 GMT");
+    assert_eq!(http_date(784_111_777_000), "Sun, 06 Nov 1994 08:49:37 GMT");
+    assert_eq!(http_date(1_796_428_800_999), "Sat, 05 Dec 2026 00:00:00 GMT");
+}

@@ -323,8 +323,9 @@ fn a_queue_sleep_capsule_serves_its_card_until_sigterm() {
     let body: serde_json::Value = serde_json::from_str(common::body_of(&card)).unwrap();
     assert_eq!(body["name"], "probe");
     assert_eq!(body["version"], "0.2.0");
-    // The spec's `url` is `localhost:<port>`; A2A clients use supportedInterfaces.
-    assert_eq!(body["url"], line["url"].as_str().unwrap());
+    // The card's `url` is the `--json` line's `localhost:<port>` under http://, so a 0.3
+    // client can call it; 1.0 clients use supportedInterfaces.
+    assert_eq!(body["url"], format!("http://{}/", line["url"].as_str().unwrap()));
     let port = hostport.rsplit(':').next().unwrap();
     for (i, version) in ["1.0", "0.3"].iter().enumerate() {
         assert_eq!(body["supportedInterfaces"][i]["protocolVersion"], *version);
@@ -339,13 +340,7 @@ fn a_queue_sleep_capsule_serves_its_card_until_sigterm() {
     // Still alive after the task: the lifecycle keeps the door open.
     std::thread::sleep(std::time::Duration::from_millis(300));
     assert!(running.child.try_wait().unwrap().is_none());
-    let pid = running.child.id().to_string();
-    assert!(Command::new("kill")
-        .args(["-TERM", &pid])
-        .status()
-        .unwrap()
-        .success());
-    let status = running.child.wait().unwrap();
+    let status = running.terminate();
     assert_eq!(status.code(), Some(0));
     assert!(
         std::net::TcpStream::connect(&hostport).is_err(),

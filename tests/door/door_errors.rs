@@ -28,6 +28,55 @@ fn rpc_error(answer: &str) -> (Value, i64, String) {
     )
 }
 
+/// A2A 1.0 §9.5: an A2A-specific error answering a 1.0 call carries a
+/// `google.rpc.ErrorInfo` in `error.data`; a 0.3 answer and JSON-RPC's own errors do not.
+/// A part the capsule does not read is -32005 in both generations.
+#[test]
+fn a2a_errors_of_1_0_calls_carry_error_info_and_unread_parts_are_content_type_errors() {
+    let t = TempDir::new("a2a-error-info");
+    let d = queue_door(&t, 4);
+    let info = |reason: &str| {
+        json!([{"@type": "type.googleapis.com/google.rpc.ErrorInfo",
+            "reason": reason, "domain": "a2a-protocol.org"}])
+    };
+    let missing = json!({"id": "tsk_00000000000000000000000000000000"});
+    let e = d.call_with("GetTask", missing.clone(), &[])["error"].clone();
+    assert_eq!(e["code"], -32001, "{e}");
+    assert_eq!(e["data"], info("TASK_NOT_FOUND"), "{e}");
+    let e = d.call_with("tasks/get", missing, &[])["error"].clone();
+    assert_eq!(e["code"], -32001, "{e}");
+    assert!(e.get("data").is_none(), "a 0.3 answer: {e}");
+    let e = d.call_with("GetTask", json!({"id": 5}), &[])["error"].clone();
+    assert_eq!(e["code"], -32602, "{e}");
+    assert!(e.get("data").is_none(), "JSON-RPC's own error: {e}");
+    let e = d.call_with("CreateTaskPushNotificationConfig", json!({}), &[])["error"].clone();
+    assert_eq!(e["data"], info("PUSH_NOTIFICATION_NOT_SUPPORTED"), "{e}");
+
+    let raw = json!({"message": {"messageId": "m", "role": "ROLE_USER",
+        "parts": [{"raw": "aGk=", "mediaType": "application/octet-stream"}]}});
+    let e = d.call_with("SendMessage", raw, &[])["error"].clone();
+    assert_eq!(
+        (&e["code"], &e["message"], &e["data"]),
+        (
+            &json!(-32005),
+            &json!("Content type not supported: a raw part: this capsule reads text parts only"),
+            &info("CONTENT_TYPE_NOT_SUPPORTED")
+        )
+    );
+    let file = json!({"message": {"messageId": "m", "role": "user",
+        "parts": [{"kind": "file", "file": {"uri": "file:///etc/passwd"}}]}});
+    assert_eq!(
+        d.error("message/send", file),
+        (
+            -32005,
+            "Content type not supported: a file part: this capsule reads text parts only".into()
+        )
+    );
+    // Nothing of a refused message became a task.
+    let listed = d.result("ListTasks", json!({}));
+    assert_eq!(listed["tasks"], json!([]), "{listed}");
+}
+
 #[test]
 fn every_json_rpc_error_comes_with_http_200() {
     let t = TempDir::new("a2a-errors");
@@ -130,8 +179,28 @@ fn every_json_rpc_error_comes_with_http_200() {
     );
     bad(
         "message/send",
-        json!({"message": {"messageId": "m", "role": "user", "parts": [{"kind": "file", "file": {"uri": "file:///etc/passwd"}}]}}),
-        "only text parts are accepted",
+        json!({"message": {"messageId": "m", "parts": [{"kind": "text", "text": "x"}]}}),
+        "message role is required",
+    );
+    bad(
+        "SendMessage",
+        json!({"message": {"messageId": "m", "parts": [{"text": "x"}]}}),
+        "message role is required",
+    );
+    bad(
+        "message/send",
+        json!({"message": {"messageId": "m", "role": "user", "parts": [{"text": "x"}]}}),
+        "a part's kind is required",
+    );
+    bad(
+        "ListTasks",
+        json!({"pageSize": 0}),
+        "pageSize must be between 1 and 100, got 0",
+    );
+    bad(
+        "ListTasks",
+        json!({"pageSize": 101}),
+        "pageSize must be between 1 and 100, got 101",
     );
     bad(
         "message/send",
@@ -289,8 +358,7 @@ fn every_json_rpc_error_comes_with_http_200() {
 
     // HTTP-level refusals: 415 without a JSON content type, 405 for GET /, 404 elsewhere.
     let json_body = r#"{"jsonrpc":"2.0","id":1,"method":"tasks/get","params":{"id":"x"}}"#;
-    let not_json =
-        r#"{"error":"unsupported media type: a POST body must be sent with content-type: application/json"}"#;
+    let not_json = r#"{"error":{"code":-32005,"message":"Content type not supported: a POST body must be sent with content-type: application/json"},"id":null,"jsonrpc":"2.0"}"#;
     for ct in [
         "",
         "content-type: text/plain\r\n",
@@ -306,6 +374,22 @@ fn every_json_rpc_error_comes_with_http_200() {
         );
         assert_eq!((status_of(&answer), body_of(&answer)), (415, not_json), "{ct:?}");
     }
+    // Naming A2A 1.0, the error carries its ErrorInfo.
+    let answer = d.raw(
+        format!(
+            "POST / HTTP/1.1\r\nhost: {}\r\ncontent-type: text/plain\r\na2a-version: 1.0\r\ncontent-length: {}\r\n\r\n{json_body}",
+            d.host(),
+            json_body.len()
+        )
+        .as_bytes(),
+    );
+    assert_eq!(status_of(&answer), 415, "{answer}");
+    let v: Value = serde_json::from_str(body_of(&answer)).unwrap();
+    assert_eq!(v["error"]["code"], -32005, "{v}");
+    assert_eq!(
+        v["error"]["data"][0]["reason"], "CONTENT_TYPE_NOT_SUPPORTED",
+        "{v}"
+    );
     let answer = d.get("/");
     assert_eq!(status_of(&answer), 405, "{answer}");
     assert!(answer.contains("\r\nallow: POST\r\n"), "{answer}");
@@ -423,7 +507,7 @@ fn bad_input_of_every_kind_leaves_the_door_serving() {
     assert_eq!(
         d.error(
             "SendMessage",
-            json!({"message": {"messageId": "m", "parts": many_parts}})
+            json!({"message": {"messageId": "m", "role": "ROLE_USER", "parts": many_parts}})
         ),
         (-32602, "Invalid params: message must have 1 to 64 parts".into())
     );

@@ -83,7 +83,7 @@ fn the_door_answers_only_its_own_loopback_host() {
         assert_eq!(status, 200, "{host}: {body}");
         let card: serde_json::Value = serde_json::from_str(&body).unwrap();
         assert_eq!(card["name"], "probe");
-        assert_eq!(card["url"], format!("localhost:{port}"));
+        assert_eq!(card["url"], format!("http://localhost:{port}/"));
     }
     // The project's own client, given the URL the card advertises, is served.
     let resp = murmur::http::client::get(
@@ -93,6 +93,103 @@ fn the_door_answers_only_its_own_loopback_host() {
     )
     .unwrap();
     assert_eq!(resp.status, 200);
+
+    let pid = running.child.id().to_string();
+    assert!(Command::new("kill")
+        .args(["-TERM", &pid])
+        .status()
+        .unwrap()
+        .success());
+    assert_eq!(running.child.wait().unwrap().code(), Some(0));
+}
+
+/// The header `name` of a raw answer (the first one), lowercased name.
+fn header_of(answer: &str, name: &str) -> Option<String> {
+    let head = answer.split("\r\n\r\n").next()?;
+    head.lines().skip(1).find_map(|l| {
+        let (k, v) = l.split_once(':')?;
+        k.trim().eq_ignore_ascii_case(name).then(|| v.trim().to_string())
+    })
+}
+
+/// The card in the form the request's `A2A-Version` names, with caching headers: a GET
+/// with no header (0.3, A2A 1.0 §3.6) gets the spec's fields and 0.3's discovery fields; a
+/// GET naming 1.0 gets the 1.0 schema's fields only; each form has its own ETag, an
+/// `If-None-Match` naming it is a 304 without a body, and the answer varies on the header.
+#[test]
+fn the_card_comes_in_the_form_asked_for_with_caching_headers() {
+    let t = TempDir::new("door-card");
+    let (mut running, port) = start_door(&t);
+    let addr = SocketAddr::from(([127, 0, 0, 1], port));
+    let get = |extra: &str| {
+        exchange(
+            addr,
+            format!("GET {CARD} HTTP/1.1\r\nhost: localhost:{port}\r\n{extra}\r\n").as_bytes(),
+        )
+    };
+    let merged = get("");
+    assert_eq!(status_of(&merged), 200, "{merged}");
+    let card: serde_json::Value = serde_json::from_str(body_of(&merged)).unwrap();
+    assert_eq!(card["url"], format!("http://localhost:{port}/"));
+    assert_eq!(card["protocolVersion"], "0.3.0");
+    assert_eq!(card["preferredTransport"], "JSONRPC");
+    assert_eq!(
+        card["additionalInterfaces"],
+        serde_json::json!([{"url": format!("http://localhost:{port}/"), "transport": "JSONRPC"}])
+    );
+    assert_eq!(card["capabilities"]["shell"], false);
+    let v10 = get("a2a-version: 1.0\r\n");
+    let card10: serde_json::Value = serde_json::from_str(body_of(&v10)).unwrap();
+    let mut keys: Vec<&String> = card10.as_object().unwrap().keys().collect();
+    keys.sort();
+    assert_eq!(
+        keys,
+        [
+            "capabilities",
+            "defaultInputModes",
+            "defaultOutputModes",
+            "description",
+            "name",
+            "skills",
+            "supportedInterfaces",
+            "version"
+        ]
+    );
+    let mut caps: Vec<&String> = card10["capabilities"].as_object().unwrap().keys().collect();
+    caps.sort();
+    assert_eq!(caps, ["extensions", "pushNotifications", "streaming"]);
+    assert_eq!(card10["supportedInterfaces"], card["supportedInterfaces"]);
+
+    for answer in [&merged, &v10] {
+        assert_eq!(header_of(answer, "cache-control").as_deref(), Some("max-age=300"));
+        assert_eq!(header_of(answer, "vary").as_deref(), Some("A2A-Version"));
+        let modified = header_of(answer, "last-modified").unwrap();
+        assert!(modified.ends_with(" GMT") && modified.len() == 29, "{modified}");
+    }
+    let (tag, tag10) = (
+        header_of(&merged, "etag").unwrap(),
+        header_of(&v10, "etag").unwrap(),
+    );
+    assert!(
+        tag.starts_with('"') && tag.ends_with('"') && tag.len() == 34,
+        "{tag}"
+    );
+    assert_ne!(tag, tag10, "each form has its own tag");
+    assert_eq!(
+        get("").split("\r\n\r\n").nth(1),
+        merged.split("\r\n\r\n").nth(1),
+        "the same bytes each time"
+    );
+    let again = get(&format!("if-none-match: {tag}\r\n"));
+    assert_eq!((status_of(&again), body_of(&again)), (304, ""), "{again}");
+    assert_eq!(header_of(&again, "etag"), Some(tag.clone()));
+    let again = get(&format!(
+        "a2a-version: 1.0\r\nif-none-match: W/{tag10}, \"x\"\r\n"
+    ));
+    assert_eq!(status_of(&again), 304, "{again}");
+    // The other form's tag is not this form's.
+    let other = get(&format!("a2a-version: 1.0\r\nif-none-match: {tag}\r\n"));
+    assert_eq!(status_of(&other), 200, "{other}");
 
     let pid = running.child.id().to_string();
     assert!(Command::new("kill")

@@ -1,13 +1,15 @@
 //! `POST /`: the A2A task interface of both protocol generations over JSON-RPC 2.0, on the
 //! door's task table. Every answer is HTTP 200 (JSON-RPC errors included, as A2A clients
 //! read them only from a 2xx), except what the HTTP layer refuses before the body is read
-//! (413, 431, the loopback guard) and a body not declared as JSON (415).
+//! (413, 431, the loopback guard) and a body not declared as JSON (415, its body still a
+//! JSON-RPC error: -32005).
 
 use super::tasks::{self, answer, Origin, Tasks, Watch};
 use super::Route;
 use crate::a2a::params::{Call, Op, SendRequest};
 use crate::a2a::rpc::{self, RpcError, INVALID_PARAMS, METHOD_NOT_FOUND, UNSUPPORTED_OPERATION};
 use crate::a2a::shapes;
+use crate::a2a::Generation;
 use crate::http::{Exchange, Reply, Request, Response};
 use serde_json::Value;
 use std::sync::Arc;
@@ -30,8 +32,26 @@ pub struct A2a {
 
 pub use crate::clock::now_ms;
 
-fn err(id: &Value, code: i64, message: impl Into<String>) -> Reply {
-    Reply::Now(answer(&RpcError::new(id, code, message).to_json()))
+/// A JSON-RPC error answering a call of `gen` (a 1.0 A2A error carries its ErrorInfo).
+fn err_to(gen: Generation, id: &Value, code: i64, message: impl Into<String>) -> Reply {
+    refuse(RpcError::new(id, code, message).answering(gen))
+}
+
+/// [`err_to`] answering a streaming call.
+fn stream_err(gen: Generation, id: &Value, code: i64, message: impl Into<String>) -> Reply {
+    refuse(RpcError::new(id, code, message).answering(gen).on_stream(true))
+}
+
+/// An error's answer: a JSON body, or for a 0.3 streaming call an event stream of the one
+/// error event (HTTP 200 either way).
+fn refuse(e: RpcError) -> Reply {
+    if !e.as_event() {
+        return Reply::Now(answer(&e.to_json()));
+    }
+    let mut body = b"data: ".to_vec();
+    body.extend_from_slice(&rpc::to_body(&e.to_json()));
+    body.extend_from_slice(b"\n\n");
+    Reply::Now(sse_head().body(body))
 }
 
 fn ok(id: &Value, result: Value) -> Reply {
@@ -95,32 +115,32 @@ impl A2a {
 
     fn send(&self, req: &Request, ex: &Exchange<'_>, call: &Call, s: &SendRequest, stream: bool) -> Reply {
         let id = &call.id;
+        let gen = call.generation;
+        let fail = |code: i64, m: String| refuse(RpcError::new(id, code, m).answering(gen).on_stream(stream));
         if self.tasks.acceptance() == tasks::Acceptance::None {
             let why = "this capsule accepts no tasks (lifecycle.task_acceptance: none)";
             return if stream {
-                err(id, UNSUPPORTED_OPERATION, format!("Unsupported operation: {why}"))
+                fail(UNSUPPORTED_OPERATION, format!("Unsupported operation: {why}"))
             } else {
-                err(id, METHOD_NOT_FOUND, format!("Method not found: {why}"))
+                fail(METHOD_NOT_FOUND, format!("Method not found: {why}"))
             };
         }
         let origin = origin_of(req);
         if let Some(m) = self.misaddressed(req, &origin) {
-            return err(id, COMPLETION_MISADDRESSED, m);
+            return fail(COMPLETION_MISADDRESSED, m);
         }
         if let Some(t) = &s.task_id {
             return match self.tasks.get(t) {
-                None => err(id, rpc::TASK_NOT_FOUND, "Task not found"),
-                Some(_) => err(
-                    id,
+                None => fail(rpc::TASK_NOT_FOUND, "Task not found".into()),
+                Some(_) => fail(
                     UNSUPPORTED_OPERATION,
-                    "Unsupported operation: a task takes no further messages; send a new message without taskId",
+                    "Unsupported operation: a task takes no further messages; send a new message without taskId".into(),
                 ),
             };
         }
-        let gen = call.generation;
         if stream {
             if !self.tasks.stream_room() {
-                return too_many_streams(id);
+                return too_many_streams(gen, id);
             }
             let watch = Watch::Stream {
                 stream: ex.stream(),
@@ -171,31 +191,46 @@ impl A2a {
             Op::Stream(s) => self.send(req, ex, &call, s, true),
             Op::Get(t) => match self.tasks.get(&t.id) {
                 Some(task) => ok(id, shapes::render_task(&task, gen, t.history_length)),
-                None => err(id, rpc::TASK_NOT_FOUND, "Task not found"),
+                None => err_to(gen, id, rpc::TASK_NOT_FOUND, "Task not found"),
             },
             Op::Cancel(t) => match self.tasks.cancel(&t.id, now_ms()) {
                 Ok(task) => ok(id, shapes::render_task(&task, gen, t.history_length)),
-                Err((code, m)) => err(id, code, m),
+                Err((code, m)) => err_to(gen, id, code, m),
             },
             Op::Subscribe(t) => {
                 if !self.tasks.stream_room() {
-                    return too_many_streams(id);
+                    return too_many_streams(gen, id);
                 }
                 match self.tasks.subscribe(&t.id, ex.stream(), id.clone(), gen) {
                     Ok(()) => Reply::Stream(sse_head()),
-                    Err((code, m)) => err(id, code, m),
+                    Err((code, m)) => stream_err(gen, id, code, m),
                 }
             }
             Op::List(l) => match self.tasks.list(l) {
                 Ok(v) => ok(id, v),
-                Err(m) => err(id, INVALID_PARAMS, format!("Invalid params: {m}")),
+                Err(m) => err_to(gen, id, INVALID_PARAMS, format!("Invalid params: {m}")),
             },
         }
     }
 }
 
-fn too_many_streams(id: &Value) -> Reply {
-    err(
+/// 415 for a body not declared as JSON, its body a JSON-RPC error (id null, not read):
+/// ContentTypeNotSupported, with its ErrorInfo when the request names A2A 1.0.
+fn not_json(version: Option<&str>) -> Response {
+    let mut e = RpcError::new(
+        &Value::Null,
+        rpc::CONTENT_TYPE_NOT_SUPPORTED,
+        "Content type not supported: a POST body must be sent with content-type: application/json",
+    );
+    if version.is_some_and(rpc::is_supported_v10) {
+        e = e.answering(Generation::V10);
+    }
+    Response::json(415, rpc::to_body(&e.to_json()))
+}
+
+fn too_many_streams(gen: Generation, id: &Value) -> Reply {
+    stream_err(
+        gen,
         id,
         TOO_MANY_STREAMS,
         format!(
@@ -215,13 +250,13 @@ impl Route for A2a {
                 Response::error(405, "method not allowed: A2A calls are POST /").header("allow", "POST"),
             ));
         }
-        if let Err(resp) = crate::http::require_json(req) {
-            return Some(Reply::Now(resp));
-        }
         let version = req.header("a2a-version");
+        if crate::http::require_json(req).is_err() {
+            return Some(Reply::Now(not_json(version)));
+        }
         Some(match rpc::parse_call(&req.body, version) {
             Ok(call) => self.call(req, ex, call),
-            Err(e) => Reply::Now(answer(&e.to_json())),
+            Err(e) => refuse(e),
         })
     }
 }

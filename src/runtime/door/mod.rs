@@ -8,13 +8,14 @@
 //! capsule. A route that takes a JSON body (A2A) also calls `http::require_json`.
 
 pub mod a2a;
+pub mod card;
 pub mod peer;
 pub mod reading;
 pub mod resources;
 pub mod tasks;
 pub mod wire;
 
-use crate::a2a::card::{agent_card_body, CardInfo};
+use crate::a2a::card::{agent_card_body, agent_card_v10_body, CardInfo};
 use crate::diag::{code, Diagnostic};
 use crate::http::{Controller, Exchange, Limits, Reply, Request, Response, Server};
 use std::net::TcpListener;
@@ -96,18 +97,21 @@ impl Bound {
     pub fn open(self, s: Setup<'_>) -> Result<Door, Diagnostic> {
         let m = s.manifest;
         let caps = &m.capabilities;
-        let card = AgentCard {
-            body: agent_card_body(&CardInfo {
-                name: &m.name,
-                version: &m.version,
-                description: m.description.as_deref(),
-                port: self.port,
-                tools: &s.tools,
-                shell: caps.shell_allow.as_ref().is_some_and(|a| !a.is_empty()),
-                network: !caps.network_allow.is_empty(),
-                streaming: true,
-            }),
+        let info = CardInfo {
+            name: &m.name,
+            version: &m.version,
+            description: m.description.as_deref(),
+            port: self.port,
+            tools: &s.tools,
+            shell: caps.shell_allow.as_ref().is_some_and(|a| !a.is_empty()),
+            network: !caps.network_allow.is_empty(),
+            streaming: true,
         };
+        let card = card::CardRoute::new(
+            agent_card_body(&info),
+            agent_card_v10_body(&info),
+            crate::clock::now_ms(),
+        );
         let files = m.exports.files.as_ref().map(|f| resources::FilesPlane {
             root: f.root.clone(),
             root_written: f.root_written.clone(),
@@ -190,22 +194,5 @@ impl Drop for Door {
         if let Some(t) = self.thread.take() {
             let _ = t.join();
         }
-    }
-}
-
-/// `GET /.well-known/agent-card.json`.
-pub struct AgentCard {
-    body: Vec<u8>,
-}
-
-impl Route for AgentCard {
-    fn answer(&self, req: &Request, _: &Exchange<'_>) -> Option<Reply> {
-        if req.path() != "/.well-known/agent-card.json" {
-            return None;
-        }
-        Some(Reply::Now(match req.method.as_str() {
-            "GET" | "HEAD" => Response::json(200, self.body.clone()),
-            _ => Response::error(405, "method not allowed"),
-        }))
     }
 }

@@ -397,7 +397,15 @@ fn a_two_turn_task_traces_each_event_with_its_exact_fields() {
     assert!(s["effective_grants"].is_object());
 
     let t = &all[1];
-    assert_eq!(keys(t), sorted(&["task_id", "context_id", "source"]));
+    assert_eq!(
+        keys(t),
+        sorted(&["task_id", "context_id", "source", "origin", "trust"])
+    );
+    assert_eq!(
+        (&t["origin"], &t["trust"]),
+        (&json!("user"), &json!("trusted")),
+        "{t}"
+    );
     assert!(hex_id(&t["task_id"], "tsk_"), "{t}");
     assert!(hex_id(&t["context_id"], "ctx_"), "{t}");
     assert_eq!(t["source"], "file");

@@ -374,6 +374,8 @@ fn task_hooks_fire_per_a2a_task_and_session_hooks_once_with_each_task_traced() {
                 "task_id": task["id"],
                 "context_id": task["contextId"],
                 "source": "a2a",
+                "origin": origin,
+                "trust": trust,
             })
         );
     }

@@ -356,9 +356,10 @@ fn none_without_a_task_is_refused_with_no_task() {
 // ---------------------------------------------------------------------------------------
 
 /// A `completion` whose `x-murmur-completion-session` is not the running session is a
-/// JSON-RPC error -31001 (no task made); addressed to the right session it runs.
+/// JSON-RPC error -31001 (no task made); addressed to the right session but naming no
+/// delegation it started, -31002.
 #[test]
-fn a_completion_for_another_session_is_refused_and_one_for_this_session_runs() {
+fn a_completion_for_another_session_or_no_delegation_of_its_own_is_refused() {
     let p = Provider::start(vec![Step::text("completed the completion")]);
     let w = world("door-completion", &p, &queue_sleep(2));
     let mut s = w.serve(None, &[]);
@@ -387,30 +388,29 @@ fn a_completion_for_another_session_is_refused_and_one_for_this_session_runs() {
         "a refused completion made no task: {listed}"
     );
 
+    // The right session, but no delegation of this session's: refused too (-31002), no
+    // task. A completion of a delegation this session started runs: the delegation tests.
     let sid = s.sid.clone();
     let right = [
         ("x-murmur-task-origin", "completion"),
         ("x-murmur-completion-session", sid.as_str()),
         ("x-murmur-task-trust", "trusted"),
+        ("x-murmur-delegation-id", "dlg_made_up"),
     ];
-    let params = send_params_10("the right session", true);
-    let t = s.result("SendMessage", params.clone(), &right)["task"].clone();
-    let done = s.settled(&id(&t), SETTLE);
-    assert_eq!(done["status"]["state"], "TASK_STATE_COMPLETED", "{done}");
-    assert_eq!(response_10(&done), "completed the completion\n");
+    let v = s.rpc("SendMessage", send_params_10("the right session", true), &right);
+    assert_eq!(
+        rpc_error(&v),
+        (
+            -31002,
+            "completion for delegation dlg_made_up refused: this session started no delegation with that id"
+                .to_string()
+        ),
+        "{v}"
+    );
+    let listed = s.result("ListTasks", json!({}), &[]);
+    assert_eq!(listed["tasks"], json!([]), "{listed}");
     assert_eq!(s.stop(), Some(0), "{}", s.both());
     let all = w.trace(&s.sid);
-    let received = events(&all, "a2a_task_received");
-    assert_eq!(received.len(), 1, "{all:?}");
-    assert_eq!(
-        (
-            &received[0]["task_id"],
-            &received[0]["origin"],
-            &received[0]["trust"]
-        ),
-        (&t["id"], &json!("completion"), &json!("trusted")),
-        "{}",
-        received[0]
-    );
-    assert_eq!(received[0]["message_id"], json!(mid(&params)));
+    assert_eq!(events(&all, "a2a_task_received").len(), 0, "{all:?}");
+    assert_eq!(events(&all, "completion_refused").len(), 1, "{all:?}");
 }

@@ -231,7 +231,12 @@ impl Served {
         }
         let (status, text) = self.post(&body.to_string(), &all);
         assert_eq!(status, 200, "{method}: {text}");
-        serde_json::from_str(&text).unwrap_or_else(|e| panic!("{method}: {e}: {text:?}"))
+        // A 0.3 streaming call's error is the one event of an event stream.
+        let json = match text.strip_prefix("data: ") {
+            Some(event) if method.contains('/') => event.trim_end(),
+            _ => text.as_str(),
+        };
+        serde_json::from_str(json).unwrap_or_else(|e| panic!("{method}: {e}: {text:?}"))
     }
 
     /// The `result` of a call that must succeed.

@@ -440,23 +440,51 @@ fn a_completion_must_name_the_session_running_here() {
         "a refused completion made a task"
     );
 
+    // Addressed to this session, a completion still names a delegation this session
+    // started: none here, so every one is refused (and traced), and makes no task.
     let sid = d.session_id.clone();
     let owned = completion(&sid);
-    let hs: Vec<(&str, &str)> = owned.iter().map(|(n, v)| (*n, v.as_str())).collect();
-    let v = d.call_with(
-        "SendMessage",
-        send_params("SendMessage", "child finished", Value::Null),
-        &hs,
-    );
-    let task = v["result"]["task"].clone();
-    assert_eq!(state_of(&task), "TASK_STATE_COMPLETED", "{v}");
-    assert_eq!(response_text(&task), Some("done: child finished\n"));
-    let d = stop(d);
-    let got = d.event_of("a2a_task_received", task["id"].as_str().unwrap());
+    let mut hs: Vec<(&str, &str)> = owned.iter().map(|(n, v)| (*n, v.as_str())).collect();
+    let refused = |id: &str| {
+        (
+            -31002,
+            format!(
+                "completion for delegation {id} refused: this session started no delegation with that id"
+            ),
+        )
+    };
     assert_eq!(
-        (got["origin"].as_str(), got["trust"].as_str()),
-        (Some("completion"), Some("trusted")),
-        "{got}"
+        d.error_with(
+            "SendMessage",
+            send_params("SendMessage", "child finished", Value::Null),
+            &hs
+        ),
+        refused("")
+    );
+    hs.push(("x-murmur-delegation-id", "dlg_00000000000000000000000000000000"));
+    assert_eq!(
+        d.error_with(
+            "message/send",
+            send_params("message/send", "child finished", Value::Null),
+            &hs
+        ),
+        refused("dlg_00000000000000000000000000000000")
+    );
+    assert_eq!(d.result("ListTasks", json!({}))["tasks"], json!([]));
+    let d = stop(d);
+    let refusals: Vec<Value> = d
+        .trace()
+        .into_iter()
+        .filter(|e| e["event_type"] == "completion_refused")
+        .collect();
+    assert_eq!(refusals.len(), 2, "{refusals:?}");
+    assert_eq!(
+        refusals[1]["delegation_id"],
+        "dlg_00000000000000000000000000000000"
+    );
+    assert_eq!(
+        refusals[1]["reason"],
+        "this session started no delegation with that id"
     );
 }
 

@@ -67,6 +67,7 @@ impl TaskRunner for AgentRunner {
             id: taken.id.clone(),
             context_id: taken.context_id.clone(),
             source: taken.source,
+            origin: taken.origin.origin.clone(),
             trust: taken.origin.trust.clone(),
             text: taken.text.clone(),
             cancel: taken.cancel.clone(),

@@ -34,6 +34,9 @@ pub struct Task {
     pub context_id: String,
     /// Where it came from: `file` (`task.md` or `--task`) or `a2a`.
     pub source: &'static str,
+    /// Who gave it (`file`, `event`, `peer`, `completion`): a `completion` runs in the
+    /// background lane.
+    pub origin: String,
     /// The trust class of its origin (`trusted` or `untrusted`): a delegation made from
     /// it carries this class.
     pub trust: String,
@@ -169,7 +172,8 @@ impl Session {
         let mut totals = Totals::default();
         self.event(
             "task_start",
-            json!({"task_id": task.id, "context_id": task.context_id, "source": task.source}),
+            json!({"task_id": task.id, "context_id": task.context_id, "source": task.source,
+                   "origin": task.origin, "trust": task.trust}),
         );
         self.fire(Binding::TaskStart, || {
             Event::TaskStart(TaskInfo {

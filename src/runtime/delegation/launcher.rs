@@ -115,6 +115,8 @@ impl Launcher {
             Ok(h) => format!("dlg_{h}"),
             Err(e) => return self.failed("", ask, "", format!("no randomness for a delegation id: {e}")),
         };
+        // Before any child can exist: its completion, however soon, is one the door expects.
+        self.watch.expect(&id);
         let handle = match self.admissible(ask, &id) {
             Ok(h) => h,
             Err(why) => return self.failed(&id, ask, "", why),

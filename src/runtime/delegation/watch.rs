@@ -71,6 +71,11 @@ impl Watch {
         }
     }
 
+    /// `delegation_id` was minted here: its one completion will be admitted by the door.
+    pub fn expect(&self, delegation_id: &str) {
+        self.tasks.completions.expect(delegation_id);
+    }
+
     /// Watch `w` on a thread of its own. The session holds a task to come until the
     /// child's outcome is reported.
     pub fn start(self: &Arc<Self>, w: Watched) {

@@ -11,6 +11,7 @@ use crate::a2a::rpc::{self, RpcError, INVALID_PARAMS, METHOD_NOT_FOUND, UNSUPPOR
 use crate::a2a::shapes;
 use crate::a2a::Generation;
 use crate::http::{Exchange, Reply, Request, Response};
+use crate::runtime::trace::Trace;
 use serde_json::Value;
 use std::sync::Arc;
 use std::time::Duration;
@@ -24,10 +25,16 @@ pub const COMPLETION_MISADDRESSED: i64 = -31001;
 /// The JSON-RPC error of a stream refused because [`tasks::MAX_STREAMS`] are open.
 pub const TOO_MANY_STREAMS: i64 = -32603;
 
+/// The JSON-RPC error of a completion for a delegation this session did not start, or a
+/// second one for the same delegation.
+pub const COMPLETION_REFUSED: i64 = -31002;
+
 /// The A2A route.
 pub struct A2a {
     pub tasks: Arc<Tasks>,
     pub session_id: String,
+    /// The door's writer onto the session's trace (refused completions are recorded).
+    pub trace: Option<std::sync::Mutex<Trace>>,
 }
 
 pub use crate::clock::now_ms;
@@ -113,6 +120,37 @@ impl A2a {
         ))
     }
 
+    /// A completion is taken once, for a delegation this session started
+    /// (`x-murmur-delegation-id`); a refusal is traced. `Ok` names the delegation taken.
+    fn take_completion(&self, req: &Request, origin: &Origin) -> Result<Option<String>, String> {
+        if origin.origin != "completion" {
+            return Ok(None);
+        }
+        let id = req.header("x-murmur-delegation-id").unwrap_or("").trim();
+        let Err(why) = self.tasks.completions.take(id) else {
+            return Ok(Some(id.to_string()));
+        };
+        let shown: String = id.chars().filter(|c| !c.is_control()).take(64).collect();
+        if let Some(t) = &self.trace {
+            let mut t = t.lock().unwrap_or_else(|p| p.into_inner());
+            let _ = t.event(
+                "completion_refused",
+                serde_json::json!({"delegation_id": shown, "reason": why}),
+            );
+        }
+        Err(format!("completion for delegation {shown} refused: {why}"))
+    }
+
+    /// Submit `s`; a completion the table rejected (busy) is not taken, so its reporter's
+    /// retry can still be.
+    fn submit(&self, s: &SendRequest, origin: Origin, watch: Watch, taken: &Option<String>) -> shapes::Task {
+        let t = self.tasks.submit(s, origin, watch, now_ms());
+        if let (shapes::State::Rejected, Some(id)) = (t.state, taken) {
+            self.tasks.completions.give_back(id);
+        }
+        t
+    }
+
     fn send(&self, req: &Request, ex: &Exchange<'_>, call: &Call, s: &SendRequest, stream: bool) -> Reply {
         let id = &call.id;
         let gen = call.generation;
@@ -138,20 +176,25 @@ impl A2a {
                 ),
             };
         }
+        if stream && !self.tasks.stream_room() {
+            return too_many_streams(gen, id);
+        }
+        // Last of the checks: a completion taken here is admitted or given back.
+        let taken = match self.take_completion(req, &origin) {
+            Ok(t) => t,
+            Err(m) => return fail(COMPLETION_REFUSED, m),
+        };
         if stream {
-            if !self.tasks.stream_room() {
-                return too_many_streams(gen, id);
-            }
             let watch = Watch::Stream {
                 stream: ex.stream(),
                 id: id.clone(),
                 gen,
             };
-            self.tasks.submit(s, origin, watch, now_ms());
+            self.submit(s, origin, watch, &taken);
             return Reply::Stream(sse_head());
         }
         if s.return_immediately {
-            let t = self.tasks.submit(s, origin, Watch::None, now_ms());
+            let t = self.submit(s, origin, Watch::None, &taken);
             return ok(id, shapes::render_send_result(&t, gen, s.history_length));
         }
         let (tasks, rid, history) = (self.tasks.clone(), id.clone(), s.history_length);
@@ -175,7 +218,7 @@ impl A2a {
             gen,
             history,
         };
-        let t = self.tasks.submit(s, origin, watch, now_ms());
+        let t = self.submit(s, origin, watch, &taken);
         let _ = task_id.set(t.id.clone());
         if t.state.is_terminal() {
             return ok(id, shapes::render_send_result(&t, gen, history));
@@ -315,6 +358,7 @@ mod tests {
         let a = A2a {
             tasks: Tasks::new(tasks::Acceptance::Single),
             session_id: "ses_1".into(),
+            trace: None,
         };
         let r = req(&[
             ("x-murmur-task-origin", "completion"),

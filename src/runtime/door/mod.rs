@@ -9,6 +9,7 @@
 
 pub mod a2a;
 pub mod card;
+pub mod completions;
 pub mod peer;
 pub mod reading;
 pub mod resources;
@@ -125,11 +126,13 @@ impl Bound {
             }),
             _ => None,
         };
+        let a2a_trace = s.trace.clone().map(std::sync::Mutex::new);
         let shared = resources::Shared::new(s.work, s.class, Arc::clone(&s.tasks), s.trace);
         let planes = resources::Resources::new(files, peer, shared);
         let a2a = a2a::A2a {
             tasks: s.tasks,
             session_id: s.session_id.to_string(),
+            trace: a2a_trace,
         };
         self.serve(vec![Box::new(card), Box::new(a2a), Box::new(planes)])
     }

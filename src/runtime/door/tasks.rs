@@ -187,6 +187,19 @@ impl Inner {
     }
 }
 
+/// The next waiting task by lane: the first of the foreground (a person, a peer, an
+/// event), else the first of the background (`completion`): FIFO within each lane.
+fn take_by_lane(inner: &mut Inner) -> Option<String> {
+    let foreground = inner.pending.iter().position(|id| {
+        inner
+            .entries
+            .get(id)
+            .and_then(|e| e.run.as_ref())
+            .is_none_or(|(_, _, _, origin)| origin.origin != "completion")
+    });
+    inner.pending.remove(foreground.unwrap_or(0))
+}
+
 /// What a cancel of a running task also does, given its id.
 pub type OnCancel = Box<dyn Fn(&str) + Send>;
 
@@ -198,6 +211,8 @@ pub struct Tasks {
     on_cancel: Mutex<Option<OnCancel>>,
     /// Delegations started and not yet reported (their completions are tasks to come).
     held: AtomicU64,
+    /// The delegation ids this session issued, each of whose completions is taken once.
+    pub completions: super::completions::Issued,
     /// Whether any delegation was started in this session.
     delegated: AtomicBool,
 }
@@ -245,6 +260,7 @@ impl Tasks {
             }),
             wake: Condvar::new(),
             held: AtomicU64::new(0),
+            completions: super::completions::Issued::default(),
             delegated: AtomicBool::new(false),
             generation: AtomicU64::new(0),
             on_cancel: Mutex::new(None),
@@ -515,57 +531,6 @@ impl Tasks {
         Ok(task)
     }
 
-    /// A 1.0 ListTasks page, newest first.
-    pub fn list(&self, req: &ListRequest) -> Result<Value, String> {
-        let inner = self.lock();
-        let start = match &req.page_token {
-            None => u64::MAX,
-            Some(t) => t
-                .parse::<u64>()
-                .map_err(|_| "pageToken is not one this door issued".to_string())?,
-        };
-        let matches = |t: &Task| {
-            req.context_id.as_ref().is_none_or(|c| &t.context_id == c)
-                && req.status.is_none_or(|s| t.state == s)
-                && req.status_after_ms.is_none_or(|a| t.updated_ms as i64 >= a)
-        };
-        let mut total = 0usize;
-        let mut page: Vec<&Task> = Vec::new();
-        let mut next = String::new();
-        let mut page_bytes = 0usize;
-        // Newest first, the refused sends among the others.
-        let mut all: Vec<(&u64, &String)> = inner.order.iter().chain(inner.refused.iter()).collect();
-        all.sort_unstable_by(|a, b| b.0.cmp(a.0));
-        for (_, id) in all {
-            let Some(e) = inner.entries.get(id).filter(|e| !e.file) else {
-                continue;
-            };
-            if !matches(&e.task) {
-                continue;
-            }
-            total += 1;
-            if e.seq > start {
-                continue;
-            }
-            // A page holds at most MAX_PAGE_BYTES of text (and at least one task).
-            let room = page.is_empty() || page_bytes + e.bytes <= MAX_PAGE_BYTES;
-            if next.is_empty() && page.len() < req.page_size as usize && room {
-                page_bytes += e.bytes;
-                page.push(&e.task);
-            } else if next.is_empty() {
-                next = e.seq.to_string();
-            }
-        }
-        Ok(shapes::render_list(
-            &page,
-            req.history_length,
-            req.include_artifacts,
-            &next,
-            req.page_size,
-            total,
-        ))
-    }
-
     /// The session's next task: the first waiting one, now or within `wait` (`None`:
     /// forever), unless `stop` is set (a signal) first.
     pub fn next(&self, wait: Option<Duration>, stop: &AtomicI32, now_ms: impl Fn() -> u64) -> Next {
@@ -575,7 +540,7 @@ impl Tasks {
             if stop.load(Ordering::SeqCst) != 0 {
                 return Next::Stopped;
             }
-            while let Some(id) = inner.pending.pop_front() {
+            while let Some(id) = take_by_lane(&mut inner) {
                 let Some(e) = inner.entries.get_mut(&id) else {
                     continue;
                 };
@@ -778,6 +743,9 @@ fn settle(e: &mut Entry, state: State, text: Option<String>, message: Option<Msg
         w.ticket.complete(answer(&v));
     }
 }
+
+#[path = "tasks_list.rs"]
+mod list;
 
 #[cfg(test)]
 #[path = "tasks_tests.rs"]

@@ -324,3 +324,40 @@ fn a_held_delegation_keeps_the_wait_open_until_its_completion_is_in() {
         Next::Idle
     ));
 }
+
+#[test]
+fn completions_wait_in_the_background_lane_fifo_behind_every_other_task() {
+    let t = Tasks::new(Acceptance::Queue(8));
+    let from = |origin: &str| Origin {
+        origin: origin.into(),
+        trust: "trusted".into(),
+        traceparent: None,
+    };
+    let mut ids = Vec::new();
+    for (text, origin) in [
+        ("c1", "completion"),
+        ("u1", "event"),
+        ("c2", "completion"),
+        ("p1", "peer"),
+    ] {
+        let task = t.submit(&send(text), from(origin), Watch::None, 1);
+        ids.push((text, task.id));
+    }
+    let mut order = Vec::new();
+    for _ in 0..2 {
+        let k = take(&t);
+        order.push(k.text.clone());
+        // A person's task arriving while a completion waits still goes first.
+        if k.text == "u1" {
+            t.submit(&send("u2"), from("event"), Watch::None, 1);
+        }
+        t.finish(&k.id, done("x"), 3);
+    }
+    for _ in 0..3 {
+        let k = take(&t);
+        assert_eq!(k.origin.trust, "trusted", "the trust class travels with the task");
+        order.push(k.text.clone());
+        t.finish(&k.id, done("x"), 3);
+    }
+    assert_eq!(order, ["u1", "p1", "u2", "c1", "c2"]);
+}

@@ -138,6 +138,21 @@ fn the_card_comes_in_the_form_asked_for_with_caching_headers() {
         serde_json::json!([{"url": format!("http://localhost:{port}/"), "transport": "JSONRPC"}])
     );
     assert_eq!(card["capabilities"]["shell"], false);
+    // A 0.3 client finds the endpoint from the card alone: its `url` with the preferred
+    // JSON-RPC transport takes a 0.3 message/send as it stands.
+    let send = serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "message/send",
+        "params": {"message": {"kind": "message", "messageId": "m1", "role": "user",
+            "parts": [{"kind": "text", "text": "from the card"}]},
+            "configuration": {"blocking": false}}});
+    let resp = murmur::http::client::post_json(
+        card["url"].as_str().unwrap(),
+        &[],
+        &send.to_string(),
+        &murmur::http::client::Options::default(),
+    )
+    .unwrap();
+    let answer: serde_json::Value = serde_json::from_slice(&resp.body).unwrap();
+    assert_eq!(answer["result"]["kind"], "task", "{answer}");
     let v10 = get("a2a-version: 1.0\r\n");
     let card10: serde_json::Value = serde_json::from_str(body_of(&v10)).unwrap();
     let mut keys: Vec<&String> = card10.as_object().unwrap().keys().collect();

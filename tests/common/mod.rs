@@ -65,6 +65,13 @@ impl Running {
         Running { child, stdout }
     }
 
+    /// SIGTERM, and the exit status it ends with.
+    pub fn terminate(&mut self) -> std::process::ExitStatus {
+        let pid = rustix::process::Pid::from_raw(self.child.id() as i32).unwrap();
+        rustix::process::kill_process(pid, rustix::process::Signal::TERM).unwrap();
+        self.child.wait().unwrap()
+    }
+
     /// The next line the binary prints.
     pub fn line(&mut self) -> String {
         let mut line = String::new();

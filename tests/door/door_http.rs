@@ -7,7 +7,6 @@ use crate::common;
 use common::capsule::{capsule, serve};
 use common::{body_of, exchange, status_of, Running, TempDir};
 use std::net::SocketAddr;
-use std::process::Command;
 
 const CARD: &str = "/.well-known/agent-card.json";
 const MISDIRECTED: &str = r#"{"error":"misdirected request: the host header does not name this server; it answers only 127.0.0.1 or localhost at its own port"}"#;
@@ -94,13 +93,7 @@ fn the_door_answers_only_its_own_loopback_host() {
     .unwrap();
     assert_eq!(resp.status, 200);
 
-    let pid = running.child.id().to_string();
-    assert!(Command::new("kill")
-        .args(["-TERM", &pid])
-        .status()
-        .unwrap()
-        .success());
-    assert_eq!(running.child.wait().unwrap().code(), Some(0));
+    assert_eq!(running.terminate().code(), Some(0));
 }
 
 /// The header `name` of a raw answer (the first one), lowercased name.
@@ -206,11 +199,5 @@ fn the_card_comes_in_the_form_asked_for_with_caching_headers() {
     let other = get(&format!("a2a-version: 1.0\r\nif-none-match: {tag}\r\n"));
     assert_eq!(status_of(&other), 200, "{other}");
 
-    let pid = running.child.id().to_string();
-    assert!(Command::new("kill")
-        .args(["-TERM", &pid])
-        .status()
-        .unwrap()
-        .success());
-    assert_eq!(running.child.wait().unwrap().code(), Some(0));
+    assert_eq!(running.terminate().code(), Some(0));
 }

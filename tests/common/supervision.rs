@@ -41,19 +41,6 @@ pub fn live(marker: &str) -> Vec<u32> {
         .collect()
 }
 
-/// Wait until `count` live processes hold `marker` (at most 20 s); panics otherwise.
-pub fn wait_for(marker: &str, count: usize) {
-    let until = Instant::now() + Duration::from_secs(20);
-    while live(marker).len() < count {
-        assert!(
-            Instant::now() < until,
-            "{count} processes holding {marker} never appeared: {:?}",
-            marked(marker)
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
 /// Wait until `count` live `sleep` processes hold `marker` (at most 20 s); panics
 /// otherwise. For a marker that the launching `mur`'s own command line holds too, where
 /// counting every holder would also count `mur` and its forks before they exec.

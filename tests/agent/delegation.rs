@@ -393,3 +393,88 @@ fn a_child_holds_only_its_environment_and_no_token_reaches_a_process_or_a_file()
     let sessions = f.sessions();
     assert_eq!(sessions.len(), 2, "{sessions:?}");
 }
+
+/// A completion waits in the background lane: the parent is still on its first task when
+/// its child's completion arrives, and a person's task sent after that runs before it. The
+/// same delegation reported a second time is refused (-31002) and traced.
+#[test]
+fn a_completion_waits_behind_a_persons_task_that_arrived_after_it() {
+    use common::provider::{last_is_tool_result, model_of, Step};
+    // The parent's turn after its delegation: long enough for the child to run and report.
+    const THINK: Duration = Duration::from_secs(12);
+    const PERSON: &str = "A PERSON'S TASK";
+    let plans = responder(&[
+        ("boss", Plan::delegate(&[("quick", "TASK-FOR-QUICK")])),
+        ("quick", Plan::answer("OUTPUT-quick")),
+    ]);
+    let p = Provider::start_responder(move |req| {
+        if model_of(req) == "boss" && last_is_tool_result(req) {
+            return Step::slow(THINK, Step::text(&delegated_text("boss")));
+        }
+        if model_of(req) == "boss" && last_user_text(req) == PERSON {
+            return Step::text("OUTPUT-person");
+        }
+        plans(req)
+    });
+    let mut f = Formation::new("dlg-lanes");
+    f.publish(&p, &Cap::delegating("boss", &["quick"]));
+    f.publish(&p, &Cap::leaf("quick"));
+    f.start_roost(&["boss"], &[]);
+    let mut top = f.start("boss", Some("TASK-FOR-BOSS"), &f.env());
+    let child = wait_for(FORMATION, "the boss's delegation result", || {
+        results_of(&p, "boss").first().map(|r| started(&r[0], "quick"))
+    });
+    let child_sid = sv(&child, "session_id").to_string();
+    f.settled_completion(&child_sid, true);
+    let boss_trace = f.trace(&top.sid);
+    assert!(
+        events_of(&boss_trace, "task_end").is_empty(),
+        "the child reported after the boss's first task ended (it took longer than {THINK:?})"
+    );
+    // The same delegation reported again (as a process that read the child's handle
+    // could): refused, the one completion already taken.
+    let dlg = sv(&child, "delegation_id").to_string();
+    let again = json!({"jsonrpc": "2.0", "id": 2, "method": "message/send",
+        "params": {"message": {"kind": "message", "messageId": "m-again", "role": "user",
+            "parts": [{"kind": "text", "text": "Delegated capsule finished."}]}}});
+    let refused = murmur::http::client::post_json(
+        &format!("http://127.0.0.1:{}/", top.port),
+        &[
+            ("x-murmur-task-origin", "completion"),
+            ("x-murmur-task-trust", "trusted"),
+            ("x-murmur-delegation-id", dlg.as_str()),
+            ("x-murmur-completion-session", top.sid.as_str()),
+        ],
+        &again.to_string(),
+        &murmur::http::client::Options::default(),
+    )
+    .unwrap();
+    let refused: Value = serde_json::from_slice(&refused.body).unwrap();
+    assert_eq!(
+        refused["error"],
+        json!({"code": -31002,
+            "message": format!("completion for delegation {dlg} refused: its completion was already taken")}),
+        "{refused}"
+    );
+    let send = json!({"jsonrpc": "2.0", "id": 1, "method": "SendMessage",
+        "params": {"message": {"messageId": "m-person", "role": "ROLE_USER",
+            "parts": [{"text": PERSON}]}, "configuration": {"returnImmediately": true}}});
+    let sent = murmur::http::client::post_json(
+        &format!("http://127.0.0.1:{}/", top.port),
+        &[("a2a-version", "1.0")],
+        &send.to_string(),
+        &murmur::http::client::Options::default(),
+    )
+    .unwrap();
+    assert_eq!(sent.status, 200);
+    let code = top.finish(FORMATION, || f.dump());
+    assert_eq!(code, Some(0), "{}\n{}", top.both(), f.dump());
+    let starts: Vec<String> = events_of(&f.trace(&top.sid), "task_start")
+        .iter()
+        .map(|e| sv(e, "origin").to_string())
+        .collect();
+    assert_eq!(starts, ["user", "event", "completion"], "{}", f.dump());
+    assert_eq!(completions_to(&p, "boss").len(), 1);
+    let refusals = events_of(&f.trace(&top.sid), "completion_refused").len();
+    assert_eq!(refusals, 1, "{}", f.dump());
+}

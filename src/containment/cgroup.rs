@@ -204,28 +204,44 @@ impl Cgroup {
         }
     }
 
+    /// Kill everything the cgroup holds now: one pass, no waiting for it to empty.
+    pub fn kill_now(&self) {
+        let _ = self.kill_within(std::time::Duration::ZERO);
+    }
+
     /// Kill everything in the cgroup and remove it, waiting at most `bound` for it to
     /// empty; whether it is gone.
     pub fn end(self, bound: std::time::Duration) -> bool {
+        let until = std::time::Instant::now() + bound;
         let emptied = self.kill_within(bound);
-        let gone = emptied && self.remove();
+        let gone = emptied && self.remove_by(until);
         std::mem::forget(self);
         gone
     }
 
-    /// Remove the (empty) directory. A task that has just died may still hold the cgroup
-    /// for a moment after `cgroup.procs` stopped listing it (EBUSY until it is released).
+    /// Remove the (empty) directory, retrying for half a second.
     fn remove(&self) -> bool {
-        for _ in 0..50 {
+        self.remove_by(std::time::Instant::now() + std::time::Duration::from_millis(500))
+    }
+
+    /// Remove the (empty) directory by `until`. A task that has died stops being listed in
+    /// `cgroup.procs` at once but holds the cgroup (EBUSY) until it is reaped, which for an
+    /// orphan is the host's init, sometimes lazily: retried, less often as time goes on.
+    fn remove_by(&self, until: std::time::Instant) -> bool {
+        let mut pause = std::time::Duration::from_millis(10);
+        loop {
             match std::fs::remove_dir(&self.dir) {
                 Err(e) if e.raw_os_error() == Some(libc::EBUSY) => {
-                    std::thread::sleep(std::time::Duration::from_millis(10))
+                    if std::time::Instant::now() >= until {
+                        return false;
+                    }
+                    std::thread::sleep(pause);
+                    pause = (pause * 2).min(std::time::Duration::from_millis(250));
                 }
                 Err(e) => return e.kind() == std::io::ErrorKind::NotFound,
                 Ok(()) => return true,
             }
         }
-        false
     }
 }
 

@@ -39,9 +39,10 @@ const START_BOUND: Duration = Duration::from_secs(10);
 /// last words anyway.
 const CHILD_GONE: Duration = Duration::from_secs(1);
 /// How long the warden waits for a killed session's cgroup to empty (its killed processes
-/// stay listed until the host's init reaps them) before it leaves the cgroup to the sweep
-/// of the next launch.
-const CGROUP_BOUND: Duration = Duration::from_secs(10);
+/// stay listed until the host's init reaps them, which some inits do lazily) before it
+/// leaves the cgroup to the sweep of the next launch. It waits after the last words, which
+/// never wait on it.
+const CGROUP_BOUND: Duration = Duration::from_secs(60);
 /// How long one of the last words may run.
 const LAST_WORDS_BOUND: Duration = Duration::from_secs(5);
 /// The longest message line the warden takes (a completion is well under this).
@@ -228,15 +229,15 @@ fn take(msg: &[u8], fds: &mut Vec<OwnedFd>, charge: &mut Charge) {
     }
 }
 
-/// Step: `mur` is gone. Kill, empty, remove, then the last words.
+/// Step: `mur` is gone. Kill every child and everything in the session's cgroups, wait for
+/// the children, say the last words, then empty and remove the cgroups.
 fn end(charge: Charge) {
     for child in &charge.children {
         let _ = rustix::process::pidfd_send_signal(child, rustix::process::Signal::KILL);
     }
-    for label in &charge.cgroups {
-        if let Some(cg) = Cgroup::adopt(label) {
-            cg.end(CGROUP_BOUND);
-        }
+    let cgroups: Vec<Cgroup> = charge.cgroups.iter().filter_map(|l| Cgroup::adopt(l)).collect();
+    for cg in &cgroups {
+        cg.kill_now();
     }
     let deadline = Instant::now() + CHILD_GONE;
     for child in &charge.children {
@@ -245,6 +246,9 @@ fn end(charge: Charge) {
     let exe = std::env::current_exe().unwrap_or_else(|_| PathBuf::from("/proc/self/exe"));
     for (_, args) in &charge.last {
         say(&exe, args);
+    }
+    for cg in cgroups {
+        cg.end(CGROUP_BOUND);
     }
 }
 

@@ -132,7 +132,7 @@ impl Launcher {
             }
             Err(e) => return self.failed(&id, ask, "", e.to_string()),
         };
-        let env = match self.child_env(ask, &handle, &approval.sha256) {
+        let mut env = match self.child_env(ask, &handle, &approval.sha256) {
             Ok(env) => env,
             Err(why) => return self.failed(&id, ask, "", why),
         };
@@ -142,13 +142,9 @@ impl Launcher {
         };
         let dir = self.parent.work_path.join(&rel);
         // The child works in the directory made here or in none: it checks the one it opens.
-        let mut env = env;
-        match made.identity() {
-            Ok((dev, ino)) => env.push((
-                crate::runtime::session::WORKDIR_IDENTITY.to_string(),
-                format!("{dev}:{ino}"),
-            )),
-            Err(e) => return self.failed(&id, ask, "", format!("cannot read the identity of {rel}: {e}")),
+        match workdir_identity(&made, &rel) {
+            Ok(var) => env.push(var),
+            Err(why) => return self.failed(&id, ask, "", why),
         }
         let mut child = match self.spawn(ask, &dir, &env) {
             Ok(c) => c,
@@ -181,18 +177,7 @@ impl Launcher {
         if let Err(why) = deliver(&url, &id, ask.task, &self.parent.stop) {
             return self.abandon(child, &id, ask, &session_id, why, &stderr);
         }
-        let completion = Completion {
-            delegation_id: id.clone(),
-            capsule_name: ask.capsule.to_string(),
-            capsule_version: ask.version.to_string(),
-            session_id: session_id.clone(),
-            status: "ok",
-            result_path: None,
-            workdir: dir.display().to_string(),
-            duration_ms: 0,
-            detail: None,
-            reported_by: "launcher",
-        };
+        let completion = launcher_completion(&id, ask, &session_id, &dir);
         let records = self.parent.records_root.join(&session_id);
         // And should this process die, the warden has the delegation recorded `terminated`.
         let last = completion.orphan_args(&records, ready_ms);
@@ -591,6 +576,35 @@ fn deliver(url: &str, id: &str, task: &str, stop: &AtomicI32) -> Result<(), Stri
                 pause = (pause * 2).min(Duration::from_secs(2));
             }
         }
+    }
+}
+
+/// `MURMUR_WORKDIR_IDENTITY` of the child's directory `made` (at `rel`): its device and
+/// inode, which the child checks on the directory it opens before it makes anything.
+fn workdir_identity(made: &Dir, rel: &str) -> Result<(String, String), String> {
+    let (dev, ino) = made
+        .identity()
+        .map_err(|e| format!("cannot read the identity of {rel}: {e}"))?;
+    Ok((
+        crate::runtime::session::WORKDIR_IDENTITY.to_string(),
+        format!("{dev}:{ino}"),
+    ))
+}
+
+/// The completion the launcher reports for a child that started (`ok` until the watch
+/// learns otherwise), the same record the child would write.
+fn launcher_completion(id: &str, ask: &Ask<'_>, session_id: &str, dir: &std::path::Path) -> Completion {
+    Completion {
+        delegation_id: id.to_string(),
+        capsule_name: ask.capsule.to_string(),
+        capsule_version: ask.version.to_string(),
+        session_id: session_id.to_string(),
+        status: "ok",
+        result_path: None,
+        workdir: dir.display().to_string(),
+        duration_ms: 0,
+        detail: None,
+        reported_by: "launcher",
     }
 }
 

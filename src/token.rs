@@ -1,5 +1,5 @@
 //! The one codec for every MAC'd token: spawn credentials (`msc1`), spawn approvals
-//! (`msa1`) and peer handles (`mh1`).
+//! (`msa1`), peer handles (`mh1`) and door tokens (`mdt1`).
 //!
 //! Wire form: `<kind>.<base64url-nopad(payload JSON)>.<base64url-nopad(HMAC-SHA256)>`.
 //! The MAC input is `domain ‖ 0x1f ‖ payload_b64`, and for a peer handle also
@@ -27,7 +27,7 @@ const MAX_PAYLOAD_B64: usize = b64::encoded_len(MAX_PAYLOAD);
 /// Longest token text that can possibly verify; anything longer is refused unread.
 pub const MAX_TOKEN_LEN: usize = 5 + MAX_PAYLOAD_B64 + 1 + MAC_B64_LEN;
 
-/// The three kinds of token, each with its own wire prefix and MAC domain.
+/// The four kinds of token, each with its own wire prefix and MAC domain.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kind {
     /// `msc1`: names a running session at the roost.
@@ -36,6 +36,8 @@ pub enum Kind {
     Approval,
     /// `mh1`: one exported file, bound to the fetching peer's audience.
     PeerHandle,
+    /// `mdt1`: one credential of an authenticated door, for the session that minted it.
+    DoorToken,
 }
 
 impl Kind {
@@ -45,6 +47,7 @@ impl Kind {
             Kind::Credential => "msc1",
             Kind::Approval => "msa1",
             Kind::PeerHandle => "mh1",
+            Kind::DoorToken => "mdt1",
         }
     }
 
@@ -53,6 +56,7 @@ impl Kind {
             Kind::Credential => b"murmur-spawn-credential-v1",
             Kind::Approval => b"murmur-spawn-approval-v1",
             Kind::PeerHandle => b"murmur-peer-handle-v1",
+            Kind::DoorToken => b"murmur-door-token-v1",
         }
     }
 }
@@ -64,6 +68,7 @@ pub enum Domain<'a> {
     Credential,
     Approval,
     PeerHandle { audience: &'a str },
+    DoorToken,
 }
 
 impl Domain<'_> {
@@ -73,6 +78,7 @@ impl Domain<'_> {
             Domain::Credential => Kind::Credential,
             Domain::Approval => Kind::Approval,
             Domain::PeerHandle { .. } => Kind::PeerHandle,
+            Domain::DoorToken => Kind::DoorToken,
         }
     }
 }

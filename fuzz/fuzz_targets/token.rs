@@ -18,6 +18,7 @@ fuzz_target!(|data: &[u8]| {
         Domain::PeerHandle {
             audience: "a@localhost:1",
         },
+        Domain::DoorToken,
     ];
 
     if let Ok(decoded) = b64::decode(data) {
@@ -36,7 +37,7 @@ fuzz_target!(|data: &[u8]| {
     let Ok(value) = serde_json::from_str::<serde_json::Value>(text) else {
         return;
     };
-    let domain = domains[data.len() % 3];
+    let domain = domains[data.len() % domains.len()];
     let token = mint(&key, domain, &value);
     if let Ok(verified) = verify(&key, domain, &token, NOW) {
         // Compared with a parse of the minted bytes: serde_json's float parsing is not an

@@ -36,7 +36,20 @@ const RESOURCES: &[(&str, Shape)] = &[
 ];
 
 const CAPABILITIES: &[(&str, Shape)] = &[
-    ("network", Map(&[("allow", Leaf), ("unix_sockets", Leaf)])),
+    (
+        "network",
+        Map(&[
+            ("allow", Leaf),
+            ("unix_sockets", Leaf),
+            (
+                "authentication",
+                Map(&[
+                    ("scheme", Leaf),
+                    ("credentials", ListOf(&[("name", Leaf), ("scopes", Leaf)])),
+                ]),
+            ),
+        ]),
+    ),
     ("peer_fetch", Map(&[("allow", Leaf)])),
     (
         "shell",

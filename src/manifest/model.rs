@@ -157,6 +157,41 @@ pub struct Capabilities {
     pub state: Option<Option<String>>,
     pub containment: Containment,
     pub limits: Limits,
+    /// `network.authentication`: the door's bearer credentials (capsule-wide only); None
+    /// is the spec's unauthenticated loopback door.
+    pub door_auth: Option<DoorAuth>,
+}
+
+/// What a door credential's scope may name besides `*`: the door's methods by their A2A
+/// 1.0 names (a 0.3 method needs the scope of its 1.0 twin) and the operator plane.
+pub const DOOR_SCOPES: &[&str] = &[
+    "SendMessage",
+    "SendStreamingMessage",
+    "GetTask",
+    "ListTasks",
+    "CancelTask",
+    "SubscribeToTask",
+    "GetExtendedAgentCard",
+    "resources.files",
+];
+
+/// The credential a delegated child mints for the parent that launched it (its task
+/// delivery); no manifest may declare it.
+pub const SPAWNER_CREDENTIAL: &str = "spawner";
+
+/// `capabilities.network.authentication` (scheme `bearer`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DoorAuth {
+    /// At least one; names unique.
+    pub credentials: Vec<DoorCredential>,
+}
+
+/// One named credential and what it may call.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DoorCredential {
+    pub name: String,
+    /// Names of [`DOOR_SCOPES`], or `*`.
+    pub scopes: Vec<String>,
 }
 
 /// One `capabilities.shell.interpreter_runtime[]` entry: what an allowed interpreter needs

@@ -10,6 +10,7 @@ use serde_yaml::Value;
 
 type R<T> = Result<T, Diagnostic>;
 
+mod door_auth;
 mod interpreter_runtime;
 
 /// Build the manifest from an already-interpolated tree. `api_key` is how the key was
@@ -229,6 +230,12 @@ fn artifacts(top: &Node<'_>) -> R<Vec<Artifact>> {
             })?),
             None => None,
         };
+        if capabilities.as_ref().is_some_and(|c| c.door_auth.is_some()) {
+            return Err(invalid(
+                &join(&path, "capabilities.network.authentication"),
+                "only the capsule's own capabilities may declare the door's authentication",
+            ));
+        }
         if out.iter().any(|a: &Artifact| a.name == name) {
             return Err(invalid(
                 &join(&path, "name"),
@@ -281,6 +288,7 @@ fn capabilities(node: Node<'_>) -> R<Capabilities> {
         let n = Node { path: &p, ..n };
         caps.network_allow = net_rules(&n, "allow", code::CAP_NETWORK_ENTRY)?.unwrap_or_default();
         caps.unix_sockets = n.boolean("unix_sockets")?.unwrap_or(false);
+        caps.door_auth = door_auth::parse(&n)?;
     }
     if let Some(n) = sub("peer_fetch")? {
         let p = block("peer_fetch");

@@ -9,13 +9,14 @@ fn key() -> Key {
     Key::from_bytes([7; 32])
 }
 
-fn domains() -> [Domain<'static>; 3] {
+fn domains() -> [Domain<'static>; 4] {
     [
         Domain::Credential,
         Domain::Approval,
         Domain::PeerHandle {
             audience: "reporter@localhost:41234",
         },
+        Domain::DoorToken,
     ]
 }
 
@@ -26,7 +27,7 @@ fn payload() -> serde_json::Value {
 #[test]
 fn round_trip_per_kind() {
     let key = key();
-    for (domain, prefix) in domains().into_iter().zip(["msc1.", "msa1.", "mh1."]) {
+    for (domain, prefix) in domains().into_iter().zip(["msc1.", "msa1.", "mh1.", "mdt1."]) {
         let token = mint(&key, domain, &payload());
         assert!(token.starts_with(prefix), "{token}");
         assert_eq!(token.matches('.').count(), 2);

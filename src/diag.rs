@@ -61,6 +61,8 @@ pub mod code {
     pub const SEC_UNKNOWN_KEY: &str = "W-SEC-019";
     /// `capabilities.spawn.allow` under a lifecycle that cannot receive a completion.
     pub const SEC_NO_COMPLETIONS: &str = "W-SEC-020";
+    /// A door that takes no credentials: what any local user can do through it.
+    pub const SEC_OPEN_DOOR: &str = "W-SEC-025";
 }
 
 /// One diagnostic: a code, the manifest key or flag it names, the message, an optional hint.

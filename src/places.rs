@@ -8,6 +8,10 @@ fn var(k: &str) -> Option<PathBuf> {
     std::env::var_os(k).filter(|v| !v.is_empty()).map(PathBuf::from)
 }
 
+/// The file in a session's records directory that holds its authenticated door's tokens
+/// (mode 0600), written by the door and read by `mur token`.
+pub const DOOR_TOKENS_FILE: &str = "door-tokens.json";
+
 /// Where a session's records go: `$MURMUR_RECORDS_DIR/<session_id>`, else
 /// `$HOME/.murmur/records/<session_id>`. Never inside a workdir: a guest's preopen and a
 /// contained child's writable tree are the workdir, and records there could be rewritten.

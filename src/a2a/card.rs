@@ -10,6 +10,12 @@
 //!   `additionalInterfaces`), so a 0.3 client finds the JSON-RPC endpoint from the card alone
 //!   and a 1.0 client still finds `supportedInterfaces`.
 //!
+//! An authenticated door's cards also name its bearer scheme in each generation's form
+//! (1.0: `securitySchemes.bearer.httpAuthSecurityScheme` and `securityRequirements`; 0.3:
+//! `securitySchemes.bearer` of `type: http` and `security`) and offer the extended card;
+//! what it serves without a token is [`public_card`], which leaves out what the manifest
+//! grants the capsule.
+//!
 //! Every field the SDK's model marks REQUIRED is non-empty in both.
 
 use serde_json::{json, Value};
@@ -27,7 +33,15 @@ pub struct CardInfo<'a> {
     pub shell: bool,
     pub network: bool,
     pub streaming: bool,
+    /// The door takes bearer tokens (`capabilities.network.authentication`).
+    pub auth: bool,
 }
+
+/// The scheme's name in the cards' `securitySchemes`.
+pub const BEARER_SCHEME: &str = "bearer";
+const BEARER_DESCRIPTION: &str =
+    "A murmur door token (mdt1), printed for each declared credential by `mur token --session <id>`.";
+const BEARER_FORMAT: &str = "murmur door token (mdt1)";
 
 fn non_empty<'a>(s: &'a str, fallback: &'a str) -> &'a str {
     if s.trim().is_empty() {
@@ -50,7 +64,7 @@ pub fn agent_card_v10(c: &CardInfo) -> Value {
         _ => generated,
     };
     let url = format!("http://127.0.0.1:{}/", c.port);
-    json!({
+    let mut v = json!({
         "name": name,
         "version": version,
         "description": description,
@@ -76,7 +90,15 @@ pub fn agent_card_v10(c: &CardInfo) -> Value {
             "description": format!("Runs a task given as text on {name} and answers with an artifact named response."),
             "tags": ["task", "murmur"],
         }],
-    })
+    });
+    if c.auth {
+        v["capabilities"]["extendedAgentCard"] = json!(true);
+        v["securitySchemes"] = json!({BEARER_SCHEME: {"httpAuthSecurityScheme": {
+            "scheme": "Bearer", "bearerFormat": BEARER_FORMAT, "description": BEARER_DESCRIPTION,
+        }}});
+        v["securityRequirements"] = json!([{"schemes": {BEARER_SCHEME: {"list": []}}}]);
+    }
+    v
 }
 
 /// The card's JSON for a GET that does not name 1.0: the 1.0 card, the spec's fields and
@@ -92,17 +114,40 @@ pub fn agent_card(c: &CardInfo) -> Value {
     caps["tools"] = json!(c.tools);
     caps["shell"] = json!(c.shell);
     caps["network"] = json!(c.network);
+    if c.auth {
+        v["supportsAuthenticatedExtendedCard"] = json!(true);
+        v["securitySchemes"] = json!({BEARER_SCHEME: {
+            "type": "http", "scheme": "bearer", "bearerFormat": BEARER_FORMAT,
+            "description": BEARER_DESCRIPTION,
+        }});
+        v["security"] = json!([{BEARER_SCHEME: []}]);
+        if let Some(o) = v.as_object_mut() {
+            o.remove("securityRequirements");
+        }
+    }
     v
 }
 
-/// The card as body bytes.
-pub fn agent_card_body(c: &CardInfo) -> Vec<u8> {
-    serde_json::to_vec(&agent_card(c)).unwrap_or_default()
+/// What a card of either form shows a caller with no token: the card less what the
+/// manifest grants the capsule (the capsule extension; `tools`, `shell`, `network`).
+pub fn public_card(mut v: Value) -> Value {
+    if let Some(caps) = v.get_mut("capabilities").and_then(Value::as_object_mut) {
+        caps.remove("tools");
+        caps.remove("shell");
+        caps.remove("network");
+        if let Some(Value::Array(exts)) = caps.get_mut("extensions") {
+            exts.retain(|e| e.get("uri").and_then(Value::as_str) != Some(CAPSULE_EXTENSION));
+            if exts.is_empty() {
+                caps.remove("extensions");
+            }
+        }
+    }
+    v
 }
 
-/// The 1.0 card as body bytes.
-pub fn agent_card_v10_body(c: &CardInfo) -> Vec<u8> {
-    serde_json::to_vec(&agent_card_v10(c)).unwrap_or_default()
+/// A card as body bytes.
+pub fn body(v: &Value) -> Vec<u8> {
+    serde_json::to_vec(v).unwrap_or_default()
 }
 
 #[cfg(test)]
@@ -119,6 +164,7 @@ mod tests {
             shell: true,
             network: false,
             streaming: true,
+            auth: false,
         }
     }
 
@@ -240,6 +286,7 @@ mod tests {
             shell: false,
             network: false,
             streaming: false,
+            auth: false,
         };
         let v = agent_card(&bare);
         assert_required(&v);
@@ -254,11 +301,46 @@ mod tests {
 
     #[test]
     fn body_round_trips() {
-        let b = agent_card_body(&info(&[]));
-        let v: Value = serde_json::from_slice(&b).unwrap();
-        assert_eq!(v, agent_card(&info(&[])));
-        let b = agent_card_v10_body(&info(&[]));
-        let v: Value = serde_json::from_slice(&b).unwrap();
-        assert_eq!(v, agent_card_v10(&info(&[])));
+        let v = agent_card(&info(&[]));
+        assert_eq!(serde_json::from_slice::<Value>(&body(&v)).unwrap(), v);
+    }
+
+    #[test]
+    fn an_authenticated_door_names_its_scheme_in_each_form_and_hides_its_grants() {
+        let tools = vec!["grep".to_string()];
+        let c = CardInfo {
+            auth: true,
+            ..info(&tools)
+        };
+        let v10 = agent_card_v10(&c);
+        assert_eq!(v10["capabilities"]["extendedAgentCard"], true);
+        assert_eq!(
+            v10["securitySchemes"]["bearer"]["httpAuthSecurityScheme"]["scheme"],
+            "Bearer"
+        );
+        assert_eq!(
+            v10["securityRequirements"],
+            json!([{"schemes": {"bearer": {"list": []}}}])
+        );
+        let merged = agent_card(&c);
+        assert_eq!(merged["securitySchemes"]["bearer"]["type"], "http");
+        assert_eq!(merged["securitySchemes"]["bearer"]["scheme"], "bearer");
+        assert_eq!(merged["security"], json!([{"bearer": []}]));
+        assert_eq!(merged["supportsAuthenticatedExtendedCard"], true);
+        assert!(merged.get("securityRequirements").is_none());
+        let public = public_card(merged.clone());
+        for k in ["tools", "shell", "network", "extensions"] {
+            assert!(public["capabilities"].get(k).is_none(), "{k}");
+        }
+        assert_eq!(public["security"], merged["security"]);
+        assert_required(&public);
+        let public = public_card(v10.clone());
+        assert!(public["capabilities"].get("extensions").is_none());
+        assert_eq!(public["securitySchemes"], v10["securitySchemes"]);
+        assert_required(&public);
+        let open = agent_card(&info(&tools));
+        for k in ["security", "securitySchemes", "supportsAuthenticatedExtendedCard"] {
+            assert!(open.get(k).is_none(), "{k}");
+        }
     }
 }

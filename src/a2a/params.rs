@@ -58,6 +58,8 @@ pub enum Op {
     Cancel(TaskRequest),
     Subscribe(TaskRequest),
     List(ListRequest),
+    /// `GetExtendedAgentCard` (0.3: `agent/getAuthenticatedExtendedCard`); no params read.
+    ExtendedCard,
 }
 
 /// A fully parsed request.

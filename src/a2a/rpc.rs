@@ -205,10 +205,28 @@ pub enum Method {
     Cancel,
     Subscribe,
     List,
+    /// The extended agent card (served only by an authenticated door).
+    ExtendedCard,
+}
+
+impl Method {
+    /// The method's A2A 1.0 name: the scope a door credential needs to call it in
+    /// either generation.
+    pub fn scope(self) -> &'static str {
+        match self {
+            Method::Send => "SendMessage",
+            Method::Stream => "SendStreamingMessage",
+            Method::Get => "GetTask",
+            Method::Cancel => "CancelTask",
+            Method::Subscribe => "SubscribeToTask",
+            Method::List => "ListTasks",
+            Method::ExtendedCard => "GetExtendedAgentCard",
+        }
+    }
 }
 
 /// The method table: `Ok` for a served method, `Err(code, message)` otherwise
-/// (push-notification config -32003, extended card -32007, unknown -32601).
+/// (push-notification config -32003, unknown -32601).
 pub fn classify(method: &str) -> Result<(Generation, Method), (i64, &'static str)> {
     use Generation::*;
     Ok(match method {
@@ -234,12 +252,8 @@ pub fn classify(method: &str) -> Result<(Generation, Method), (i64, &'static str
         {
             return Err((PUSH_NOT_SUPPORTED, "Push notifications are not supported"))
         }
-        "GetExtendedAgentCard" | "agent/getAuthenticatedExtendedCard" => {
-            return Err((
-                EXTENDED_CARD_NOT_CONFIGURED,
-                "Extended agent card is not configured",
-            ))
-        }
+        "agent/getAuthenticatedExtendedCard" => (V03, Method::ExtendedCard),
+        "GetExtendedAgentCard" => (V10, Method::ExtendedCard),
         _ => return Err((METHOD_NOT_FOUND, "Method not found")),
     })
 }
@@ -258,7 +272,24 @@ pub fn is_supported_v10(header: &str) -> bool {
 /// so a 1.0 method without it is -32009 (the SDK client always sends it). 0.3 methods
 /// are not version-checked (the card GET and old clients carry `1.0` or nothing).
 pub fn parse_call(body: &[u8], a2a_version: Option<&str>) -> Result<Call, RpcError> {
-    let env = parse_envelope(body)?;
+    parse_envelope(body)?.call(a2a_version)
+}
+
+impl Envelope {
+    /// The method this envelope asks for, if the door serves it (its generation and
+    /// kind), before any of its params are read.
+    pub fn served(&self) -> Option<(Generation, Method)> {
+        classify(&self.method).ok()
+    }
+
+    /// The call: the method classified, the version checked and the params parsed (the
+    /// second step of [`parse_call`]).
+    pub fn call(self, a2a_version: Option<&str>) -> Result<Call, RpcError> {
+        call(self, a2a_version)
+    }
+}
+
+fn call(env: Envelope, a2a_version: Option<&str>) -> Result<Call, RpcError> {
     let id = env.id;
     let (generation, method) = classify(&env.method)
         .map_err(|(c, m)| RpcError::new(&id, c, m).answering(generation_of_name(&env.method)))?;
@@ -299,6 +330,7 @@ pub fn parse_call(body: &[u8], a2a_version: Option<&str>) -> Result<Call, RpcErr
         Method::Cancel => Op::Cancel(task_params(&p).map_err(bad)?),
         Method::Subscribe => Op::Subscribe(task_params(&p).map_err(bad)?),
         Method::List => Op::List(list_params(&p).map_err(bad)?),
+        Method::ExtendedCard => Op::ExtendedCard,
     };
     Ok(Call { id, generation, op })
 }

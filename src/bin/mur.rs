@@ -34,6 +34,10 @@ enum Command {
     Exec(murmur::commands::exec::ExecOptions),
     Doctor(murmur::commands::doctor::DoctorOptions),
     Trace(murmur::commands::trace::TraceOptions),
+    Token {
+        session: String,
+        name: Option<String>,
+    },
     /// Hidden: the host probe's child (see `containment::probe`).
     /// The host probe child, up to a class (all of them when none is named).
     Probe(murmur::containment::class::Class),
@@ -138,6 +142,23 @@ fn parse_trace(args: &mut Args) -> Result<Command, ArgError> {
         (None, None) => Err(ArgError::MissingValue("trace PATH or --session ID".into())),
         _ => Ok(Command::Trace(o)),
     }
+}
+
+fn parse_token(args: &mut Args) -> Result<Command, ArgError> {
+    let (mut session, mut name) = (None, None);
+    while let Some(arg) = args.next_arg() {
+        match arg {
+            Arg::Word(w) if name.is_none() => name = Some(w),
+            Arg::Flag { name: flag, inline } => match flag.as_str() {
+                "--session" => session = Some(args.value(&flag, inline)?),
+                "-h" | "--help" => return help_for("token", &flag, inline),
+                _ => return Err(ArgError::Unknown(flag)),
+            },
+            other => return Err(unknown(other)),
+        }
+    }
+    let session = session.ok_or_else(|| ArgError::MissingValue("token --session ID".into()))?;
+    Ok(Command::Token { session, name })
 }
 
 /// A containment class named on the command line.
@@ -283,6 +304,7 @@ fn parse(mut args: Args) -> Result<Command, ArgError> {
         "run" => parse_run(&mut args)?,
         "exec" => parse_exec(&mut args)?,
         "trace" => parse_trace(&mut args)?,
+        "token" => parse_token(&mut args)?,
         "doctor" => {
             let o = opts(&mut args, &["--manifest", "--registry-path", "--json"])?;
             if o.help {
@@ -324,6 +346,7 @@ fn run(cmd: Command) -> Result<String, Diagnostic> {
         Command::Help(None) => Ok(help::mur_text()),
         Command::Help(Some(name)) => Ok(help::find(name).map(help::text).unwrap_or_else(help::mur_text)),
         Command::Version => Ok(format!("{BIN} {}\n", murmur::VERSION)),
+        Command::Token { session, name } => commands::token::token(&session, name.as_deref()),
         Command::Build { dir, out, json } => {
             let built = commands::build(&dir, out.as_deref())?;
             warn_all(&built.loaded.warnings);

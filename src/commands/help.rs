@@ -100,6 +100,17 @@ pub const COMMANDS: &[Help] = &[
         example: "mur trace --session ses_0123456789abcdef0123456789abcdef",
     },
     Help {
+        name: "token",
+        usage: "mur token --session ID [NAME]",
+        about: "print a bearer token of a running session's authenticated door",
+        flags: &[
+            ("--session ID", "the session, in $MURMUR_RECORDS_DIR (default ~/.murmur/records)"),
+            ("NAME", "the credential (capabilities.network.authentication); optional when only one is declared"),
+            HELP,
+        ],
+        example: "mur token --session ses_0123456789abcdef0123456789abcdef operator",
+    },
+    Help {
         name: "help",
         usage: "mur help [COMMAND]",
         about: "print this help, or a command's",

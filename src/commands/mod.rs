@@ -8,6 +8,7 @@ mod doctor_text;
 pub mod exec;
 pub mod help;
 pub mod render;
+pub mod token;
 pub mod trace;
 
 pub use build::{build, Built};

@@ -26,8 +26,9 @@ const QUIET_AFTER_END: u32 = 5;
 
 use crate::places::records_root;
 
-/// A session id names one directory: letters, digits, `_` and `-` only.
-fn session_dir(id: &str) -> Result<PathBuf, Diagnostic> {
+/// The records directory of session `id` (`--session`): a session id names one directory
+/// (letters, digits, `_` and `-` only) under the records root.
+pub fn session_dir(id: &str) -> Result<PathBuf, Diagnostic> {
     let ok = !id.is_empty()
         && id.len() <= 100
         && id
@@ -50,13 +51,13 @@ fn session_dir(id: &str) -> Result<PathBuf, Diagnostic> {
             "neither MURMUR_RECORDS_DIR nor HOME is set",
         )
     })?;
-    Ok(root.join(id).join("trace.jsonl"))
+    Ok(root.join(id))
 }
 
 /// The trace file the options name: a file, a records directory, or a session's.
 pub fn locate(o: &TraceOptions) -> Result<PathBuf, Diagnostic> {
     match (&o.path, &o.session) {
-        (_, Some(id)) => session_dir(id),
+        (_, Some(id)) => session_dir(id).map(|d| d.join("trace.jsonl")),
         (Some(p), None) if p.is_dir() => Ok(p.join("trace.jsonl")),
         (Some(p), None) => Ok(p.clone()),
         (None, None) => Err(Diagnostic::new(

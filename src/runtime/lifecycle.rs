@@ -103,7 +103,7 @@ impl Lifecycle {
         match self.tasks.next(wait, &self.stop, now_ms) {
             Next::Task(t) => {
                 self.ran += 1;
-                Some(t)
+                Some(*t)
             }
             Next::Idle | Next::Stopped => None,
         }

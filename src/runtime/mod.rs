@@ -7,6 +7,7 @@ pub mod agent;
 pub mod component;
 pub mod delegation;
 pub mod door;
+pub mod door_access;
 pub mod explain;
 pub mod gate;
 pub mod launch;

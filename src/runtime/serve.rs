@@ -7,6 +7,7 @@
 
 use super::delegation::{self, registration::Standing};
 use super::door::{self, tasks::Taken};
+use super::door_access::{self, Access};
 use super::lifecycle::{self, Lifecycle};
 use super::session::Layout;
 use super::trace::{Bootstrap, Trace};
@@ -124,11 +125,12 @@ pub fn failed_start(s: &mut Opened<'_>, d: Diagnostic) -> Diagnostic {
 
 /// Run the session: start it, serve its tasks, record its end; the exit.
 pub fn serve(mut s: Opened<'_>, start: Start, runner: Box<dyn TaskRunner>) -> Result<u8, Diagnostic> {
-    let door = begin(&mut s, start).map_err(|d| failed_start(&mut s, d))?;
+    let (door, access) = begin(&mut s, start).map_err(|d| failed_start(&mut s, d))?;
     let mut runner = runner;
     runner.started();
     if let Err(d) = signal_thread(&s, runner.on_signal()) {
         door.close();
+        door_access::forget(&s.layout.records_dir, &access);
         return Err(failed_start(&mut s, d));
     }
     let (served, runner) = match tasks(&mut s, runner) {
@@ -140,14 +142,15 @@ pub fn serve(mut s: Opened<'_>, start: Start, runner: Box<dyn TaskRunner>) -> Re
             );
             let _ = s.trace.end(fields);
             door.close();
+            door_access::forget(&s.layout.records_dir, &access);
             return Err(d);
         }
     };
-    end(s, door, served, runner)
+    end(s, (door, access), served, runner)
 }
 
-/// `session_start`, the door serving, the announcement.
-fn begin(s: &mut Opened<'_>, start: Start) -> Result<door::Door, Diagnostic> {
+/// `session_start`, the door's access settled, the door serving, the announcement.
+fn begin(s: &mut Opened<'_>, start: Start) -> Result<(door::Door, Access), Diagnostic> {
     let mut fields = start.fields;
     delegation::session_start_fields(s.standing.spawner.as_ref(), &mut fields);
     s.trace
@@ -157,7 +160,15 @@ fn begin(s: &mut Opened<'_>, start: Start) -> Result<door::Door, Diagnostic> {
         .bound
         .take()
         .ok_or_else(|| Diagnostic::new(code::RUN_TRAP, "", "the door was already opened"))?;
-    let door = bound.open(door::Setup {
+    let delegated = s.standing.spawner.is_some();
+    let access = door_access::settle(
+        s.manifest,
+        &s.session_id,
+        &s.url,
+        &s.layout.records_dir,
+        delegated,
+    )?;
+    let opened = bound.open(door::Setup {
         manifest: s.manifest,
         tools: start.tools,
         tasks: s.life.tasks.clone(),
@@ -166,9 +177,17 @@ fn begin(s: &mut Opened<'_>, start: Start) -> Result<door::Door, Diagnostic> {
         class: s.achieved,
         trace: Some(s.trace.clone()),
         peer_key: start.peer_key,
-    })?;
-    announce(s);
-    Ok(door)
+        gate: access.gate.clone(),
+    });
+    let door = match opened {
+        Ok(d) => d,
+        Err(d) => {
+            door_access::forget(&s.layout.records_dir, &access);
+            return Err(d);
+        }
+    };
+    announce(s, &access);
+    Ok((door, access))
 }
 
 /// The signal thread: SIGTERM and SIGINT stop the work in progress and end a waiting
@@ -229,7 +248,7 @@ fn with_records(trace: &Trace, mut fields: Value) -> Value {
 /// whatever its work came to.
 fn end(
     mut s: Opened<'_>,
-    door: door::Door,
+    (door, access): (door::Door, Access),
     served: Served,
     runner: Box<dyn TaskRunner>,
 ) -> Result<u8, Diagnostic> {
@@ -242,6 +261,7 @@ fn end(
     let recorded = s.trace.end(fields).map_err(|e| trace_err(&s, e));
     let incomplete = s.trace.health().incomplete();
     door.close();
+    door_access::forget(&s.layout.records_dir, &access);
     delegation::finish(
         s.standing,
         &delegation::Ended {
@@ -318,17 +338,26 @@ pub fn ms(since: Instant) -> u64 {
 }
 
 /// The announcement on stdout: one JSON line with `--json`, else the url and session lines
-/// (and with `--verbose` where things are).
-fn announce(s: &Opened<'_>) {
+/// (and with `--verbose` where things are). An authenticated door adds `"auth":"bearer"`,
+/// and for a delegated child the `spawner` credential's token its parent delivers with
+/// (the launch line is a pipe to that parent).
+fn announce(s: &Opened<'_>, access: &Access) {
     let hostport = s.url.trim_start_matches("http://");
     let (m, layout) = (s.manifest, &s.layout);
     let mut out = std::io::stdout().lock();
     if s.json {
         // Written by hand so the keys keep the documented order.
         let q = |v: &str| serde_json::Value::from(v).to_string();
+        let mut auth = String::new();
+        if access.gate.is_some() {
+            auth.push_str(",\"auth\":\"bearer\"");
+        }
+        if let Some(t) = &access.spawner_token {
+            auth.push_str(&format!(",\"token\":{}", q(t)));
+        }
         let _ = writeln!(
             out,
-            "{{\"url\":{},\"pid\":{},\"session_id\":{},\"name\":{},\"version\":{},\"workdir\":{}}}",
+            "{{\"url\":{},\"pid\":{},\"session_id\":{},\"name\":{},\"version\":{},\"workdir\":{}{auth}}}",
             q(hostport),
             std::process::id(),
             q(&s.session_id),
@@ -338,6 +367,9 @@ fn announce(s: &Opened<'_>) {
         );
     } else {
         let _ = writeln!(out, "murmur: url {hostport}\nsession: {}", s.session_id);
+        if access.gate.is_some() {
+            let _ = writeln!(out, "auth: bearer (mur token --session {})", s.session_id);
+        }
         if s.verbose {
             let _ = writeln!(
                 out,

@@ -478,3 +478,63 @@ fn a_completion_waits_behind_a_persons_task_that_arrived_after_it() {
     let refusals = events_of(&f.trace(&top.sid), "completion_refused").len();
     assert_eq!(refusals, 1, "{}", f.dump());
 }
+
+/// Whether `bytes` hold a door token's tag.
+fn holds_door_token(bytes: &[u8]) -> bool {
+    bytes.windows(5).any(|w| w == b"mdt1.")
+}
+
+#[test]
+fn delegation_works_through_an_authenticated_parent_and_child() {
+    let p = Provider::start_responder(responder(&[
+        ("orchestrator", Plan::delegate(&[("worker", "TASK-FOR-WORKER")])),
+        ("worker", Plan::answer("OUTPUT-worker")),
+    ]));
+    let mut f = Formation::new("dlg-auth");
+    f.publish(&p, &Cap::delegating("orchestrator", &["worker"]).authenticated());
+    f.publish(&p, &Cap::leaf("worker").authenticated());
+    f.start_roost(&["orchestrator"], &[]);
+    let mut top = f.start("orchestrator", Some("TASK-FOR-ORCHESTRATOR"), &f.env());
+    let code = top.finish(FORMATION, || f.dump());
+    assert_eq!(code, Some(0), "{}\n{}", top.both(), f.dump());
+    let orch = top.sid.clone();
+
+    // The child took its task through its authenticated door (the parent held its spawner
+    // token), and its completion reached the authenticated parent by its delegation id.
+    let started_line = started(&results_of(&p, "orchestrator")[0][0], "worker");
+    let worker = sv(&started_line, "session_id").to_string();
+    assert_eq!(last_user_text(&requests_of(&p, "worker")[0]), "TASK-FOR-WORKER");
+    let got = completions_to(&p, "orchestrator");
+    assert_eq!(got.len(), 1, "{got:?}");
+    assert!(got[0].contains(sv(&started_line, "delegation_id")), "{}", got[0]);
+    let o_tasks: Vec<Value> = f
+        .trace(&orch)
+        .into_iter()
+        .filter(|e| e["event_type"] == "task_start")
+        .collect();
+    assert_eq!(o_tasks.len(), 2, "{o_tasks:?}");
+    assert_eq!(o_tasks[1]["origin"], "completion", "{}", o_tasks[1]);
+    let (_, completion) = f.settled_completion(&worker, true);
+    assert_eq!(completion["status"], "ok", "{completion}");
+
+    // Neither session left a token behind: the tokens file goes with its session, and no
+    // other record, workdir file or output ever held one.
+    for sid in [&orch, &worker] {
+        let dir = f.records_of(sid);
+        assert!(!dir.join("door-tokens.json").exists(), "{sid}");
+    }
+    let mut stack = vec![f.t.path().to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap().flatten() {
+            let path = e.path();
+            if path.is_dir() {
+                stack.push(path);
+            } else if path.extension().is_none_or(|x| x != "wasm" && x != "zip") {
+                let bytes = std::fs::read(&path).unwrap_or_default();
+                assert!(!holds_door_token(&bytes), "{} holds a door token", path.display());
+            }
+        }
+    }
+    assert!(!holds_door_token(top.both().as_bytes()));
+    f.assert_nothing_left();
+}

@@ -44,7 +44,10 @@ fn a_records_disk_that_fills_is_warned_once_and_the_session_ends_incomplete() {
 
     assert_eq!(out.status.code(), Some(1), "{stdout}{stderr}");
     assert!(stdout.ends_with("status:  incomplete\n"), "{stdout}");
-    let warnings: Vec<&str> = stderr.lines().filter(|l| l.starts_with("warning[")).collect();
+    let warnings: Vec<&str> = stderr
+        .lines()
+        .filter(|l| l.starts_with("warning[W-RUN"))
+        .collect();
     assert_eq!(
         warnings,
         [format!(

@@ -99,6 +99,8 @@ pub struct Cap {
     /// The whole `lifecycle:` block (empty: the default, single + exit).
     pub lifecycle: String,
     pub max_turns: u64,
+    /// Its door takes bearer tokens: one credential `ops` with every scope.
+    pub authenticated: bool,
 }
 
 impl Cap {
@@ -111,6 +113,7 @@ impl Cap {
             env: Vec::new(),
             lifecycle: String::new(),
             max_turns: 6,
+            authenticated: false,
         }
     }
 
@@ -137,6 +140,12 @@ impl Cap {
         self
     }
 
+    /// With an authenticated door (`capabilities.network.authentication`).
+    pub fn authenticated(mut self) -> Cap {
+        self.authenticated = true;
+        self
+    }
+
     /// With these extra `network.allow` entries.
     pub fn network(mut self, entries: &[&str]) -> Cap {
         self.network.extend(entries.iter().map(|n| n.to_string()));
@@ -154,7 +163,12 @@ impl Cap {
         y.push_str("capabilities:\n");
         let mut allow = vec![format!("{:?}", p.base_anthropic())];
         allow.extend(self.network.iter().map(|n| format!("{n:?}")));
-        y.push_str(&format!("  network: {{allow: [{}]}}\n", allow.join(", ")));
+        let auth = if self.authenticated {
+            ", authentication: {scheme: bearer, credentials: [{name: ops, scopes: ['*']}]}"
+        } else {
+            ""
+        };
+        y.push_str(&format!("  network: {{allow: [{}]{auth}}}\n", allow.join(", ")));
         let mut env = vec![KEY_VAR.to_string()];
         env.extend(self.env.iter().cloned());
         y.push_str(&format!("  env: {{allow: [{}]}}\n", env.join(", ")));

@@ -147,6 +147,8 @@ pub struct Door {
     pub session_id: String,
     pub workdir: PathBuf,
     pub records: PathBuf,
+    /// The `--json` announcement line, parsed.
+    pub announced: Value,
     next_id: AtomicU64,
 }
 
@@ -199,6 +201,7 @@ pub fn start(t: &TempDir, dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Do
         records: t.path().join("records").join(&session_id),
         workdir: PathBuf::from(v["workdir"].as_str().unwrap()),
         session_id,
+        announced: v.clone(),
         next_id: AtomicU64::new(1),
     }
 }

@@ -7,6 +7,7 @@ mod common;
 
 mod a2a_sdk;
 mod door_a2a;
+mod door_auth;
 mod door_errors;
 mod door_http;
 mod door_lifecycle;

@@ -15,6 +15,7 @@ use crate::containment::spawn::{self, Rlimits, Spawn};
 use crate::fsx::Dir;
 use crate::manifest::Resolve;
 use crate::spawner::{Spawner, Trust};
+use crate::token::Kind;
 use serde_json::{json, Value};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::PathBuf;
@@ -170,11 +171,11 @@ impl Launcher {
         // The child-watch bound counts from here: the launch bound is not spent out of it.
         let ready_at = Instant::now();
         let ready_ms = crate::clock::now_ms();
-        let (session_id, url) = match ready {
-            Ok(r) => r,
+        let (session_id, url, token) = match ready {
+            Ok(r) => (r.session_id, r.url, r.token),
             Err(why) => return self.abandon(child, &id, ask, "", why, &stderr),
         };
-        if let Err(why) = deliver(&url, &id, ask.task, &self.parent.stop) {
+        if let Err(why) = deliver(&url, &id, ask.task, token.as_deref(), &self.parent.stop) {
             return self.abandon(child, &id, ask, &session_id, why, &stderr);
         }
         let completion = launcher_completion(&id, ask, &session_id, &dir);
@@ -267,12 +268,7 @@ impl Launcher {
     /// name, and that name sits in a tree this session's own tools (and any ancestor's) may
     /// write: one swapped for a symlink before the child opened it would give the child a
     /// workdir outside this one. Such a child is stopped before it holds a task.
-    fn ready(
-        &self,
-        child: &mut Child,
-        made: &crate::fsx::Dir,
-        rel: &str,
-    ) -> Result<(String, String), String> {
+    fn ready(&self, child: &mut Child, made: &crate::fsx::Dir, rel: &str) -> Result<Ready, String> {
         let r = first_line(child, LAUNCH_BOUND, &self.parent.stop)?;
         if r.pid != child.id() || r.session_id == self.parent.session_id {
             return Err("the child's first line does not describe the child that was started".into());
@@ -282,7 +278,7 @@ impl Launcher {
                 "the child opened a workdir other than {rel} (was the directory replaced while it started?)"
             ));
         }
-        Ok((r.session_id, r.url))
+        Ok(r)
     }
 
     fn failed(&self, id: &str, ask: &Ask<'_>, session_id: &str, why: String) -> Outcome {
@@ -478,6 +474,9 @@ struct Ready {
     pid: u32,
     /// The workdir it opened, as it resolved it.
     workdir: String,
+    /// An authenticated door's `spawner` token, to deliver the task with; held in memory
+    /// only.
+    token: Option<String>,
 }
 
 /// Whether `announced` (a child's `workdir`, the real path of the directory it opened) is
@@ -537,18 +536,29 @@ fn first_line(child: &mut Child, bound: Duration, stop: &AtomicI32) -> Result<Re
         .get("workdir")
         .and_then(Value::as_str)
         .ok_or("the child's first line names no workdir")?;
+    let token = match (v.get("auth").and_then(Value::as_str), v.get("token")) {
+        (None, None) => None,
+        (Some("bearer"), Some(Value::String(t))) if crate::token::shape(Kind::DoorToken, t).is_ok() => {
+            Some(t.clone())
+        }
+        _ => return Err("the child's first line names its door's authentication but no token".into()),
+    };
     Ok(Ready {
         session_id: sid.to_string(),
         url: format!("http://127.0.0.1:{port}"),
         pid,
         workdir: workdir.to_string(),
+        token,
     })
 }
 
-/// Hand the child its task, retrying while its listener comes up.
-fn deliver(url: &str, id: &str, task: &str, stop: &AtomicI32) -> Result<(), String> {
+/// Hand the child its task, retrying while its listener comes up; with the child's
+/// `spawner` token when its door is authenticated.
+fn deliver(url: &str, id: &str, task: &str, token: Option<&str>, stop: &AtomicI32) -> Result<(), String> {
     let until = Instant::now() + DELIVERY_BOUND;
     let hex = id.trim_start_matches("dlg_");
+    let bearer = token.map(|t| format!("Bearer {t}"));
+    let headers: Vec<(&str, &str)> = bearer.iter().map(|b| ("authorization", b.as_str())).collect();
     let mut pause = Duration::from_millis(100);
     loop {
         match send::send(
@@ -557,7 +567,7 @@ fn deliver(url: &str, id: &str, task: &str, stop: &AtomicI32) -> Result<(), Stri
             &format!("msg_{hex}"),
             None,
             task,
-            &[],
+            &headers,
             Duration::from_secs(10),
         ) {
             Ok(_) => return Ok(()),

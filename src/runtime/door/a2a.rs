@@ -1,10 +1,12 @@
 //! `POST /`: the A2A task interface of both protocol generations over JSON-RPC 2.0, on the
 //! door's task table. Every answer is HTTP 200 (JSON-RPC errors included, as A2A clients
 //! read them only from a 2xx), except what the HTTP layer refuses before the body is read
-//! (413, 431, the loopback guard) and a body not declared as JSON (415, its body still a
-//! JSON-RPC error: -32005).
+//! (413, 431, the loopback guard), a body not declared as JSON (415, its body still a
+//! JSON-RPC error: -32005), and on an authenticated door a caller without a good token (401)
+//! or calling outside its credential's scopes (403): see [`super::auth`].
 
-use super::tasks::{self, answer, Origin, Tasks, Watch};
+use super::auth::{Denied, Gate};
+use super::tasks::{self, answer, Origin, Tasks, Viewer, Watch};
 use super::Route;
 use crate::a2a::params::{Call, Op, SendRequest};
 use crate::a2a::rpc::{self, RpcError, INVALID_PARAMS, METHOD_NOT_FOUND, UNSUPPORTED_OPERATION};
@@ -35,6 +37,42 @@ pub struct A2a {
     pub session_id: String,
     /// The door's writer onto the session's trace (refused completions are recorded).
     pub trace: Option<std::sync::Mutex<Trace>>,
+    /// The door's authentication, when the manifest declares it.
+    pub gate: Option<Arc<Gate>>,
+    /// The extended card (0.3 form, 1.0 form), served to authenticated callers.
+    pub extended: Option<(Value, Value)>,
+}
+
+/// Who is calling, as the gate decided.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Caller {
+    /// An unauthenticated door: anyone, seeing every task.
+    Open,
+    /// A verified credential, by name.
+    Credential(String),
+    /// A completion with no token, admitted by the delegation id it reports (one this
+    /// session issued and has not taken): it may send that completion and nothing else.
+    Completion,
+}
+
+impl Caller {
+    /// Whose tasks this caller sees.
+    fn viewer(&self) -> Viewer<'_> {
+        match self {
+            Caller::Open => None,
+            Caller::Credential(n) => Some(n),
+            // No task is a completion's own: it sees none.
+            Caller::Completion => Some(""),
+        }
+    }
+
+    /// The task owner this caller's sends record.
+    fn owner(&self) -> Option<String> {
+        match self {
+            Caller::Credential(n) => Some(n.clone()),
+            _ => None,
+        }
+    }
 }
 
 pub use crate::clock::now_ms;
@@ -101,6 +139,7 @@ pub fn origin_of(req: &Request) -> Origin {
         origin: origin.into(),
         trust: trust.into(),
         traceparent: traceparent(req),
+        owner: None,
     }
 }
 
@@ -151,7 +190,14 @@ impl A2a {
         t
     }
 
-    fn send(&self, req: &Request, ex: &Exchange<'_>, call: &Call, s: &SendRequest, stream: bool) -> Reply {
+    fn send(
+        &self,
+        req: &Request,
+        ex: &Exchange<'_>,
+        (call, caller): (&Call, &Caller),
+        s: &SendRequest,
+        stream: bool,
+    ) -> Reply {
         let id = &call.id;
         let gen = call.generation;
         let fail = |code: i64, m: String| refuse(RpcError::new(id, code, m).answering(gen).on_stream(stream));
@@ -163,12 +209,15 @@ impl A2a {
                 fail(METHOD_NOT_FOUND, format!("Method not found: {why}"))
             };
         }
-        let origin = origin_of(req);
+        let origin = Origin {
+            owner: caller.owner(),
+            ..origin_of(req)
+        };
         if let Some(m) = self.misaddressed(req, &origin) {
             return fail(COMPLETION_MISADDRESSED, m);
         }
         if let Some(t) = &s.task_id {
-            return match self.tasks.get(t) {
+            return match self.tasks.get(t, caller.viewer()) {
                 None => fail(rpc::TASK_NOT_FOUND, "Task not found".into()),
                 Some(_) => fail(
                     UNSUPPORTED_OPERATION,
@@ -201,7 +250,7 @@ impl A2a {
         let task_id = Arc::new(std::sync::OnceLock::<String>::new());
         let tid = task_id.clone();
         let ticket = ex.defer_or(BLOCKING_WAIT, move || {
-            let t = tid.get().and_then(|t| tasks.get(t));
+            let t = tid.get().and_then(|t| tasks.get(t, None));
             match t {
                 Some(t) => answer(&rpc::result_response(
                     &rid,
@@ -226,17 +275,18 @@ impl A2a {
         Reply::Later
     }
 
-    fn call(&self, req: &Request, ex: &Exchange<'_>, call: Call) -> Reply {
+    fn call(&self, req: &Request, ex: &Exchange<'_>, call: Call, caller: &Caller) -> Reply {
         let id = &call.id;
         let gen = call.generation;
+        let viewer = caller.viewer();
         match &call.op {
-            Op::Send(s) => self.send(req, ex, &call, s, false),
-            Op::Stream(s) => self.send(req, ex, &call, s, true),
-            Op::Get(t) => match self.tasks.get(&t.id) {
+            Op::Send(s) => self.send(req, ex, (&call, caller), s, false),
+            Op::Stream(s) => self.send(req, ex, (&call, caller), s, true),
+            Op::Get(t) => match self.tasks.get(&t.id, viewer) {
                 Some(task) => ok(id, shapes::render_task(&task, gen, t.history_length)),
                 None => err_to(gen, id, rpc::TASK_NOT_FOUND, "Task not found"),
             },
-            Op::Cancel(t) => match self.tasks.cancel(&t.id, now_ms()) {
+            Op::Cancel(t) => match self.tasks.cancel(&t.id, viewer, now_ms()) {
                 Ok(task) => ok(id, shapes::render_task(&task, gen, t.history_length)),
                 Err((code, m)) => err_to(gen, id, code, m),
             },
@@ -244,15 +294,70 @@ impl A2a {
                 if !self.tasks.stream_room() {
                     return too_many_streams(gen, id);
                 }
-                match self.tasks.subscribe(&t.id, ex.stream(), id.clone(), gen) {
+                match self.tasks.subscribe(&t.id, viewer, ex.stream(), id.clone(), gen) {
                     Ok(()) => Reply::Stream(sse_head()),
                     Err((code, m)) => stream_err(gen, id, code, m),
                 }
             }
-            Op::List(l) => match self.tasks.list(l) {
+            Op::List(l) => match self.tasks.list(l, viewer) {
                 Ok(v) => ok(id, v),
                 Err(m) => err_to(gen, id, INVALID_PARAMS, format!("Invalid params: {m}")),
             },
+            Op::ExtendedCard => match &self.extended {
+                Some((v03, v10)) => ok(
+                    id,
+                    if gen == Generation::V10 {
+                        v10.clone()
+                    } else {
+                        v03.clone()
+                    },
+                ),
+                None => err_to(
+                    gen,
+                    id,
+                    rpc::EXTENDED_CARD_NOT_CONFIGURED,
+                    "Extended agent card is not configured",
+                ),
+            },
+        }
+    }
+
+    /// Who calls: anyone on an open door; on an authenticated one a verified credential,
+    /// or a token-less completion for a delegation still pending here; else 401.
+    fn caller(&self, req: &Request) -> Result<Caller, Denied> {
+        let Some(gate) = &self.gate else {
+            return Ok(Caller::Open);
+        };
+        match gate.authenticate(req) {
+            Ok(name) => Ok(Caller::Credential(name.to_string())),
+            Err(denied) => {
+                let completion = req.header("authorization").is_none()
+                    && req.header("x-murmur-task-origin").map(str::trim) == Some("completion")
+                    && self
+                        .tasks
+                        .completions
+                        .pending(req.header("x-murmur-delegation-id").unwrap_or("").trim());
+                if completion {
+                    Ok(Caller::Completion)
+                } else {
+                    Err(denied)
+                }
+            }
+        }
+    }
+
+    /// Whether `caller` may call `method` (403 if not).
+    fn permits(&self, caller: &Caller, method: rpc::Method) -> Result<(), Denied> {
+        let allowed = match (caller, &self.gate) {
+            (Caller::Open, _) => true,
+            (Caller::Completion, _) => method == rpc::Method::Send,
+            (Caller::Credential(n), Some(g)) => g.allows(n, method.scope()),
+            (Caller::Credential(_), None) => false,
+        };
+        if allowed {
+            Ok(())
+        } else {
+            Err(Denied::Forbidden)
         }
     }
 }
@@ -288,6 +393,10 @@ impl Route for A2a {
         if !matches!(req.path(), "/" | "") {
             return None;
         }
+        let caller = match self.caller(req) {
+            Ok(c) => c,
+            Err(denied) => return Some(Reply::Now(denied.response())),
+        };
         if req.method != "POST" {
             return Some(Reply::Now(
                 Response::error(405, "method not allowed: A2A calls are POST /").header("allow", "POST"),
@@ -297,8 +406,17 @@ impl Route for A2a {
         if crate::http::require_json(req).is_err() {
             return Some(Reply::Now(not_json(version)));
         }
-        Some(match rpc::parse_call(&req.body, version) {
-            Ok(call) => self.call(req, ex, call),
+        let envelope = match rpc::parse_envelope(&req.body) {
+            Ok(e) => e,
+            Err(e) => return Some(refuse(e)),
+        };
+        if let Some((_, method)) = envelope.served() {
+            if let Err(denied) = self.permits(&caller, method) {
+                return Some(Reply::Now(denied.response()));
+            }
+        }
+        Some(match envelope.call(version) {
+            Ok(call) => self.call(req, ex, call, &caller),
             Err(e) => refuse(e),
         })
     }
@@ -359,6 +477,8 @@ mod tests {
             tasks: Tasks::new(tasks::Acceptance::Single),
             session_id: "ses_1".into(),
             trace: None,
+            gate: None,
+            extended: None,
         };
         let r = req(&[
             ("x-murmur-task-origin", "completion"),

@@ -22,6 +22,12 @@ impl Issued {
         self.lock().entry(id.to_string()).or_insert(false);
     }
 
+    /// Whether `id` was issued and its completion not yet taken: what admits a completion
+    /// without a bearer token through an authenticated door.
+    pub fn pending(&self, id: &str) -> bool {
+        self.lock().get(id) == Some(&false)
+    }
+
     /// Take the completion of `id`, once.
     pub fn take(&self, id: &str) -> Result<(), &'static str> {
         match self.lock().get_mut(id) {
@@ -55,8 +61,11 @@ mod tests {
     fn a_completion_is_taken_once_and_only_for_an_issued_id() {
         let i = Issued::default();
         assert_eq!(i.take("dlg_a"), Err(NOT_ISSUED));
+        assert!(!i.pending("dlg_a"));
         i.expect("dlg_a");
+        assert!(i.pending("dlg_a"));
         assert_eq!(i.take("dlg_a"), Ok(()));
+        assert!(!i.pending("dlg_a"));
         assert_eq!(i.take("dlg_a"), Err(ALREADY_TAKEN));
         i.expect("dlg_a");
         assert_eq!(

@@ -6,8 +6,12 @@
 //! `host` must name `127.0.0.1:P` or `localhost:P` for the door's own port, and a request
 //! carrying `origin` is refused, so neither a web page nor a DNS-rebound name reaches the
 //! capsule. A route that takes a JSON body (A2A) also calls `http::require_json`.
+//!
+//! A capsule that declares `capabilities.network.authentication` has every route but the
+//! public card behind its [`auth::Gate`] as well (the peer plane keeps its own: the handle).
 
 pub mod a2a;
+pub mod auth;
 pub mod card;
 pub mod completions;
 pub mod peer;
@@ -16,7 +20,7 @@ pub mod resources;
 pub mod tasks;
 pub mod wire;
 
-use crate::a2a::card::{agent_card_body, agent_card_v10_body, CardInfo};
+use crate::a2a::card::{self as cards, agent_card, agent_card_v10, public_card, CardInfo};
 use crate::diag::{code, Diagnostic};
 use crate::http::{Controller, Exchange, Limits, Reply, Request, Response, Server};
 use std::net::TcpListener;
@@ -80,6 +84,8 @@ pub struct Setup<'a> {
     pub trace: Option<super::trace::Trace>,
     /// The peer plane's minting key, when `exports.peer_files` is declared.
     pub peer_key: Option<Arc<crate::token::Key>>,
+    /// The door's authentication, when `capabilities.network.authentication` is declared.
+    pub gate: Option<Arc<auth::Gate>>,
 }
 
 /// A serving door; `close` finishes it and waits for its thread.
@@ -107,10 +113,21 @@ impl Bound {
             shell: caps.shell_allow.as_ref().is_some_and(|a| !a.is_empty()),
             network: !caps.network_allow.is_empty(),
             streaming: true,
+            auth: s.gate.is_some(),
+        };
+        let (full, full_v10) = (agent_card(&info), agent_card_v10(&info));
+        // Without a token only the public card; the whole one is the extended card.
+        let (shown, shown_v10, extended) = match &s.gate {
+            Some(_) => (
+                public_card(full.clone()),
+                public_card(full_v10.clone()),
+                Some((full, full_v10)),
+            ),
+            None => (full, full_v10, None),
         };
         let card = card::CardRoute::new(
-            agent_card_body(&info),
-            agent_card_v10_body(&info),
+            cards::body(&shown),
+            cards::body(&shown_v10),
             crate::clock::now_ms(),
         );
         let files = m.exports.files.as_ref().map(|f| resources::FilesPlane {
@@ -128,11 +145,16 @@ impl Bound {
         };
         let a2a_trace = s.trace.clone().map(std::sync::Mutex::new);
         let shared = resources::Shared::new(s.work, s.class, Arc::clone(&s.tasks), s.trace);
-        let planes = resources::Resources::new(files, peer, shared);
+        let planes = resources::Resources::new(files, peer, shared, s.gate.clone());
+        if s.gate.is_some() {
+            s.tasks.guard();
+        }
         let a2a = a2a::A2a {
             tasks: s.tasks,
             session_id: s.session_id.to_string(),
             trace: a2a_trace,
+            gate: s.gate,
+            extended,
         };
         self.serve(vec![Box::new(card), Box::new(a2a), Box::new(planes)])
     }

@@ -14,6 +14,7 @@
 //! listings walk at once. Every request, refusals included, lands in the trace; text a
 //! client chose is cut to 1 KiB there and any peer handle in it written as its id.
 
+use super::auth::Gate;
 use super::peer::PeerPlane;
 pub use super::reading::shown;
 pub use super::reading::Shared;
@@ -46,16 +47,41 @@ pub struct Resources {
     peer: Option<PeerPlane>,
     shared: Arc<Shared>,
     jobs: Sender<Job>,
+    /// An authenticated door's gate: the operator plane needs `resources.files`.
+    gate: Option<Arc<Gate>>,
 }
 
 impl Resources {
-    pub fn new(files: Option<FilesPlane>, peer: Option<PeerPlane>, shared: Shared) -> Resources {
+    pub fn new(
+        files: Option<FilesPlane>,
+        peer: Option<PeerPlane>,
+        shared: Shared,
+        gate: Option<Arc<Gate>>,
+    ) -> Resources {
         Resources {
             files,
             peer,
             shared: Arc::new(shared),
             jobs: start_readers(),
+            gate,
         }
+    }
+
+    /// On an authenticated door, the operator plane's refusal for a caller without a
+    /// credential holding `resources.files` (traced like every other refusal).
+    fn denied(&self, req: &Request, p: &str) -> Option<Reply> {
+        let denied = self.gate.as_ref()?.admit(req, "resources.files").err()?;
+        let why = "the door's authentication refused the request";
+        if p == "/resources/files" {
+            self.list_event(denied.outcome(), Some(why));
+        } else {
+            self.read_event(
+                p.strip_prefix("/resources/files/").unwrap_or(p),
+                denied.outcome(),
+                why,
+            );
+        }
+        Some(Reply::Now(denied.response()))
     }
 
     /// Run `job` on a reader, the request answered through its ticket (503 if no reader
@@ -209,6 +235,12 @@ impl super::Route for Resources {
             return None;
         }
         let is_peer = p == "/resources/peer" || p.starts_with("/resources/peer/");
+        // The peer plane's credential is its handle; everything else here is the operator's.
+        if !is_peer {
+            if let Some(r) = self.denied(req, p) {
+                return Some(r);
+            }
+        }
         if req.method != "GET" {
             let msg = format!(
                 "{} is not allowed under /resources/; the only verb is GET",

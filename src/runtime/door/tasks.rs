@@ -52,13 +52,17 @@ pub enum Acceptance {
     Queue(usize),
 }
 
-/// Where a task came from, as recorded (never enforced): `x-murmur-task-origin`,
-/// `x-murmur-task-trust`, `traceparent`.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// Where a task came from: `x-murmur-task-origin`, `x-murmur-task-trust`, `traceparent`
+/// (recorded, never enforced), and on an authenticated door the credential that sent it
+/// (enforced: only that credential sees the task).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Origin {
     pub origin: String,
     pub trust: String,
     pub traceparent: Option<String>,
+    /// The door credential that sent the task; None on an unauthenticated door, and for a
+    /// completion (admitted by its delegation id), which no credential sees.
+    pub owner: Option<String>,
 }
 
 impl Origin {
@@ -68,9 +72,14 @@ impl Origin {
             origin: "user".into(),
             trust: "trusted".into(),
             traceparent: None,
+            owner: None,
         }
     }
 }
+
+/// Who asks the table about a task: `None` on an unauthenticated door (every task is
+/// visible), else the caller's credential (only the tasks it sent).
+pub type Viewer<'a> = Option<&'a str>;
 
 /// A task the session is to run.
 #[derive(Debug, Clone)]
@@ -89,7 +98,7 @@ pub struct Taken {
 /// What [`Tasks::next`] found.
 #[derive(Debug)]
 pub enum Next {
-    Task(Taken),
+    Task(Box<Taken>),
     /// The wait ran out with nothing to do.
     Idle,
     /// The session was told to stop.
@@ -151,6 +160,18 @@ struct Entry {
     file: bool,
     /// Its place among the finished (see `Inner::done`).
     done: Option<u64>,
+    /// The credential that sent it (see [`Origin::owner`]).
+    owner: Option<String>,
+    /// Sent through an authenticated door (see [`Entry::visible`]).
+    guarded: bool,
+}
+
+impl Entry {
+    /// Whether `viewer` may see this entry: never the session's own task; on an
+    /// authenticated door only the credential that sent it.
+    fn visible(&self, viewer: Viewer<'_>) -> bool {
+        !self.file && (!self.guarded || viewer.is_some_and(|v| self.owner.as_deref() == Some(v)))
+    }
 }
 
 struct Inner {
@@ -215,6 +236,8 @@ pub struct Tasks {
     pub completions: super::completions::Issued,
     /// Whether any delegation was started in this session.
     delegated: AtomicBool,
+    /// The door is authenticated: each task is its sender's alone.
+    guarded: AtomicBool,
 }
 
 /// Send one event to every subscriber still listening, its JSON rendered once per
@@ -262,6 +285,7 @@ impl Tasks {
             held: AtomicU64::new(0),
             completions: super::completions::Issued::default(),
             delegated: AtomicBool::new(false),
+            guarded: AtomicBool::new(false),
             generation: AtomicU64::new(0),
             on_cancel: Mutex::new(None),
         })
@@ -292,6 +316,7 @@ impl Tasks {
         inner: &mut Inner,
         task: Task,
         run: Option<(String, Option<String>, &'static str, Origin)>,
+        who: (Option<String>, bool),
     ) {
         inner.seq += 1;
         // A waiting task holds its text twice: in its history and to run.
@@ -315,6 +340,8 @@ impl Tasks {
                 bytes,
                 file: false,
                 done: None,
+                owner: who.0,
+                guarded: who.1,
             },
         );
     }
@@ -338,7 +365,7 @@ impl Tasks {
             created_ms: now_ms,
             updated_ms: now_ms,
         };
-        self.insert(&mut inner, task, None);
+        self.insert(&mut inner, task, None, (None, false));
         inner.accepted += 1;
         inner.running = Some(id.clone());
         let cancel = match inner.entries.get_mut(&id) {
@@ -379,6 +406,7 @@ impl Tasks {
     /// stream gets the task as its first event at once. The task as it stands is returned.
     pub fn submit(&self, req: &SendRequest, origin: Origin, watch: Watch, now_ms: u64) -> Task {
         let mut inner = self.lock();
+        let who = (origin.owner.clone(), self.guarded.load(Ordering::Relaxed));
         // Room is made only for a send that will be taken: a refused one evicts nothing.
         let need = 2 * req.text.len();
         let refusal = self.refusal(&inner).or_else(|| {
@@ -405,7 +433,7 @@ impl Tasks {
             task.state = State::Rejected;
             task.history.clear();
             task.status_message = Some(agent_msg(why));
-            self.insert(&mut inner, task.clone(), None);
+            self.insert(&mut inner, task.clone(), None, who);
             self.generation.fetch_add(1, Ordering::SeqCst);
             self.evict(&mut inner, 0);
             if let Watch::Stream { stream, id, gen } = watch {
@@ -416,7 +444,7 @@ impl Tasks {
             return task;
         }
         let run = Some((req.text.clone(), Some(req.message_id.clone()), "a2a", origin));
-        self.insert(&mut inner, task.clone(), run);
+        self.insert(&mut inner, task.clone(), run, who);
         inner.accepted += 1;
         inner.pending.push_back(id.clone());
         if let Some(e) = inner.entries.get_mut(&id) {
@@ -427,13 +455,19 @@ impl Tasks {
         task
     }
 
-    /// The task `id`.
-    pub fn get(&self, id: &str) -> Option<Task> {
+    /// The task `id`, as `viewer` may see it.
+    pub fn get(&self, id: &str, viewer: Viewer<'_>) -> Option<Task> {
         self.lock()
             .entries
             .get(id)
-            .filter(|e| !e.file)
+            .filter(|e| e.visible(viewer))
             .map(|e| e.task.clone())
+    }
+
+    /// From now on every task sent is the sending credential's alone (an authenticated
+    /// door); set before the door serves.
+    pub fn guard(&self) {
+        self.guarded.store(true, Ordering::Relaxed);
     }
 
     /// Open streams right now (closed ones are forgotten on the way).
@@ -467,12 +501,13 @@ impl Tasks {
     pub fn subscribe(
         &self,
         task_id: &str,
+        viewer: Viewer<'_>,
         stream: Stream,
         id: Value,
         gen: Generation,
     ) -> Result<(), (i64, String)> {
         let mut inner = self.lock();
-        let Some(e) = inner.entries.get_mut(task_id).filter(|e| !e.file) else {
+        let Some(e) = inner.entries.get_mut(task_id).filter(|e| e.visible(viewer)) else {
             return Err((TASK_NOT_FOUND, "Task not found".into()));
         };
         if e.task.state.is_terminal() {
@@ -492,10 +527,10 @@ impl Tasks {
     /// Cancel `id`: a waiting task is dropped from the queue, a running one has its flag set
     /// (the loop stops at its next safe point) and its children killed. Either is
     /// `canceled` at once. A finished task is not cancelable.
-    pub fn cancel(&self, id: &str, now_ms: u64) -> Result<Task, (i64, String)> {
+    pub fn cancel(&self, id: &str, viewer: Viewer<'_>, now_ms: u64) -> Result<Task, (i64, String)> {
         let mut inner = self.lock();
         let running = inner.running.as_deref() == Some(id);
-        let Some(e) = inner.entries.get_mut(id).filter(|e| !e.file) else {
+        let Some(e) = inner.entries.get_mut(id).filter(|e| e.visible(viewer)) else {
             return Err((TASK_NOT_FOUND, "Task not found".into()));
         };
         if e.task.state.is_terminal() {
@@ -561,7 +596,7 @@ impl Tasks {
                     cancel: e.cancel.clone(),
                 };
                 inner.running = Some(id);
-                return Next::Task(taken);
+                return Next::Task(Box::new(taken));
             }
             // While a delegation is out its completion is a task to come: no idle end.
             let left = match until {
@@ -655,97 +690,14 @@ impl Tasks {
         drop(inner);
         self.wake.notify_all();
     }
-
-    /// Drop the oldest refused sends beyond [`MAX_REFUSED`], the first finished tasks beyond
-    /// [`MAX_FINISHED`] (in the order they finished, so a task that just finished is the
-    /// last to go), and then until `room` more bytes fit under the byte cap.
-    fn evict(&self, inner: &mut Inner, room: usize) {
-        while inner.refused.len() > MAX_REFUSED {
-            let Some((_, id)) = inner.refused.pop_first() else {
-                break;
-            };
-            Self::forget(inner, &id);
-        }
-        while inner.done.len() > MAX_FINISHED || inner.bytes + room > MAX_TABLE_BYTES {
-            if let Some((_, id)) = inner.done.pop_first() {
-                if let Some(seq) = inner.entries.get(&id).map(|e| e.seq) {
-                    inner.order.remove(&seq);
-                }
-                Self::forget(inner, &id);
-            } else if let Some((_, id)) = inner.refused.pop_first() {
-                Self::forget(inner, &id);
-            } else {
-                break;
-            }
-        }
-    }
-
-    fn forget(inner: &mut Inner, id: &str) {
-        if let Some(e) = inner.entries.remove(id) {
-            inner.bytes = inner.bytes.saturating_sub(e.bytes);
-        }
-    }
-}
-
-fn agent_msg(text: &str) -> Msg {
-    Msg {
-        message_id: id_of("msg"),
-        role: Role::Agent,
-        text: text.to_string(),
-    }
-}
-
-fn attach(e: &mut Entry, watch: Watch) {
-    match watch {
-        Watch::None => {}
-        Watch::Wait {
-            ticket,
-            id,
-            gen,
-            history,
-        } => e.waiters.push(Waiter {
-            ticket,
-            id,
-            gen,
-            history,
-        }),
-        Watch::Stream { stream, id, gen } => {
-            stream.send(frame(&id, shapes::render_send_result(&e.task, gen, None)));
-            e.subs.push(Sub { stream, id, gen });
-        }
-    }
-}
-
-/// Move `e` to a terminal `state`, tell its streams (the answer, then the final status,
-/// then the end) and answer its waiters.
-fn settle(e: &mut Entry, state: State, text: Option<String>, message: Option<Msg>, now_ms: u64) {
-    let t = &mut e.task;
-    t.state = state;
-    t.updated_ms = now_ms;
-    t.status_message = message;
-    if let Some(text) = text {
-        t.artifacts.push(Artifact {
-            artifact_id: format!("{}-response", t.id),
-            name: RESPONSE_ARTIFACT.into(),
-            text,
-        });
-    }
-    e.bytes = text_bytes(t);
-    for a in &t.artifacts {
-        broadcast(&e.subs, |g| shapes::render_artifact_update(t, a, g));
-    }
-    broadcast(&e.subs, |g| shapes::render_status_update(t, g));
-    for s in e.subs.drain(..) {
-        s.stream.end();
-    }
-    for w in e.waiters.drain(..) {
-        let v = rpc::result_response(&w.id, shapes::render_send_result(t, w.gen, w.history));
-        w.ticket.complete(answer(&v));
-    }
 }
 
 #[path = "tasks_list.rs"]
 mod list;
+
+#[path = "tasks_settle.rs"]
+mod settle;
+use settle::{agent_msg, attach, settle};
 
 #[cfg(test)]
 #[path = "tasks_tests.rs"]

@@ -4,8 +4,8 @@
 use super::*;
 
 impl Tasks {
-    /// A 1.0 ListTasks page, newest first.
-    pub fn list(&self, req: &ListRequest) -> Result<Value, String> {
+    /// A 1.0 ListTasks page, newest first, of the tasks `viewer` may see.
+    pub fn list(&self, req: &ListRequest, viewer: Viewer<'_>) -> Result<Value, String> {
         let inner = self.lock();
         let start = match &req.page_token {
             None => u64::MAX,
@@ -26,7 +26,7 @@ impl Tasks {
         let mut all: Vec<(&u64, &String)> = inner.order.iter().chain(inner.refused.iter()).collect();
         all.sort_unstable_by(|a, b| b.0.cmp(a.0));
         for (_, id) in all {
-            let Some(e) = inner.entries.get(id).filter(|e| !e.file) else {
+            let Some(e) = inner.entries.get(id).filter(|e| e.visible(viewer)) else {
                 continue;
             };
             if !matches(&e.task) {

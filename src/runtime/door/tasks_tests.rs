@@ -18,7 +18,7 @@ fn submit(t: &Tasks, text: &str) -> Task {
 
 fn take(t: &Tasks) -> Taken {
     match t.next(Some(Duration::ZERO), &AtomicI32::new(0), || 2) {
-        Next::Task(k) => k,
+        Next::Task(k) => *k,
         other => panic!("no task: {other:?}"),
     }
 }
@@ -48,13 +48,13 @@ fn single_takes_one_task_and_rejects_the_rest() {
         (k.id.as_str(), k.text.as_str(), k.source),
         (first.id.as_str(), "one", "a2a")
     );
-    assert_eq!(t.get(&k.id).unwrap().state, State::Working);
+    assert_eq!(t.get(&k.id, None).unwrap().state, State::Working);
     let running = submit(&t, "three");
     assert_eq!(busy_text(&running), BUSY);
     t.finish(&k.id, done("answer\n"), 3);
     let after = submit(&t, "four");
     assert_eq!(busy_text(&after), CLOSING, "single ran its one task");
-    let got = t.get(&k.id).unwrap();
+    let got = t.get(&k.id, None).unwrap();
     assert_eq!(got.state, State::Completed);
     assert_eq!(got.artifacts[0].name, "response");
     assert_eq!(got.artifacts[0].text, "answer\n");
@@ -67,8 +67,8 @@ fn a_file_task_is_the_single_task() {
     assert_eq!(f.source, "file");
     assert_eq!(busy_text(&submit(&t, "x")), BUSY);
     // It is the operator's task, not a client's: the door does not show or cancel it.
-    assert!(t.get(&f.id).is_none());
-    assert_eq!(t.cancel(&f.id, 2).unwrap_err().0, TASK_NOT_FOUND);
+    assert!(t.get(&f.id, None).is_none());
+    assert_eq!(t.cancel(&f.id, None, 2).unwrap_err().0, TASK_NOT_FOUND);
     t.finish(&f.id, done("x"), 3);
     assert_eq!(busy_text(&submit(&t, "y")), CLOSING);
 }
@@ -122,21 +122,21 @@ fn cancel_of_waiting_running_and_finished_tasks() {
     let running = take(&t);
     assert_eq!(running.id, a.id);
     // A waiting task: canceled, never handed out, no child killed.
-    assert_eq!(t.cancel(&b.id, 5).unwrap().state, State::Canceled);
+    assert_eq!(t.cancel(&b.id, None, 5).unwrap().state, State::Canceled);
     assert_eq!(killed.load(Ordering::SeqCst), 0);
     // The running task: its flag is set, its children go, and its end keeps it canceled.
-    assert_eq!(t.cancel(&a.id, 6).unwrap().state, State::Canceled);
+    assert_eq!(t.cancel(&a.id, None, 6).unwrap().state, State::Canceled);
     assert!(running.cancel.load(Ordering::SeqCst));
     assert_eq!(killed.load(Ordering::SeqCst), 1);
     t.finish(&a.id, done("late"), 7);
-    let after = t.get(&a.id).unwrap();
+    let after = t.get(&a.id, None).unwrap();
     assert_eq!((after.state, after.artifacts.len()), (State::Canceled, 0));
     assert!(matches!(
         t.next(Some(Duration::ZERO), &AtomicI32::new(0), || 8),
         Next::Idle
     ));
-    assert_eq!(t.cancel(&a.id, 9).unwrap_err().0, TASK_NOT_CANCELABLE);
-    assert_eq!(t.cancel("tsk_nope", 9).unwrap_err().0, TASK_NOT_FOUND);
+    assert_eq!(t.cancel(&a.id, None, 9).unwrap_err().0, TASK_NOT_CANCELABLE);
+    assert_eq!(t.cancel("tsk_nope", None, 9).unwrap_err().0, TASK_NOT_FOUND);
     assert_eq!(t.generation(), 2, "two tasks reached a terminal state");
 }
 
@@ -145,7 +145,7 @@ fn close_rejects_what_waits_and_every_later_send() {
     let t = Tasks::new(Acceptance::Queue(4));
     let a = submit(&t, "a");
     t.close(5);
-    let got = t.get(&a.id).unwrap();
+    let got = t.get(&a.id, None).unwrap();
     assert_eq!((got.state, busy_text(&got)), (State::Rejected, ENDED));
     assert_eq!(busy_text(&submit(&t, "b")), CLOSING);
     assert!(matches!(
@@ -178,7 +178,7 @@ fn finished_tasks_are_dropped_oldest_first_beyond_the_cap() {
         let k = take(&t);
         t.finish(&k.id, done("x"), 2);
     }
-    assert!(t.get(&first.id).is_none(), "the oldest finished task went");
+    assert!(t.get(&first.id, None).is_none(), "the oldest finished task went");
     let inner = t.lock();
     assert_eq!(inner.done.len(), MAX_FINISHED);
     assert_eq!(inner.entries.len(), MAX_FINISHED);
@@ -203,7 +203,7 @@ fn list_pages_newest_first_with_filters() {
         status_after_ms: None,
         include_artifacts: false,
     };
-    let page = t.list(&req(2, None)).unwrap();
+    let page = t.list(&req(2, None), None).unwrap();
     let got: Vec<&str> = page["tasks"]
         .as_array()
         .unwrap()
@@ -213,16 +213,16 @@ fn list_pages_newest_first_with_filters() {
     assert_eq!(got, [ids[4].as_str(), ids[3].as_str()]);
     assert_eq!(page["totalSize"], 5);
     let token = page["nextPageToken"].as_str().unwrap().to_string();
-    let next = t.list(&req(2, Some(token))).unwrap();
+    let next = t.list(&req(2, Some(token)), None).unwrap();
     assert_eq!(next["tasks"][0]["id"], ids[2].as_str());
     let even = ListRequest {
         context_id: Some("ctx_even".into()),
         ..req(50, None)
     };
-    let page = t.list(&even).unwrap();
+    let page = t.list(&even, None).unwrap();
     assert_eq!(page["totalSize"], 3);
     assert_eq!(page["nextPageToken"], "");
-    assert!(t.list(&req(2, Some("junk".into()))).is_err());
+    assert!(t.list(&req(2, Some("junk".into())), None).is_err());
 }
 
 #[test]
@@ -241,16 +241,16 @@ fn refused_sends_are_kept_apart_and_never_flush_answers() {
         let r = submit(&t, &format!("r{i}"));
         assert_eq!(busy_text(&r), BUSY);
         // The client that was refused can read its answer at once.
-        assert_eq!(t.get(&r.id).unwrap().state, State::Rejected);
+        assert_eq!(t.get(&r.id, None).unwrap().state, State::Rejected);
         refused.push(r.id);
     }
     assert!(
-        answered.iter().all(|id| t.get(id).is_some()),
+        answered.iter().all(|id| t.get(id, None).is_some()),
         "no answer was dropped for a refusal"
     );
-    let kept = refused.iter().filter(|id| t.get(id).is_some()).count();
+    let kept = refused.iter().filter(|id| t.get(id, None).is_some()).count();
     assert_eq!(kept, MAX_REFUSED);
-    assert!(t.get(refused.last().unwrap()).is_some() && t.get(&refused[0]).is_none());
+    assert!(t.get(refused.last().unwrap(), None).is_some() && t.get(&refused[0], None).is_none());
 }
 
 #[test]
@@ -262,10 +262,12 @@ fn a_long_task_outlives_the_ones_that_finished_while_it_ran() {
     // Any client can finish tasks meanwhile: submit and cancel, more than the table keeps.
     for i in 0..MAX_FINISHED + 10 {
         let c = submit(&t, &format!("c{i}"));
-        t.cancel(&c.id, 3).unwrap();
+        t.cancel(&c.id, None, 3).unwrap();
     }
     t.finish(&k.id, done("the long answer"), 4);
-    let got = t.get(&long.id).expect("the task that just finished is kept");
+    let got = t
+        .get(&long.id, None)
+        .expect("the task that just finished is kept");
     assert_eq!(got.artifacts[0].text, "the long answer");
     assert_eq!(t.lock().done.len(), MAX_FINISHED);
 }
@@ -282,7 +284,7 @@ fn a_refused_send_evicts_nothing() {
         assert_eq!(busy_text(&submit(&t, &big)), BUSY);
     }
     assert!(
-        t.get(&first.id).is_some(),
+        t.get(&first.id, None).is_some(),
         "refusals made no room at an answer's cost"
     );
 }
@@ -332,6 +334,7 @@ fn completions_wait_in_the_background_lane_fifo_behind_every_other_task() {
         origin: origin.into(),
         trust: "trusted".into(),
         traceparent: None,
+        owner: None,
     };
     let mut ids = Vec::new();
     for (text, origin) in [

@@ -1,0 +1,62 @@
+//! `mur token --session ID [NAME]`: print the bearer token of credential NAME (or of the
+//! only one declared) of a running session's authenticated door, read from the session's
+//! `door-tokens.json` (a regular file of this user, mode 0600, opened without following a
+//! symlink). With several credentials and no NAME it names them and prints no token.
+
+use super::trace::session_dir;
+use crate::diag::{code, Diagnostic};
+use crate::fsx::Dir;
+use serde_json::Value;
+use std::os::unix::fs::MetadataExt;
+
+use crate::places::DOOR_TOKENS_FILE as TOKENS_FILE;
+/// The largest tokens file read.
+const MAX_FILE: u64 = 1 << 20;
+
+fn err(message: String) -> Diagnostic {
+    Diagnostic::new(code::IO_READ, "--session", message)
+}
+
+/// The token to print, followed by a newline.
+pub fn token(session: &str, name: Option<&str>) -> Result<String, Diagnostic> {
+    let dir_path = session_dir(session)?;
+    let dir = Dir::open(&dir_path).map_err(|e| err(format!("no records for session {session}: {e}")))?;
+    let shown = dir_path.join(TOKENS_FILE);
+    let meta = std::fs::symlink_metadata(dir.proc_path().join(TOKENS_FILE)).map_err(|e| {
+        err(format!(
+            "cannot read {}: {e} (the session's door takes no credentials, or the session ended)",
+            shown.display()
+        ))
+    })?;
+    let mine = meta.uid() == rustix::process::geteuid().as_raw();
+    if !meta.file_type().is_file() || !mine || meta.mode() & 0o077 != 0 {
+        return Err(err(format!(
+            "{} is not a private file of this user (mode 0600): refusing to read tokens from it",
+            shown.display()
+        )));
+    }
+    let bytes = dir
+        .read(TOKENS_FILE, MAX_FILE)
+        .map_err(|e| err(format!("cannot read {}: {e}", shown.display())))?;
+    let v: Value = serde_json::from_slice(&bytes)
+        .map_err(|_| err(format!("{} is not a tokens file", shown.display())))?;
+    let tokens = v
+        .get("tokens")
+        .and_then(Value::as_object)
+        .ok_or_else(|| err(format!("{} holds no tokens", shown.display())))?;
+    let names = || tokens.keys().cloned().collect::<Vec<_>>().join(", ");
+    let chosen = match name {
+        Some(n) => tokens.get(n).ok_or_else(|| {
+            err(format!(
+                "session {session} declares no credential '{n}' (it has: {})",
+                names()
+            ))
+        })?,
+        None if tokens.len() == 1 => tokens.values().next().unwrap_or(&Value::Null),
+        None => return Err(err(format!("name one of the session's credentials: {}", names()))),
+    };
+    chosen
+        .as_str()
+        .map(|t| format!("{t}\n"))
+        .ok_or_else(|| err(format!("{} is not a tokens file", shown.display())))
+}

@@ -1,0 +1,93 @@
+//! How a task-table entry ends and leaves: settling a task (its streams told, its waiters
+//! answered), attaching a watcher, and evicting what the table's bounds no longer hold.
+
+use super::*;
+
+impl Tasks {
+    /// Drop the oldest refused sends beyond [`MAX_REFUSED`], the first finished tasks beyond
+    /// [`MAX_FINISHED`] (in the order they finished, so a task that just finished is the
+    /// last to go), and then until `room` more bytes fit under the byte cap.
+    pub(super) fn evict(&self, inner: &mut Inner, room: usize) {
+        while inner.refused.len() > MAX_REFUSED {
+            let Some((_, id)) = inner.refused.pop_first() else {
+                break;
+            };
+            Self::forget(inner, &id);
+        }
+        while inner.done.len() > MAX_FINISHED || inner.bytes + room > MAX_TABLE_BYTES {
+            if let Some((_, id)) = inner.done.pop_first() {
+                if let Some(seq) = inner.entries.get(&id).map(|e| e.seq) {
+                    inner.order.remove(&seq);
+                }
+                Self::forget(inner, &id);
+            } else if let Some((_, id)) = inner.refused.pop_first() {
+                Self::forget(inner, &id);
+            } else {
+                break;
+            }
+        }
+    }
+
+    fn forget(inner: &mut Inner, id: &str) {
+        if let Some(e) = inner.entries.remove(id) {
+            inner.bytes = inner.bytes.saturating_sub(e.bytes);
+        }
+    }
+}
+
+pub(super) fn agent_msg(text: &str) -> Msg {
+    Msg {
+        message_id: id_of("msg"),
+        role: Role::Agent,
+        text: text.to_string(),
+    }
+}
+
+pub(super) fn attach(e: &mut Entry, watch: Watch) {
+    match watch {
+        Watch::None => {}
+        Watch::Wait {
+            ticket,
+            id,
+            gen,
+            history,
+        } => e.waiters.push(Waiter {
+            ticket,
+            id,
+            gen,
+            history,
+        }),
+        Watch::Stream { stream, id, gen } => {
+            stream.send(frame(&id, shapes::render_send_result(&e.task, gen, None)));
+            e.subs.push(Sub { stream, id, gen });
+        }
+    }
+}
+
+/// Move `e` to a terminal `state`, tell its streams (the answer, then the final status,
+/// then the end) and answer its waiters.
+pub(super) fn settle(e: &mut Entry, state: State, text: Option<String>, message: Option<Msg>, now_ms: u64) {
+    let t = &mut e.task;
+    t.state = state;
+    t.updated_ms = now_ms;
+    t.status_message = message;
+    if let Some(text) = text {
+        t.artifacts.push(Artifact {
+            artifact_id: format!("{}-response", t.id),
+            name: RESPONSE_ARTIFACT.into(),
+            text,
+        });
+    }
+    e.bytes = text_bytes(t);
+    for a in &t.artifacts {
+        broadcast(&e.subs, |g| shapes::render_artifact_update(t, a, g));
+    }
+    broadcast(&e.subs, |g| shapes::render_status_update(t, g));
+    for s in e.subs.drain(..) {
+        s.stream.end();
+    }
+    for w in e.waiters.drain(..) {
+        let v = rpc::result_response(&w.id, shapes::render_send_result(t, w.gen, w.history));
+        w.ticket.complete(answer(&v));
+    }
+}

@@ -1,7 +1,9 @@
 //! The capsule's A2A door driven by a real client: the official Python SDK (a2a-sdk 1.3.0)
 //! runs tests/sdk/a2a_client.py against a served tests/fixtures/slow capsule, once over the
 //! 1.0 JSON-RPC transport and once over the 0.3 one (polling send and GetTask, a streamed
-//! task, a cancelled `sleep 20`). The SDK lives in a virtualenv made by
+//! task, a cancelled `sleep 20`), and again against an authenticated door with the SDK's own
+//! auth options (AuthInterceptor and a CredentialService holding a token `mur token` prints,
+//! handed over in the environment). The SDK lives in a virtualenv made by
 //! `scripts/a2a-sdk-venv.sh`; its python is `$MURMUR_A2A_SDK_PYTHON`, else
 //! `target/a2a-sdk-venv/bin/python3`. Without it the test fails, it never skips.
 
@@ -38,7 +40,7 @@ struct ScriptRun {
 
 /// `python tests/sdk/a2a_client.py BASE GENERATION`, its output kept in files under `t` (no
 /// pipe to fill), killed past the deadline.
-fn run_script(t: &TempDir, python: &Path, base: &str, generation: &str) -> ScriptRun {
+fn run_script(t: &TempDir, python: &Path, base: &str, generation: &str, token: Option<&str>) -> ScriptRun {
     let out_path = t.path().join(format!("sdk-{generation}.stdout"));
     let err_path = t.path().join(format!("sdk-{generation}.stderr"));
     let mut child = Command::new(python)
@@ -49,6 +51,7 @@ fn run_script(t: &TempDir, python: &Path, base: &str, generation: &str) -> Scrip
         // httpx honours proxy variables; the door is on loopback.
         .env("NO_PROXY", "127.0.0.1,localhost")
         .env("no_proxy", "127.0.0.1,localhost")
+        .envs(token.map(|t| ("A2A_DOOR_TOKEN", t)))
         .stdin(Stdio::null())
         .stdout(std::fs::File::create(&out_path).unwrap())
         .stderr(std::fs::File::create(&err_path).unwrap())
@@ -83,16 +86,41 @@ fn sigterm(pid: u32) {
         .success());
 }
 
+const LIFECYCLE: &str = "lifecycle:\n  task_acceptance: queue\n  after_task: sleep\n  queue_depth: 4\n";
+
 #[test]
 fn the_official_a2a_sdk_client_drives_the_door_over_1_0_and_0_3() {
+    drive("a2a-sdk", LIFECYCLE, None);
+}
+
+#[test]
+fn the_official_a2a_sdk_client_authenticates_with_its_own_auth_options() {
+    let auth = "capabilities:\n  network:\n    authentication:\n      scheme: bearer\n      credentials:\n        - {name: client, scopes: ['*']}\n";
+    drive("a2a-sdk-auth", &format!("{LIFECYCLE}{auth}"), Some("client"));
+}
+
+/// Serve the slow capsule with `extra` manifest YAML and run the script over both
+/// generations, with the token of `credential` (printed by `mur token`) when named.
+fn drive(label: &str, extra: &str, credential: Option<&str>) {
     let python = sdk_python();
-    let t = TempDir::new("a2a-sdk");
-    let dir = capsule(
-        &t,
-        "tests/fixtures/slow/capsule.wasm",
-        "lifecycle:\n  task_acceptance: queue\n  after_task: sleep\n  queue_depth: 4\n",
-    );
+    let t = TempDir::new(label);
+    let dir = capsule(&t, "tests/fixtures/slow/capsule.wasm", extra);
     let (mut running, line) = serve(&t, &dir);
+    let token = credential.map(|name| {
+        let sid = line["session_id"].as_str().unwrap();
+        let out = Command::new(common::capsule::MUR)
+            .args(["token", "--session", sid, name])
+            .env("MURMUR_RECORDS_DIR", t.path().join("records"))
+            .output()
+            .unwrap();
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap().trim().to_string()
+    });
     let url = line["url"]
         .as_str()
         .unwrap_or_else(|| panic!("no url in the announcement {line}"));
@@ -101,7 +129,7 @@ fn the_official_a2a_sdk_client_drives_the_door_over_1_0_and_0_3() {
 
     let mut failures = Vec::new();
     for generation in ["1.0", "0.3"] {
-        let run = run_script(&t, &python, &base, generation);
+        let run = run_script(&t, &python, &base, generation, token.as_deref());
         println!("--- a2a_client.py {generation}\n{}{}", run.stdout, run.stderr);
         if run.code != Some(0) {
             failures.push(format!(

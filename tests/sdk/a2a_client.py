@@ -18,6 +18,12 @@ step goes through the SDK's public client API, the way a user would drive an age
   cancel    send "sleep 20" with polling, GetTask until working, CancelTask, GetTask until
             canceled
 
+With A2A_DOOR_TOKEN in the environment (never an argument) the door is an authenticated one:
+the card must name its `bearer` scheme and requirement, both clients authenticate through the
+SDK's own AuthInterceptor and a CredentialService that holds the token, and an `auth` step
+first checks that a client without them is refused with HTTP 401 and that the authenticated
+client gets the extended card (GetExtendedAgentCard) with the capsule's grants.
+
 One line per step on stdout; on any failure a `FAIL: ...` line on stderr and exit status 1.
 The client keeps the SDK's defaults (among them httpx's 5 s timeout), as a user's would.
 """
@@ -26,11 +32,16 @@ import asyncio
 import sys
 import time
 
+import os
+
 from a2a.client import A2ACardResolver, ClientConfig, ClientFactory
+from a2a.client.auth import AuthInterceptor, CredentialService
+from a2a.client.errors import A2AClientError
 from a2a.helpers import get_artifact_text, new_text_message
 from a2a.types import (
     AgentCard,
     CancelTaskRequest,
+    GetExtendedAgentCardRequest,
     GetTaskRequest,
     Role,
     SendMessageRequest,
@@ -245,7 +256,48 @@ async def step_cancel(client):
     await poll_until(client, task.id, {TaskState.TASK_STATE_CANCELED}, "canceled")
 
 
+class DoorToken(CredentialService):
+    """The door's token for its `bearer` scheme, whatever the call."""
+
+    def __init__(self, token):
+        self._token = token
+
+    async def get_credentials(self, security_scheme_name, context):
+        return self._token if security_scheme_name == "bearer" else None
+
+
+def check_scheme(card):
+    schemes = card.security_schemes
+    check("bearer" in schemes, f"the card names no bearer scheme: {list(schemes)}")
+    http = schemes["bearer"].http_auth_security_scheme
+    check(http.scheme.lower() == "bearer", f"the bearer scheme is {http.scheme!r}")
+    required = [list(r.schemes) for r in card.security_requirements]
+    check(required == [["bearer"]], f"the card requires {required}, expected [['bearer']]")
+    check(card.capabilities.extended_agent_card, "the card offers no extended card")
+    print(f"  security: bearer ({http.bearer_format}), required")
+
+
+async def step_auth(card, authed):
+    """A client without the token is refused 401; the authenticated one reads the extended card."""
+    anonymous = ClientFactory(ClientConfig(streaming=False, polling=True)).create(card)
+    try:
+        try:
+            await send_polling(anonymous, "no token")
+        except A2AClientError as e:
+            check("401" in str(e), f"refused with {e!r}, expected HTTP 401")
+            print("  without a token: HTTP 401")
+        else:
+            raise Failure("a client without a token was served")
+    finally:
+        await anonymous.close()
+    extended = await authed.get_extended_agent_card(GetExtendedAgentCardRequest())
+    uris = [e.uri for e in extended.capabilities.extensions]
+    check("urn:murmur:capsule:v1" in uris, f"the extended card carries no capsule grants: {uris}")
+    print(f"  extended card: extensions {uris}")
+
+
 async def main(base_url, generation):
+    token = os.environ.get("A2A_DOOR_TOKEN")
     step = "card"
     try:
         print(f"[{generation}] card: resolving {base_url}/.well-known/agent-card.json")
@@ -259,17 +311,24 @@ async def main(base_url, generation):
             f"streaming {card.capabilities.streaming}"
         )
         check(card.capabilities.streaming, "the card does not declare capabilities.streaming")
+        if token:
+            check_scheme(card)
 
         step = "client"
         card = card_for(card, generation)
-        polling = ClientFactory(ClientConfig(streaming=False, polling=True)).create(card)
-        streaming = ClientFactory(ClientConfig(streaming=True)).create(card)
+        auth = [AuthInterceptor(DoorToken(token))] if token else None
+        polling = ClientFactory(ClientConfig(streaming=False, polling=True)).create(card, auth)
+        streaming = ClientFactory(ClientConfig(streaming=True)).create(card, auth)
         transport = type(getattr(polling, "_transport", None)).__name__
         print(f"[{generation}] client: transport {transport}")
         expected = "JsonRpcTransport" if generation == "1.0" else "CompatJsonRpcTransport"
         check(transport == expected, f"the SDK chose {transport}, expected {expected}")
 
         try:
+            if token:
+                step = "auth"
+                print(f"[{generation}] auth: a client without the token, then the extended card")
+                await step_auth(card, polling)
             step = "poll"
             print(f"[{generation}] poll: send 'hello one' with polling, GetTask until completed")
             await step_poll(polling)

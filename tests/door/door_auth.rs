@@ -250,6 +250,20 @@ fn each_credential_calls_its_scopes_only_and_sees_its_own_tasks() {
     }
     let listed = rpc(&post(&d, "ListTasks", json!({}), Some(&reader)));
     assert_eq!(listed["result"]["totalSize"], 0, "{listed}");
+    // A task still running cannot be watched or canceled by another credential either.
+    let long = rpc(&post(
+        &d,
+        "SendMessage",
+        send_params("SendMessage", "sleep 5", json!({"returnImmediately": true})),
+        Some(&sender),
+    ));
+    let long = task_of(&long["result"])["id"].as_str().unwrap().to_string();
+    for method in ["SubscribeToTask", "CancelTask", "GetTask"] {
+        let v = rpc(&post(&d, method, json!({"id": long}), Some(&ops)));
+        assert_eq!(v["error"]["code"], -32001, "{method}: {v}");
+    }
+    let v = rpc(&post(&d, "GetTask", json!({"id": long}), Some(&sender)));
+    assert_ne!(state_of(&v["result"]), "TASK_STATE_CANCELED", "{v}");
     let mine = rpc(&post(
         &d,
         "SendMessage",

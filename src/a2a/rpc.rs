@@ -293,6 +293,15 @@ fn call(env: Envelope, a2a_version: Option<&str>) -> Result<Call, RpcError> {
     let id = env.id;
     let (generation, method) = classify(&env.method)
         .map_err(|(c, m)| RpcError::new(&id, c, m).answering(generation_of_name(&env.method)))?;
+    // The extended card reads nothing and is answered before any check, as a door without
+    // one always answered it (-32007): no version, no params needed.
+    if method == Method::ExtendedCard {
+        return Ok(Call {
+            id,
+            generation,
+            op: Op::ExtendedCard,
+        });
+    }
     if generation == Generation::V10 && !a2a_version.is_some_and(is_supported_v10) {
         let named = a2a_version.map_or("0.3 (no A2A-Version header)".to_string(), |v| {
             format!("{:?}", clip(v))

@@ -195,9 +195,12 @@ fn method_table_codes() {
         assert_eq!(code(req(m, json!({})), V1).0, PUSH_NOT_SUPPORTED, "{m}");
     }
     // The extended card is a served method: the door decides whether it has one.
+    // No version header and no params needed: it is answered before both checks.
     for m in ["GetExtendedAgentCard", "agent/getAuthenticatedExtendedCard"] {
         let parsed = call(req(m, json!({})), V1).unwrap();
         assert_eq!(parsed.op, Op::ExtendedCard, "{m}");
+        let bare = json!({"jsonrpc": "2.0", "id": 1, "method": m});
+        assert_eq!(call(bare, None).unwrap().op, Op::ExtendedCard, "{m}");
     }
 }
 

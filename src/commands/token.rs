@@ -1,13 +1,14 @@
 //! `mur token --session ID [NAME]`: print the bearer token of credential NAME (or of the
 //! only one declared) of a running session's authenticated door, read from the session's
-//! `door-tokens.json` (a regular file of this user, mode 0600, opened without following a
-//! symlink). With several credentials and no NAME it names them and prints no token.
+//! `door-tokens.json` (opened once without following a symlink, then required to be a
+//! regular file of this user, mode 0600). With several credentials and no NAME it names them and prints no token.
 
 use super::trace::session_dir;
 use crate::diag::{code, Diagnostic};
 use crate::fsx::Dir;
+use rustix::fs::{self as rfs, Mode, OFlags};
 use serde_json::Value;
-use std::os::unix::fs::MetadataExt;
+use std::io::Read;
 
 use crate::places::DOOR_TOKENS_FILE as TOKENS_FILE;
 /// The largest tokens file read.
@@ -22,21 +23,28 @@ pub fn token(session: &str, name: Option<&str>) -> Result<String, Diagnostic> {
     let dir_path = session_dir(session)?;
     let dir = Dir::open(&dir_path).map_err(|e| err(format!("no records for session {session}: {e}")))?;
     let shown = dir_path.join(TOKENS_FILE);
-    let meta = std::fs::symlink_metadata(dir.proc_path().join(TOKENS_FILE)).map_err(|e| {
+    // Opened once, never through a symlink, and judged by what was opened: a private
+    // regular file of this user.
+    let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC | OFlags::NONBLOCK;
+    let fd = rfs::openat(dir.as_fd(), TOKENS_FILE, flags, Mode::empty()).map_err(|e| {
         err(format!(
             "cannot read {}: {e} (the session's door takes no credentials, or the session ended)",
             shown.display()
         ))
     })?;
-    let mine = meta.uid() == rustix::process::geteuid().as_raw();
-    if !meta.file_type().is_file() || !mine || meta.mode() & 0o077 != 0 {
+    let st = rfs::fstat(&fd).map_err(|e| err(format!("cannot read {}: {e}", shown.display())))?;
+    let regular = rfs::FileType::from_raw_mode(st.st_mode) == rfs::FileType::RegularFile;
+    let mine = st.st_uid == rustix::process::geteuid().as_raw();
+    if !regular || !mine || st.st_mode & 0o077 != 0 {
         return Err(err(format!(
             "{} is not a private file of this user (mode 0600): refusing to read tokens from it",
             shown.display()
         )));
     }
-    let bytes = dir
-        .read(TOKENS_FILE, MAX_FILE)
+    let mut bytes = Vec::new();
+    std::fs::File::from(fd)
+        .take(MAX_FILE)
+        .read_to_end(&mut bytes)
         .map_err(|e| err(format!("cannot read {}: {e}", shown.display())))?;
     let v: Value = serde_json::from_slice(&bytes)
         .map_err(|_| err(format!("{} is not a tokens file", shown.display())))?;

@@ -98,8 +98,13 @@ pub fn open_door_warning(m: &Manifest, url: &str) -> Diagnostic {
         } else {
             format!(" ({})", grants.join("; "))
         };
+        let budget = if m.inference.is_some() {
+            " and spend its model budget"
+        } else {
+            ""
+        };
         can.push(format!(
-            "send it tasks that run with all it is granted{with} and spend its model budget"
+            "send it tasks that run with all it is granted{with}{budget}"
         ));
         can.push("read every task's text and answer, and cancel them".into());
     }

@@ -454,7 +454,8 @@ fn bad_components_are_clear_errors() {
         let out = mur(&t, &["--manifest", &manifest_arg(&dir), "--task", "go"], &[]);
         assert_eq!(out.status.code(), Some(1), "{label}");
         let stderr = text(&out.stderr);
-        assert!(stderr.starts_with(want), "{label}: {stderr}");
+        let error = stderr.lines().find(|l| l.starts_with("error[")).unwrap_or("");
+        assert!(error.starts_with(want), "{label}: {stderr}");
         assert!(!stderr.contains("panicked"), "{label}: {stderr}");
     }
     let dir = t.path().join("missing");

@@ -264,6 +264,20 @@ fn each_credential_calls_its_scopes_only_and_sees_its_own_tasks() {
     }
     let v = rpc(&post(&d, "GetTask", json!({"id": long}), Some(&sender)));
     assert_ne!(state_of(&v["result"]), "TASK_STATE_CANCELED", "{v}");
+    // A blocking send still unsettled when the door stops waiting answers with the task as
+    // it stands, to the credential that sent it.
+    let blocking = rpc(&post(
+        &d,
+        "SendMessage",
+        send_params("SendMessage", "sleep 6", Value::Null),
+        Some(&sender),
+    ));
+    let task = task_of(&blocking["result"]);
+    assert!(blocking.get("error").is_none(), "{blocking}");
+    assert!(
+        ["TASK_STATE_SUBMITTED", "TASK_STATE_WORKING"].contains(&state_of(task)),
+        "{blocking}"
+    );
     let mine = rpc(&post(
         &d,
         "SendMessage",
@@ -279,6 +293,14 @@ fn each_credential_calls_its_scopes_only_and_sees_its_own_tasks() {
         .map(|t| &t["id"])
         .collect();
     assert_eq!(ids, [&mine], "{listed}");
+    // A page token is a task id, and only its owner's: no count of others' tasks in it.
+    let second = send_params("SendMessage", "again", json!({"returnImmediately": true}));
+    assert_eq!(status_of(&post(&d, "SendMessage", second, Some(&ops))), 200);
+    let page = rpc(&post(&d, "ListTasks", json!({"pageSize": 1}), Some(&ops)));
+    let next = page["result"]["nextPageToken"].as_str().unwrap().to_string();
+    assert_eq!(next, mine.as_str().unwrap(), "{page}");
+    let theirs = rpc(&post(&d, "ListTasks", json!({"pageToken": next}), Some(&reader)));
+    assert_eq!(theirs["error"]["code"], -32602, "{theirs}");
 
     // The operator plane: resources.files only; the peer plane keeps its own credential.
     let listing = get(&d, "/resources/files", Some(&reader));
@@ -381,7 +403,7 @@ fn an_open_door_warns_once_at_launch_what_any_local_user_can_do() {
         "{w}"
     );
     assert!(
-        w.ends_with(" takes no credentials: any local user of this host can send it tasks that run with all it is granted (shell: ls) and spend its model budget; read every task's text and answer, and cancel them; read every file under exports.files root 'out/'"),
+        w.ends_with(" takes no credentials: any local user of this host can send it tasks that run with all it is granted (shell: ls); read every task's text and answer, and cancel them; read every file under exports.files root 'out/'"),
         "{w}"
     );
 

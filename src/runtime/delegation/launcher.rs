@@ -556,7 +556,11 @@ fn first_line(child: &mut Child, bound: Duration, stop: &AtomicI32) -> Result<Re
 /// `spawner` token when its door is authenticated.
 fn deliver(url: &str, id: &str, task: &str, token: Option<&str>, stop: &AtomicI32) -> Result<(), String> {
     let until = Instant::now() + DELIVERY_BOUND;
-    let hex = id.trim_start_matches("dlg_");
+    // A message id of its own: the task's history is readable on the child's door, and the
+    // delegation id is what admits the delegation's completion at an authenticated parent.
+    let message_id = crate::token::random_hex16()
+        .map(|h| format!("msg_{h}"))
+        .map_err(|e| format!("no randomness for the task's message id: {e}"))?;
     let bearer = token.map(|t| format!("Bearer {t}"));
     let headers: Vec<(&str, &str)> = bearer.iter().map(|b| ("authorization", b.as_str())).collect();
     let mut pause = Duration::from_millis(100);
@@ -564,7 +568,7 @@ fn deliver(url: &str, id: &str, task: &str, token: Option<&str>, stop: &AtomicI3
         match send::send(
             url,
             id,
-            &format!("msg_{hex}"),
+            &message_id,
             None,
             task,
             &headers,

@@ -250,7 +250,7 @@ impl A2a {
         let task_id = Arc::new(std::sync::OnceLock::<String>::new());
         let tid = task_id.clone();
         let ticket = ex.defer_or(BLOCKING_WAIT, move || {
-            let t = tid.get().and_then(|t| tasks.get(t, None));
+            let t = tid.get().and_then(|t| tasks.sent(t));
             match t {
                 Some(t) => answer(&rpc::result_response(
                     &rid,
@@ -331,7 +331,8 @@ impl A2a {
         match gate.authenticate(req) {
             Ok(name) => Ok(Caller::Credential(name.to_string())),
             Err(denied) => {
-                let completion = req.header("authorization").is_none()
+                // No authorization header at all (one that is not UTF-8 is not "none").
+                let completion = !req.headers.iter().any(|(n, _)| n == "authorization")
                     && req.header("x-murmur-task-origin").map(str::trim) == Some("completion")
                     && self
                         .tasks
@@ -469,6 +470,44 @@ mod tests {
                 "{bad}"
             );
         }
+    }
+
+    #[test]
+    fn only_a_completion_of_a_pending_delegation_and_no_authorization_skips_the_token() {
+        use crate::manifest::model::{DoorAuth, DoorCredential};
+        let auth = DoorAuth {
+            credentials: vec![DoorCredential {
+                name: "ops".into(),
+                scopes: vec!["*".into()],
+            }],
+        };
+        let a = A2a {
+            tasks: Tasks::new(tasks::Acceptance::Queue(2)),
+            session_id: "ses_1".into(),
+            trace: None,
+            gate: Some(Arc::new(Gate::new(&auth, "ses_1", false).unwrap())),
+            extended: None,
+        };
+        a.tasks.completions.expect("dlg_a");
+        let completion = |id: &str| {
+            req(&[
+                ("x-murmur-task-origin", "completion"),
+                ("x-murmur-delegation-id", id),
+            ])
+        };
+        assert_eq!(a.caller(&completion("dlg_a")), Ok(Caller::Completion));
+        assert_eq!(a.caller(&completion("dlg_b")), Err(Denied::Unauthenticated));
+        assert_eq!(a.caller(&req(&[])), Err(Denied::Unauthenticated));
+        let mut garbled = completion("dlg_a");
+        garbled.headers.push(("authorization".into(), vec![0xff, 0xfe]));
+        assert_eq!(a.caller(&garbled), Err(Denied::Unauthenticated));
+        assert_eq!(a.permits(&Caller::Completion, rpc::Method::Send), Ok(()));
+        assert_eq!(
+            a.permits(&Caller::Completion, rpc::Method::Get),
+            Err(Denied::Forbidden)
+        );
+        a.tasks.completions.take("dlg_a").unwrap();
+        assert_eq!(a.caller(&completion("dlg_a")), Err(Denied::Unauthenticated));
     }
 
     #[test]

@@ -464,6 +464,16 @@ impl Tasks {
             .map(|e| e.task.clone())
     }
 
+    /// The task `id` as its sender sees it, whoever that was: for the answer of the request
+    /// that just created it (a blocking send), never for a lookup a client names.
+    pub fn sent(&self, id: &str) -> Option<Task> {
+        self.lock()
+            .entries
+            .get(id)
+            .filter(|e| !e.file)
+            .map(|e| e.task.clone())
+    }
+
     /// From now on every task sent is the sending credential's alone (an authenticated
     /// door); set before the door serves.
     pub fn guard(&self) {

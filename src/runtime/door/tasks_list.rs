@@ -1,5 +1,5 @@
 //! ListTasks over the task table: a 1.0 page, newest first, filtered, bounded in count and
-//! in bytes, with an opaque token for the next page.
+//! in bytes, with an opaque token for the next page (the id of its first task).
 
 use super::*;
 
@@ -7,11 +7,16 @@ impl Tasks {
     /// A 1.0 ListTasks page, newest first, of the tasks `viewer` may see.
     pub fn list(&self, req: &ListRequest, viewer: Viewer<'_>) -> Result<Value, String> {
         let inner = self.lock();
+        // A page token is the id of the next page's first task (random, so it tells nothing
+        // of how many tasks others sent); one whose task is gone or not the caller's is refused.
         let start = match &req.page_token {
             None => u64::MAX,
-            Some(t) => t
-                .parse::<u64>()
-                .map_err(|_| "pageToken is not one this door issued".to_string())?,
+            Some(t) => inner
+                .entries
+                .get(t)
+                .filter(|e| e.visible(viewer))
+                .map(|e| e.seq)
+                .ok_or_else(|| "pageToken is not one this door issued".to_string())?,
         };
         let matches = |t: &Task| {
             req.context_id.as_ref().is_none_or(|c| &t.context_id == c)
@@ -42,7 +47,7 @@ impl Tasks {
                 page_bytes += e.bytes;
                 page.push(&e.task);
             } else if next.is_empty() {
-                next = e.seq.to_string();
+                next = e.task.id.clone();
             }
         }
         Ok(shapes::render_list(

@@ -40,6 +40,7 @@ fuzz_target!(|data: &[u8]| {
                 Op::Send(s) | Op::Stream(s) => (s.text.clone(), s.context_id.clone(), s.history_length),
                 Op::Get(t) | Op::Cancel(t) | Op::Subscribe(t) => (t.id.clone(), None, t.history_length),
                 Op::List(l) => (String::new(), l.context_id.clone(), l.history_length),
+                Op::ExtendedCard => (String::new(), None, None),
             };
             let task = Task {
                 id: "tsk_f".into(),

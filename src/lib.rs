@@ -14,6 +14,7 @@ pub mod clock;
 pub mod commands;
 pub mod containment;
 pub mod diag;
+pub mod eval_view;
 pub mod fsx;
 pub mod http;
 pub mod ids;

@@ -38,6 +38,15 @@ enum Command {
         session: String,
         name: Option<String>,
     },
+    EvalShow {
+        source: murmur::commands::eval::Source,
+        json: bool,
+    },
+    EvalDiff {
+        a: murmur::commands::eval::Source,
+        b: murmur::commands::eval::Source,
+        json: bool,
+    },
     /// Hidden: the host probe's child (see `containment::probe`).
     /// The host probe child, up to a class (all of them when none is named).
     Probe(murmur::containment::class::Class),
@@ -159,6 +168,43 @@ fn parse_token(args: &mut Args) -> Result<Command, ArgError> {
     }
     let session = session.ok_or_else(|| ArgError::MissingValue("token --session ID".into()))?;
     Ok(Command::Token { session, name })
+}
+
+/// `mur eval show [--json] FILE|DIR|SESSION | --session ID`, `mur eval diff [--json] A B`.
+fn parse_eval(args: &mut Args) -> Result<Command, ArgError> {
+    use murmur::commands::eval::Source;
+    let verb = match args.next_arg() {
+        Some(Arg::Word(w)) if w == "show" || w == "diff" => w,
+        Some(Arg::Flag { name, inline }) if name == "-h" || name == "--help" => {
+            return help_for("eval", &name, inline)
+        }
+        Some(other) => return Err(unknown(other)),
+        None => return Err(ArgError::MissingValue("eval show|diff".into())),
+    };
+    let (mut words, mut json) = (Vec::new(), false);
+    while let Some(arg) = args.next_arg() {
+        match arg {
+            Arg::Word(w) => words.push(Source::from_word(&w)),
+            Arg::Flag { name, inline } => match name.as_str() {
+                "--session" => words.push(Source::Session(args.value(&name, inline)?)),
+                "--json" => {
+                    no_value(&name, inline)?;
+                    json = true;
+                }
+                "-h" | "--help" => return help_for("eval", &name, inline),
+                _ => return Err(ArgError::Unknown(name)),
+            },
+        }
+    }
+    let mut words = words.into_iter();
+    match (verb.as_str(), words.next(), words.next(), words.next()) {
+        ("show", Some(source), None, _) => Ok(Command::EvalShow { source, json }),
+        ("diff", Some(a), Some(b), None) => Ok(Command::EvalDiff { a, b, json }),
+        ("show", None, ..) => Err(ArgError::MissingValue("eval show FILE|--session ID".into())),
+        ("diff", _, None, _) => Err(ArgError::MissingValue("eval diff A B".into())),
+        (_, _, _, Some(_)) | ("show", _, Some(_), _) => Err(ArgError::Unknown("a third eval file".into())),
+        _ => Err(ArgError::MissingValue("eval show|diff".into())),
+    }
 }
 
 /// A containment class named on the command line.
@@ -305,6 +351,7 @@ fn parse(mut args: Args) -> Result<Command, ArgError> {
         "exec" => parse_exec(&mut args)?,
         "trace" => parse_trace(&mut args)?,
         "token" => parse_token(&mut args)?,
+        "eval" => parse_eval(&mut args)?,
         "doctor" => {
             let o = opts(&mut args, &["--manifest", "--registry-path", "--json"])?;
             if o.help {
@@ -347,6 +394,8 @@ fn run(cmd: Command) -> Result<String, Diagnostic> {
         Command::Help(Some(name)) => Ok(help::find(name).map(help::text).unwrap_or_else(help::mur_text)),
         Command::Version => Ok(format!("{BIN} {}\n", murmur::VERSION)),
         Command::Token { session, name } => commands::token::token(&session, name.as_deref()),
+        Command::EvalShow { source, json } => commands::eval::show(&source, json, &mut std::io::stderr()),
+        Command::EvalDiff { a, b, json } => commands::eval::compare(&a, &b, json, &mut std::io::stderr()),
         Command::Build { dir, out, json } => {
             let built = commands::build(&dir, out.as_deref())?;
             warn_all(&built.loaded.warnings);

@@ -100,6 +100,18 @@ pub const COMMANDS: &[Help] = &[
         example: "mur trace --session ses_0123456789abcdef0123456789abcdef",
     },
     Help {
+        name: "eval",
+        usage: "mur eval show [--json] FILE|DIR|SESSION | mur eval diff [--json] A B",
+        about: "read eval.jsonl files: per-scorer and per-dataset pass rates, or which of two runs scored better",
+        flags: &[
+            ("FILE|DIR|SESSION", "an eval.jsonl, a records directory holding one, or a session id (ses_...)"),
+            ("--session ID", "the eval.jsonl of session ID in $MURMUR_RECORDS_DIR (default ~/.murmur/records)"),
+            ("--json", "print one JSON object"),
+            HELP,
+        ],
+        example: "mur eval diff before/eval.jsonl after/eval.jsonl",
+    },
+    Help {
         name: "token",
         usage: "mur token --session ID [NAME]",
         about: "print a bearer token of a running session's authenticated door",

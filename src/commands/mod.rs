@@ -5,6 +5,7 @@ pub mod build;
 pub mod doctor;
 mod doctor_fix;
 mod doctor_text;
+pub mod eval;
 pub mod exec;
 pub mod help;
 pub mod render;

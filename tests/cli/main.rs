@@ -6,6 +6,7 @@
 mod common;
 
 mod cli;
+mod eval;
 mod manifest_table;
 mod records_full;
 mod registry;

@@ -83,6 +83,7 @@ const ARTIFACT: &[(&str, Shape)] = &[
     ("prompt_payload", Leaf),
     ("on_overflow", Leaf),
     ("config", Opaque),
+    ("records", Leaf),
 ];
 
 const INFERENCE: &[(&str, Shape)] = &[

@@ -100,6 +100,10 @@ pub struct Artifact {
     pub runtime: ArtifactRuntime,
     /// Per-artifact grants; None means the capsule's ceiling applies.
     pub capabilities: Option<Capabilities>,
+    /// `config` as compact JSON: handed to a hook as `MURMUR_ARTIFACT_CONFIG`.
+    pub config: Option<String>,
+    /// A hook granted `records: own`: the directory `hooks/<name>/` of the session's records.
+    pub records: bool,
 }
 
 /// A containment floor, ordered `advisory < scoped < sealed`.

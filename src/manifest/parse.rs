@@ -11,6 +11,7 @@ use serde_yaml::Value;
 type R<T> = Result<T, Diagnostic>;
 
 mod door_auth;
+mod entry_extras;
 mod interpreter_runtime;
 
 /// Build the manifest from an already-interpolated tree. `api_key` is how the key was
@@ -242,11 +243,15 @@ fn artifacts(top: &Node<'_>) -> R<Vec<Artifact>> {
                 format!("'{name}' is declared twice"),
             ));
         }
+        let config = entry_extras::config(&node)?;
+        let records = entry_extras::records(&node, runtime)?;
         out.push(Artifact {
             name,
             version,
             runtime,
             capabilities,
+            config,
+            records,
         });
     }
     Ok(out)

@@ -303,6 +303,7 @@ impl ComponentRunner {
         };
         host::Host::new(host::Grants {
             preopen: Some(&self.preopen),
+            records: None,
             env: &self.p.env,
             network_allow: &self.p.caps.network_allow,
             limits: &self.p.caps.limits,

@@ -200,6 +200,7 @@ impl Guests {
         let clone = |f: &std::fs::File| f.try_clone().map_err(|e| io_diag("guest log", e));
         Ok(GuestGrants {
             preopen: n.preopen,
+            records: None,
             env,
             network_allow: n.network_allow,
             limits,

@@ -17,6 +17,8 @@ use std::sync::Arc;
 pub struct GuestGrants {
     /// The one preopened directory, held open (None: no directory at all).
     pub preopen: Option<Dir>,
+    /// A hook's own records directory (`records: own`), held open; `/records` to the guest.
+    pub records: Option<Dir>,
     pub env: Vec<(String, String)>,
     pub network_allow: Vec<NetRule>,
     pub limits: Limits,
@@ -33,8 +35,10 @@ impl GuestGrants {
         observer: Option<Observer>,
     ) -> std::io::Result<Host> {
         let preopen = self.preopen.as_ref().map(Dir::proc_path);
+        let records = self.records.as_ref().map(Dir::proc_path);
         Host::new(Grants {
             preopen: preopen.as_deref(),
+            records: records.as_deref(),
             env: &self.env,
             network_allow: &self.network_allow,
             limits: &self.limits,

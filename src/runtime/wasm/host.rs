@@ -210,6 +210,8 @@ pub struct Host {
 /// The grants a guest gets.
 pub struct Grants<'a> {
     pub preopen: Option<&'a Path>,
+    /// A hook's own records directory, preopened as `/records` (hooks granted `records: own`).
+    pub records: Option<&'a Path>,
     pub env: &'a [(String, String)],
     pub network_allow: &'a [NetRule],
     pub limits: &'a Limits,
@@ -222,12 +224,15 @@ pub struct Grants<'a> {
 }
 
 impl Host {
-    /// Exactly `grants`: one preopen `.` (none when `preopen` is `None`), the listed
-    /// environment, no sockets, no stdin.
+    /// Exactly `grants`: one preopen `.` (none when `preopen` is `None`), a hook's records
+    /// directory as `/records` when granted, the listed environment, no sockets, no stdin.
     pub fn new(grants: Grants<'_>) -> Result<Host> {
         let mut b = WasiCtxBuilder::new();
         if let Some(dir) = grants.preopen {
             b.preopened_dir(dir, ".", FsPerms::ReadWrite)?;
+        }
+        if let Some(dir) = grants.records {
+            b.preopened_dir(dir, "/records", FsPerms::ReadWrite)?;
         }
         for (k, v) in grants.env {
             b.env(k, v);

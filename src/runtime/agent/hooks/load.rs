@@ -107,6 +107,22 @@ pub fn grant(
             .cloned()
             .collect();
         env.extend(base.identity.iter().cloned());
+        if let Some(config) = &r.entry.config {
+            env.push(("MURMUR_ARTIFACT_CONFIG".into(), config.clone()));
+        }
+        // Its own directory of the session's records, never the trace or the logs beside it.
+        let records = if r.entry.records {
+            let rel = format!("hooks/{}", r.bare);
+            Some(base.records.mkdirs(&rel, 0o700).map_err(|e| {
+                Diagnostic::new(
+                    code::IO_READ,
+                    format!("artifacts[{}].records", r.entry.name),
+                    format!("cannot make the hook's records directory {rel}: {e}"),
+                )
+            })?)
+        } else {
+            None
+        };
         let (limits, deadline) =
             grants::narrow_limits(&base.ceiling.limits, r.entry.capabilities.as_ref(), true);
         let rel = format!("logs/hook-{}.log", r.bare);
@@ -117,6 +133,7 @@ pub fn grant(
             prepared: l.prepared,
             grants: GuestGrants {
                 preopen: n.preopen,
+                records,
                 env,
                 network_allow: n.network_allow,
                 limits,

@@ -12,8 +12,10 @@ use std::fs::File;
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 
-/// The file a session's eval hook writes, in its records directory.
+/// The file a session's eval hook writes.
 pub const EVAL_FILE: &str = "eval.jsonl";
+/// Where in a session's records the eval hook writes it (its `records: own` directory).
+pub const HOOK_DIR: &str = "hooks/murmur-hook-eval";
 
 /// Where `mur eval` reads: a file, a records directory, or a session by id.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -35,10 +37,22 @@ impl Source {
 
     fn locate(&self) -> Result<PathBuf, Diagnostic> {
         match self {
-            Source::Session(id) => session_dir(id).map(|d| d.join(EVAL_FILE)),
-            Source::Path(p) if p.is_dir() => Ok(p.join(EVAL_FILE)),
+            Source::Session(id) => session_dir(id).map(|d| in_records(&d)),
+            Source::Path(p) if p.is_dir() => Ok(in_records(p)),
             Source::Path(p) => Ok(p.clone()),
         }
+    }
+}
+
+/// The eval file of a records directory: `eval.jsonl` there, else the one the eval hook
+/// writes in its own directory (`hooks/murmur-hook-eval/eval.jsonl`).
+fn in_records(dir: &Path) -> PathBuf {
+    let direct = dir.join(EVAL_FILE);
+    let hook = dir.join(HOOK_DIR).join(EVAL_FILE);
+    if !direct.exists() && hook.exists() {
+        hook
+    } else {
+        direct
     }
 }
 

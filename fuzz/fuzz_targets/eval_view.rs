@@ -1,11 +1,12 @@
 //! The eval reader on arbitrary bytes, split at an arbitrary point. Invariants: it never
 //! panics; nothing rendered (the report's text, a diff's text) carries a control character
 //! other than a newline or a bidi override; the JSON forms serialise; splitting the input
-//! anywhere gives the same report; a report compared with itself scored the same.
+//! anywhere gives the same report; a report compared with itself scored the same; a dataset
+//! parse never panics and every case it accepts has relative paths without `..`.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use murmur::eval_view::{diff, report_all, Report, Splitter, MAX_LINE};
+use murmur::eval_view::{dataset, diff, report_all, Report, Splitter, MAX_LINE};
 
 fn safe(s: &str) -> bool {
     !s.chars().any(|c| {
@@ -33,4 +34,11 @@ fuzz_target!(|data: &[u8]| {
         again.push(line);
     }
     assert_eq!(again, report);
+    if let Ok(cases) = dataset::parse(data) {
+        for c in cases {
+            for p in std::iter::once(&c.task_path).chain(c.start.as_ref()) {
+                assert!(!p.starts_with('/') && !p.split('/').any(|x| x == ".." || x.is_empty()), "{p}");
+            }
+        }
+    }
 });

@@ -47,6 +47,7 @@ enum Command {
         b: murmur::commands::eval::Source,
         json: bool,
     },
+    EvalRun(murmur::commands::eval_run::RunOptions),
     /// Hidden: the host probe's child (see `containment::probe`).
     /// The host probe child, up to a class (all of them when none is named).
     Probe(murmur::containment::class::Class),
@@ -174,6 +175,7 @@ fn parse_token(args: &mut Args) -> Result<Command, ArgError> {
 fn parse_eval(args: &mut Args) -> Result<Command, ArgError> {
     use murmur::commands::eval::Source;
     let verb = match args.next_arg() {
+        Some(Arg::Word(w)) if w == "run" => return parse_eval_run(args),
         Some(Arg::Word(w)) if w == "show" || w == "diff" => w,
         Some(Arg::Flag { name, inline }) if name == "-h" || name == "--help" => {
             return help_for("eval", &name, inline)
@@ -205,6 +207,56 @@ fn parse_eval(args: &mut Args) -> Result<Command, ArgError> {
         (_, _, _, Some(_)) | ("show", _, Some(_), _) => Err(ArgError::Unknown("a third eval file".into())),
         _ => Err(ArgError::MissingValue("eval show|diff".into())),
     }
+}
+
+/// A manifest named by its file or its capsule directory.
+fn manifest_file(p: PathBuf) -> PathBuf {
+    if p.is_dir() {
+        p.join("murmur.yaml")
+    } else {
+        p
+    }
+}
+
+/// `mur eval run [MANIFEST] --dataset FILE [--variant MANIFEST2] [--repeat K] [--jobs N]
+/// [--session-timeout SECS] [--json] [--junit FILE]`.
+fn parse_eval_run(args: &mut Args) -> Result<Command, ArgError> {
+    use murmur::commands::eval_run::{RunOptions, SESSION_TIMEOUT};
+    let mut o = RunOptions {
+        repeat: 1,
+        jobs: std::thread::available_parallelism().map_or(1, |n| n.get()),
+        session_timeout_secs: SESSION_TIMEOUT,
+        ..RunOptions::default()
+    };
+    let (mut manifest, mut dataset) = (None, None);
+    while let Some(arg) = args.next_arg() {
+        match arg {
+            Arg::Word(w) if manifest.is_none() => manifest = Some(PathBuf::from(w)),
+            Arg::Flag { name, inline } => match name.as_str() {
+                "--manifest" => manifest = Some(args.value(&name, inline)?.into()),
+                "--dataset" => dataset = Some(PathBuf::from(args.value(&name, inline)?)),
+                "--variant" => o.variant = Some(args.value(&name, inline)?.into()),
+                "--registry-path" => o.registry = Some(args.value(&name, inline)?.into()),
+                "--repeat" => o.repeat = args.number::<u32>(&name, inline)?.clamp(1, 1000),
+                "--jobs" => o.jobs = args.number::<usize>(&name, inline)?.clamp(1, 64),
+                "--session-timeout" => {
+                    o.session_timeout_secs = args.number::<u64>(&name, inline)?.clamp(1, 86_400)
+                }
+                "--junit" => o.junit = Some(args.value(&name, inline)?.into()),
+                "--json" => {
+                    no_value(&name, inline)?;
+                    o.json = true;
+                }
+                "-h" | "--help" => return help_for("eval", &name, inline),
+                _ => return Err(ArgError::Unknown(name)),
+            },
+            other => return Err(unknown(other)),
+        }
+    }
+    o.manifest = manifest_file(manifest.unwrap_or_else(|| PathBuf::from("murmur.yaml")));
+    o.variant = o.variant.map(manifest_file);
+    o.dataset = dataset.ok_or_else(|| ArgError::MissingValue("eval run --dataset FILE".into()))?;
+    Ok(Command::EvalRun(o))
 }
 
 /// A containment class named on the command line.
@@ -425,7 +477,9 @@ fn run(cmd: Command) -> Result<String, Diagnostic> {
         }
         #[cfg(feature = "runtime")]
         Command::Run(_) => unreachable!("dispatched in main"),
-        Command::Exec(_) | Command::Probe(_) | Command::Trace(_) => unreachable!("dispatched in main"),
+        Command::Exec(_) | Command::Probe(_) | Command::Trace(_) | Command::EvalRun(_) => {
+            unreachable!("dispatched in main")
+        }
         Command::Doctor(o) => {
             let (out, code) = commands::doctor::doctor(&o, &exe())?;
             if code != 0 {
@@ -511,6 +565,21 @@ fn main() -> ExitCode {
             let (mut out, mut err) = (std::io::stdout().lock(), std::io::stderr());
             return match murmur::commands::trace::trace(&o, &mut out, &mut err) {
                 Ok(code) => ExitCode::from(code),
+                Err(d) => {
+                    eprintln!("{d}");
+                    ExitCode::from(1)
+                }
+            };
+        }
+        Command::EvalRun(o) => {
+            return match murmur::commands::eval_run::run(&o, &exe()) {
+                Ok((text, all)) => match murmur::diag::write_stdout(&text) {
+                    Ok(()) => ExitCode::from(if all { 0 } else { 1 }),
+                    Err(d) => {
+                        eprintln!("{d}");
+                        ExitCode::from(1)
+                    }
+                },
                 Err(d) => {
                     eprintln!("{d}");
                     ExitCode::from(1)

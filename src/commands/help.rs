@@ -101,11 +101,16 @@ pub const COMMANDS: &[Help] = &[
     },
     Help {
         name: "eval",
-        usage: "mur eval show [--json] FILE|DIR|SESSION | mur eval diff [--json] A B",
-        about: "read eval.jsonl files: per-scorer and per-dataset pass rates, or which of two runs scored better",
+        usage: "mur eval show [--json] FILE|DIR|SESSION | mur eval diff [--json] A B | mur eval run [MANIFEST] --dataset FILE [--variant MANIFEST2] [--repeat K] [--jobs N] [--session-timeout SECS] [--json] [--junit FILE]",
+        about: "read eval.jsonl files (show, diff), or run a capsule over a dataset of cases, each as its own contained session (run)",
         flags: &[
             ("FILE|DIR|SESSION", "an eval.jsonl, a records directory holding one, or a session id (ses_...)"),
             ("--session ID", "the eval.jsonl of session ID in $MURMUR_RECORDS_DIR (default ~/.murmur/records)"),
+            ("--dataset FILE", "run: JSONL cases {case_id, task_path, start?, check?}, paths within its directory"),
+            ("--variant MANIFEST2", "run: a second capsule over the same cases"),
+            ("--repeat K", "run: each case K times (pass rate and pass^k)"),
+            ("--jobs N", "run: cases at once (default: the cores)"),
+            ("--junit FILE", "run: also write JUnit XML"),
             ("--json", "print one JSON object"),
             HELP,
         ],

@@ -6,6 +6,8 @@ pub mod doctor;
 mod doctor_fix;
 mod doctor_text;
 pub mod eval;
+mod eval_case;
+pub mod eval_run;
 pub mod exec;
 pub mod help;
 pub mod render;

@@ -4,6 +4,7 @@
 //! events), so lines are split with the trace reader's bounded splitter, nothing here panics
 //! on any bytes, and every string printed passes the trace reader's `clean`.
 
+pub mod dataset;
 pub mod record;
 
 pub use crate::trace_view::{clean, Line, Splitter, MAX_LINE};

@@ -13,6 +13,7 @@ mod agent_compaction;
 mod agent_door;
 mod agent_door_lifecycle;
 mod agent_eval;
+mod agent_eval_run;
 mod agent_failures;
 mod agent_hook_sandbox;
 mod agent_hooks;

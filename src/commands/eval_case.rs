@@ -1,0 +1,297 @@
+//! One case of `mur eval run`: its own workdir (made new under the run's directory, the
+//! `start` files copied in and the task written as `task.md`, all through `fsx`), one
+//! `mur run` of the capsule there, then the case's `check` through `mur exec`: the capsule's
+//! own containment and shell grants, so a check's program must be in its `shell.allow`.
+//! Each child has a deadline; one past it is sent SIGTERM, then SIGKILL (its warden takes
+//! whatever it started). Whatever goes wrong is the case's failure, with its reason.
+
+use crate::eval_view::dataset::{Case, Check};
+use crate::fsx::Dir;
+use crate::resources::list::list;
+use crate::resources::open::open_file;
+use crate::resources::Symlinks;
+use std::io::{BufRead, BufReader, Read};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+/// The largest task file and the largest file of a `start` copied, bytes.
+pub const MAX_TASK: u64 = 1 << 20;
+const MAX_START_FILE: u64 = 64 << 20;
+/// How long a SIGTERMed child has before SIGKILL.
+const GRACE: Duration = Duration::from_secs(5);
+
+/// What a case needs from its run.
+pub struct CaseEnv<'a> {
+    pub exe: &'a Path,
+    pub manifest: &'a Path,
+    /// `--registry-path` for `mur run` (None: the default registry).
+    pub registry: Option<&'a Path>,
+    pub dataset_dir: &'a Dir,
+    pub run_dir: &'a Dir,
+    /// `MURMUR_RECORDS_DIR` of the sessions (where their traces are read back).
+    pub records_root: &'a Path,
+    pub session_timeout: Duration,
+    /// Set on SIGINT/SIGTERM: a running child is ended, the case fails as interrupted.
+    pub stop: &'a AtomicBool,
+}
+
+/// How one run of a case went.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CaseResult {
+    pub pass: bool,
+    /// Why it failed (empty when it passed).
+    pub reason: String,
+    pub session_id: Option<String>,
+    pub workdir: String,
+    pub wall_ms: u64,
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+}
+
+/// Run `case` once as `name` (its workdir's name under the run directory).
+pub fn run_case(env: &CaseEnv<'_>, case: &Case, name: &str) -> CaseResult {
+    let started = Instant::now();
+    let mut r = CaseResult::default();
+    match prepare(env, case, name).and_then(|work| {
+        r.workdir = work.display().to_string();
+        session(env, &work, &mut r)?;
+        match &case.check {
+            Some(c) => check(env, &work, c),
+            None => Ok(()),
+        }
+    }) {
+        Ok(()) => r.pass = true,
+        Err(why) => r.reason = why,
+    }
+    r.wall_ms = started.elapsed().as_millis() as u64;
+    r
+}
+
+/// The case's workdir: made new, `start` copied in, the task as `task.md`.
+fn prepare(env: &CaseEnv<'_>, case: &Case, name: &str) -> Result<PathBuf, String> {
+    let work = env
+        .run_dir
+        .mkdir_new(name, 0o700)
+        .map_err(|e| format!("cannot make the case's workdir: {e}"))?;
+    if let Some(start) = &case.start {
+        copy_start(env.dataset_dir, start, &work)?;
+    }
+    let task = env
+        .dataset_dir
+        .read(&case.task_path, MAX_TASK)
+        .map_err(|e| format!("cannot read task_path {}: {e}", case.task_path))?;
+    work.replace("task.md", &task)
+        .map_err(|e| format!("cannot write the task into the workdir: {e}"))?;
+    Ok(env.run_dir.shown().join(name))
+}
+
+/// Every regular file beneath `start` (symlinks are not followed, so nothing outside it is
+/// read) copied into `work` at the same relative path.
+fn copy_start(dataset: &Dir, start: &str, work: &Dir) -> Result<(), String> {
+    let root = dataset
+        .sub(start)
+        .map_err(|e| format!("cannot open start {start}: {e}"))?;
+    let entries = list(root.as_fd(), Symlinks::Refuse, MAX_START_FILE)
+        .map_err(|r| format!("cannot list start {start}: {}", r.message()))?;
+    for e in entries {
+        let mut opened = open_file(root.as_fd(), &e.path, Symlinks::Refuse, MAX_START_FILE)
+            .map_err(|r| format!("cannot read start/{}: {}", e.path, r.message()))?;
+        let mut bytes = Vec::new();
+        (&mut opened.file)
+            .take(MAX_START_FILE)
+            .read_to_end(&mut bytes)
+            .map_err(|x| format!("cannot read start/{}: {x}", e.path))?;
+        work.replace(&e.path, &bytes)
+            .map_err(|x| format!("cannot copy start/{} in: {x}", e.path))?;
+    }
+    Ok(())
+}
+
+/// `mur run` of the capsule in `work`; its session id and tokens into `r`.
+fn session(env: &CaseEnv<'_>, work: &Path, r: &mut CaseResult) -> Result<(), String> {
+    let mut cmd = Command::new(env.exe);
+    cmd.arg("run").arg("--json").arg("--manifest").arg(env.manifest);
+    if let Some(r) = env.registry {
+        cmd.arg("--registry-path").arg(r);
+    }
+    let mut child = cmd
+        .arg("--workdir")
+        .arg(work)
+        .env("MURMUR_RECORDS_DIR", env.records_root)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| format!("cannot start mur run: {e}"))?;
+    let line = first_line(&mut child);
+    let tail = tail(&mut child);
+    let status = wait(&mut child, env.session_timeout, env.stop);
+    r.session_id = line
+        .join()
+        .ok()
+        .flatten()
+        .and_then(|l| serde_json::from_str::<serde_json::Value>(&l).ok())
+        .and_then(|v| v["session_id"].as_str().map(str::to_string));
+    if let Some(sid) = r.session_id.clone() {
+        tokens(env.records_root, &sid, r);
+    }
+    let last = tail.join().unwrap_or_default();
+    match status {
+        Waited::Exited(0) => Ok(()),
+        Waited::Exited(code) => Err(format!("the session failed (exit {code}){}", said(&last))),
+        Waited::Signalled(sig) => Err(format!("the session was killed by signal {sig}{}", said(&last))),
+        Waited::TimedOut => Err(format!(
+            "the session ran past {} s and was ended",
+            env.session_timeout.as_secs()
+        )),
+        Waited::Interrupted => Err("interrupted".into()),
+        Waited::Lost(e) => Err(format!("cannot wait for the session: {e}")),
+    }
+}
+
+/// The case's check through `mur exec` in the finished workdir.
+fn check(env: &CaseEnv<'_>, work: &Path, c: &Check) -> Result<(), String> {
+    let mut child = Command::new(env.exe)
+        .arg("exec")
+        .arg("--manifest")
+        .arg(env.manifest)
+        .arg("--workdir")
+        .arg(work)
+        .arg("--")
+        .args(&c.argv)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| format!("cannot start the check: {e}"))?;
+    let tail = tail(&mut child);
+    let status = wait(&mut child, Duration::from_secs(c.timeout_secs), env.stop);
+    let last = tail.join().unwrap_or_default();
+    match status {
+        Waited::Exited(0) => Ok(()),
+        Waited::Exited(code) => Err(format!(
+            "the check `{}` exited {code}{}",
+            c.argv.join(" "),
+            said(&last)
+        )),
+        Waited::Signalled(sig) => Err(format!("the check was killed by signal {sig}")),
+        Waited::TimedOut => Err(format!("the check ran past {} s and was ended", c.timeout_secs)),
+        Waited::Interrupted => Err("interrupted".into()),
+        Waited::Lost(e) => Err(format!("cannot wait for the check: {e}")),
+    }
+}
+
+fn said(last: &str) -> String {
+    if last.is_empty() {
+        String::new()
+    } else {
+        format!(": {last}")
+    }
+}
+
+/// The session's input and output tokens, from its trace.
+fn tokens(records_root: &Path, sid: &str, r: &mut CaseResult) {
+    let path = records_root.join(sid).join("trace.jsonl");
+    let Ok(f) = std::fs::File::open(path) else { return };
+    let mut bytes = Vec::new();
+    if f.take(crate::trace_view::MAX_FILE)
+        .read_to_end(&mut bytes)
+        .is_ok()
+    {
+        let (_, s) = crate::trace_view::render_all(&bytes);
+        r.input_tokens = s.input_tokens;
+        r.output_tokens = s.output_tokens;
+    }
+}
+
+/// The child's first stdout line (its `--json` announcement), read on a thread; the rest
+/// is drained.
+fn first_line(child: &mut Child) -> std::thread::JoinHandle<Option<String>> {
+    let out = child.stdout.take();
+    std::thread::spawn(move || {
+        let mut r = BufReader::new(out?);
+        let mut line = Vec::new();
+        (&mut r).take(64 * 1024).read_until(b'\n', &mut line).ok()?;
+        let _ = std::io::copy(&mut r, &mut std::io::sink());
+        Some(String::from_utf8_lossy(&line).trim().to_string())
+    })
+}
+
+/// The last error line of the child's stderr (cleaned, bounded), read on a thread.
+fn tail(child: &mut Child) -> std::thread::JoinHandle<String> {
+    let err = child.stderr.take();
+    std::thread::spawn(move || {
+        let Some(err) = err else { return String::new() };
+        let mut last = String::new();
+        let mut r = BufReader::new(err);
+        let mut line = Vec::new();
+        loop {
+            line.clear();
+            match (&mut r).take(64 * 1024).read_until(b'\n', &mut line) {
+                Ok(0) | Err(_) => break,
+                Ok(_) => {
+                    let text = String::from_utf8_lossy(&line);
+                    if text.starts_with("error[") || last.is_empty() {
+                        last = crate::trace_view::clean(text.trim(), 300);
+                    }
+                }
+            }
+        }
+        last
+    })
+}
+
+enum Waited {
+    Exited(i32),
+    Signalled(i32),
+    TimedOut,
+    Interrupted,
+    Lost(std::io::Error),
+}
+
+/// Wait for `child` within `limit`; past it, or on `stop`, SIGTERM then SIGKILL.
+fn wait(child: &mut Child, limit: Duration, stop: &AtomicBool) -> Waited {
+    use std::os::unix::process::ExitStatusExt;
+    let until = Instant::now() + limit;
+    loop {
+        match child.try_wait() {
+            Ok(Some(st)) => {
+                return match (st.code(), st.signal()) {
+                    (Some(c), _) => Waited::Exited(c),
+                    (None, Some(s)) => Waited::Signalled(s),
+                    _ => Waited::Exited(-1),
+                }
+            }
+            Ok(None) => {}
+            Err(e) => return Waited::Lost(e),
+        }
+        let stopped = stop.load(Ordering::SeqCst);
+        if stopped || Instant::now() >= until {
+            end(child);
+            return if stopped {
+                Waited::Interrupted
+            } else {
+                Waited::TimedOut
+            };
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// SIGTERM, then SIGKILL after [`GRACE`]; reaped either way.
+fn end(child: &mut Child) {
+    if let Some(pid) = rustix::process::Pid::from_raw(child.id() as i32) {
+        let _ = rustix::process::kill_process(pid, rustix::process::Signal::TERM);
+    }
+    let until = Instant::now() + GRACE;
+    while Instant::now() < until {
+        if let Ok(Some(_)) = child.try_wait() {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+}

@@ -1,0 +1,294 @@
+//! `mur eval run` through the real binaries against the mock provider: a dataset of four
+//! cases (a `start` directory copied in, a check that passes, one that fails, one that runs
+//! past its deadline) over a capsule and a variant, `--repeat 2 --jobs 2`: each run's
+//! verdict and reason in the JSON, the table's figures, the JUnit file read back by Python's
+//! XML parser, the tokens from the traces; a dataset whose paths climb out is refused before
+//! anything runs.
+
+use crate::common;
+
+use common::agent::{Drv, Spec, World, KEY, KEY_VAR};
+use common::capsule::MUR;
+use common::provider::{Provider, Recorded, Step};
+use serde_json::Value;
+use std::path::Path;
+use std::process::{Command, Output};
+
+/// Every request answered with a text naming the model that was asked.
+fn responder(req: &Recorded) -> Step {
+    let body: Value = serde_json::from_slice(&req.body).unwrap_or(Value::Null);
+    Step::text(&format!("answer from {}", body["model"].as_str().unwrap_or("?")))
+}
+
+fn write(path: &Path, text: &str) {
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(path, text).unwrap();
+}
+
+fn eval_run(w: &World, args: &[&str]) -> Output {
+    Command::new(MUR)
+        .arg("eval")
+        .arg("run")
+        .args(args)
+        .env("MURMUR_RECORDS_DIR", w.t.path().join("records"))
+        .env("MURMUR_EVAL_DIR", w.t.path().join("eval"))
+        .env("MURMUR_CACHE_DIR", w.t.path().join("cache"))
+        .env(KEY_VAR, KEY)
+        .output()
+        .unwrap()
+}
+
+/// A capsule (model `mock-1`) and its variant (model `mock-2`), `test` and `sleep` allowed.
+fn capsules(w: &World, p: &Provider) -> (String, String) {
+    let mut spec = Spec::new(Drv::OpenAi, p);
+    spec.shell = vec!["test".into(), "sleep".into()];
+    spec.max_turns = 2;
+    w.manifest(&spec);
+    let variant = w.t.path().join("variant/murmur.yaml");
+    write(&variant, &spec.yaml().replace("model: mock-1", "model: mock-2"));
+    (
+        w.dir.join("murmur.yaml").display().to_string(),
+        variant.display().to_string(),
+    )
+}
+
+#[test]
+fn a_dataset_runs_every_case_contained_with_variants_repeats_and_junit() {
+    let w = World::new("eval-run");
+    let p = Provider::start_responder(responder);
+    let (manifest, variant) = capsules(&w, &p);
+    let data = w.t.path().join("data");
+    write(&data.join("tasks/t.md"), "do the task\n");
+    write(&data.join("starts/one/in/seed.txt"), "seed\n");
+    write(
+        &data.join("cases.jsonl"),
+        concat!(
+            r#"{"case_id":"seeded","task_path":"tasks/t.md","start":"starts/one","check":"test -s in/seed.txt"}"#,
+            "\n",
+            r#"{"case_id":"answered","task_path":"tasks/t.md","check":{"command":"test -s out/result.txt","timeout_secs":30}}"#,
+            "\n",
+            r#"{"case_id":"missing","task_path":"tasks/t.md","check":"test -f out/nothing"}"#,
+            "\n",
+            r#"{"case_id":"slow","task_path":"tasks/t.md","check":{"command":"sleep 30","timeout_secs":1}}"#,
+            "\n"
+        ),
+    );
+    let dataset = data.join("cases.jsonl").display().to_string();
+    let junit = w.t.path().join("junit.xml");
+    let registry = w.reg.display().to_string();
+    let out = eval_run(
+        &w,
+        &[
+            &manifest,
+            "--variant",
+            &variant,
+            "--registry-path",
+            &registry,
+            "--dataset",
+            &dataset,
+            "--repeat",
+            "2",
+            "--jobs",
+            "2",
+            "--json",
+            "--junit",
+            junit.to_str().unwrap(),
+        ],
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "two cases fail: {stderr}");
+    assert_eq!(
+        stderr.lines().filter(|l| l.starts_with('[')).count(),
+        16,
+        "{stderr}"
+    );
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {stderr}"));
+    assert_eq!(v["repeat"], 2);
+    for (i, model) in [(0, "mock-1"), (1, "mock-2")] {
+        let var = &v["variants"][i];
+        assert_eq!(
+            (var["runs"].as_u64(), var["passes"].as_u64()),
+            (Some(8), Some(4)),
+            "{var}"
+        );
+        assert_eq!(var["pass_rate"], 0.5);
+        assert_eq!(var["pass_hat_k"], 0.5);
+        assert!(var["input_tokens"].as_u64().unwrap() > 0, "{var}");
+        let cases = var["cases"].as_array().unwrap();
+        let verdicts: Vec<(String, Vec<bool>)> = cases
+            .iter()
+            .map(|c| {
+                let runs = c["runs"].as_array().unwrap();
+                (
+                    c["case_id"].as_str().unwrap().to_string(),
+                    runs.iter().map(|r| r["pass"] == true).collect(),
+                )
+            })
+            .collect();
+        let want = |id: &str, pass: bool| (id.to_string(), vec![pass, pass]);
+        assert_eq!(
+            verdicts,
+            [
+                want("seeded", true),
+                want("answered", true),
+                want("missing", false),
+                want("slow", false)
+            ]
+        );
+        let reason = |c: usize| cases[c]["runs"][0]["reason"].as_str().unwrap().to_string();
+        assert!(
+            reason(2).starts_with("the check `test -f out/nothing` exited 1"),
+            "{}",
+            reason(2)
+        );
+        assert_eq!(reason(3), "the check ran past 1 s and was ended");
+        // The answer really came from this variant's model, in its own workdir.
+        let workdir = cases[1]["runs"][0]["workdir"].as_str().unwrap();
+        let result = std::fs::read_to_string(Path::new(workdir).join("out/result.txt")).unwrap();
+        assert_eq!(result.trim(), format!("answer from {model}"));
+        let sid = cases[1]["runs"][0]["session_id"].as_str().unwrap();
+        assert!(w.t.path().join("records").join(sid).join("trace.jsonl").is_file());
+    }
+
+    // The JUnit file, read by a real XML parser.
+    let script = "import sys, xml.etree.ElementTree as E\n\
+                  r = E.parse(sys.argv[1]).getroot()\n\
+                  for s in r.findall('testsuite'):\n\
+                  \x20   fails = [c.get('name') for c in s.findall('testcase') if c.find('failure') is not None]\n\
+                  \x20   print(s.get('name'), s.get('tests'), s.get('failures'), len(s.findall('testcase')), ','.join(sorted(fails)))\n";
+    let parsed = Command::new("python3")
+        .arg("-c")
+        .arg(script)
+        .arg(&junit)
+        .output()
+        .unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&parsed.stdout),
+        "variant 1 8 4 8 missing#1,missing#2,slow#1,slow#2\nvariant 2 8 4 8 missing#1,missing#2,slow#1,slow#2\n",
+        "{}",
+        String::from_utf8_lossy(&parsed.stderr)
+    );
+}
+
+#[test]
+fn a_dataset_whose_paths_climb_out_is_refused_before_anything_runs() {
+    let w = World::new("eval-run-escape");
+    let p = Provider::start_responder(responder);
+    let (manifest, _) = capsules(&w, &p);
+    let data = w.t.path().join("data");
+    write(&data.join("secret.md"), "not for the dataset\n");
+    for (line, why) in [
+        (
+            r#"{"case_id":"c","task_path":"../secret.md"}"#,
+            "line 1: 'task_path' climbs out with '..'",
+        ),
+        (
+            r#"{"case_id":"c","task_path":"/etc/hostname"}"#,
+            "line 1: 'task_path' is absolute",
+        ),
+        (
+            r#"{"case_id":"c","task_path":"nothing.md"}"#,
+            "case c: task_path nothing.md: ",
+        ),
+        (
+            r#"{"case_id":"c","task_path":"link.md"}"#,
+            "case c: task_path link.md: ",
+        ),
+    ] {
+        let link = data.join("inner/link.md");
+        if std::fs::symlink_metadata(&link).is_err() {
+            std::fs::create_dir_all(data.join("inner")).unwrap();
+            std::os::unix::fs::symlink("../secret.md", &link).unwrap();
+        }
+        write(&data.join("inner/cases.jsonl"), line);
+        let dataset = data.join("inner/cases.jsonl").display().to_string();
+        let out = eval_run(&w, &[&manifest, "--dataset", &dataset]);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{stderr}");
+        assert!(stderr.starts_with("error[E-IO-003]: "), "{stderr}");
+        assert!(stderr.contains(why), "{why}: {stderr}");
+        assert!(!w.t.path().join("records").exists(), "a session ran: {stderr}");
+    }
+}
+
+#[test]
+fn an_interrupted_run_ends_its_cases_and_prints_what_finished() {
+    let w = World::new("eval-run-sigint");
+    let p = Provider::start_responder(responder);
+    let (manifest, _) = capsules(&w, &p);
+    let data = w.t.path().join("data");
+    write(&data.join("t.md"), "go\n");
+    write(
+        &data.join("cases.jsonl"),
+        concat!(
+            r#"{"case_id":"quick","task_path":"t.md"}"#,
+            "\n",
+            r#"{"case_id":"long","task_path":"t.md","check":{"command":"sleep 40","timeout_secs":60}}"#,
+            "\n"
+        ),
+    );
+    let dataset = data.join("cases.jsonl").display().to_string();
+    let registry = w.reg.display().to_string();
+    let child = Command::new(MUR)
+        .args([
+            "eval",
+            "run",
+            &manifest,
+            "--registry-path",
+            &registry,
+            "--dataset",
+            &dataset,
+            "--jobs",
+            "1",
+        ])
+        .env("MURMUR_RECORDS_DIR", w.t.path().join("records"))
+        .env("MURMUR_EVAL_DIR", w.t.path().join("eval"))
+        .env("MURMUR_CACHE_DIR", w.t.path().join("cache"))
+        .env(KEY_VAR, KEY)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Wait until the long case's check (a `sleep 40` under mur exec) is running.
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    let sleeping = || {
+        std::fs::read_dir("/proc").unwrap().flatten().any(|e| {
+            let cmd = std::fs::read(e.path().join("cmdline")).unwrap_or_default();
+            cmd == b"sleep\x0040\x00" || cmd.ends_with(b"/sleep\x0040\x00")
+        })
+    };
+    while !sleeping() {
+        assert!(std::time::Instant::now() < until, "the check never started");
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    let pid = rustix::process::Pid::from_raw(child.id() as i32).unwrap();
+    rustix::process::kill_process(pid, rustix::process::Signal::INT).unwrap();
+    let began = std::time::Instant::now();
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        began.elapsed() < std::time::Duration::from_secs(20),
+        "{:?}",
+        began.elapsed()
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{stdout}");
+    assert!(
+        stdout.starts_with("interrupted: the table holds the runs that finished\n"),
+        "{stdout}"
+    );
+    let row = |case: &str| {
+        stdout
+            .lines()
+            .find(|l| l.split_whitespace().next() == Some(case))
+            .map(|l| l.split_whitespace().collect::<Vec<_>>())
+    };
+    assert_eq!(row("quick"), Some(vec!["quick", "1/1"]), "{stdout}");
+    assert_eq!(row("long"), Some(vec!["long", "0/1"]), "{stdout}");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("case long run 1: FAIL") && stderr.contains("interrupted"),
+        "{stderr}"
+    );
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    assert!(!sleeping(), "the interrupted check outlived the run");
+}

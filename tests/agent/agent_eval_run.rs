@@ -9,13 +9,17 @@ use crate::common;
 
 use common::agent::{Drv, Spec, World, KEY, KEY_VAR};
 use common::capsule::MUR;
-use common::provider::{Provider, Recorded, Step};
+use common::provider::{last_user_text, Provider, Recorded, Step};
 use serde_json::Value;
 use std::path::Path;
 use std::process::{Command, Output};
 
-/// Every request answered with a text naming the model that was asked.
+/// Every request answered with a text naming the model that was asked; a task saying
+/// `crash` gets a 401 instead (the session fails at once).
 fn responder(req: &Recorded) -> Step {
+    if last_user_text(req).contains("crash") {
+        return Step::status(401, "bad key");
+    }
     let body: Value = serde_json::from_slice(&req.body).unwrap_or(Value::Null);
     Step::text(&format!("answer from {}", body["model"].as_str().unwrap_or("?")))
 }
@@ -59,6 +63,7 @@ fn a_dataset_runs_every_case_contained_with_variants_repeats_and_junit() {
     let (manifest, variant) = capsules(&w, &p);
     let data = w.t.path().join("data");
     write(&data.join("tasks/t.md"), "do the task\n");
+    write(&data.join("tasks/crash.md"), "crash now\n");
     write(&data.join("starts/one/in/seed.txt"), "seed\n");
     write(
         &data.join("cases.jsonl"),
@@ -70,6 +75,8 @@ fn a_dataset_runs_every_case_contained_with_variants_repeats_and_junit() {
             r#"{"case_id":"missing","task_path":"tasks/t.md","check":"test -f out/nothing"}"#,
             "\n",
             r#"{"case_id":"slow","task_path":"tasks/t.md","check":{"command":"sleep 30","timeout_secs":1}}"#,
+            "\n",
+            r#"{"case_id":"crashing","task_path":"tasks/crash.md","check":"test -s out/result.txt"}"#,
             "\n"
         ),
     );
@@ -96,10 +103,10 @@ fn a_dataset_runs_every_case_contained_with_variants_repeats_and_junit() {
         ],
     );
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(1), "two cases fail: {stderr}");
+    assert_eq!(out.status.code(), Some(1), "three cases fail: {stderr}");
     assert_eq!(
         stderr.lines().filter(|l| l.starts_with('[')).count(),
-        16,
+        20,
         "{stderr}"
     );
     let v: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {stderr}"));
@@ -108,11 +115,11 @@ fn a_dataset_runs_every_case_contained_with_variants_repeats_and_junit() {
         let var = &v["variants"][i];
         assert_eq!(
             (var["runs"].as_u64(), var["passes"].as_u64()),
-            (Some(8), Some(4)),
+            (Some(10), Some(4)),
             "{var}"
         );
-        assert_eq!(var["pass_rate"], 0.5);
-        assert_eq!(var["pass_hat_k"], 0.5);
+        assert_eq!(var["pass_rate"], 0.4);
+        assert_eq!(var["pass_hat_k"], 0.4);
         assert!(var["input_tokens"].as_u64().unwrap() > 0, "{var}");
         let cases = var["cases"].as_array().unwrap();
         let verdicts: Vec<(String, Vec<bool>)> = cases
@@ -132,10 +139,16 @@ fn a_dataset_runs_every_case_contained_with_variants_repeats_and_junit() {
                 want("seeded", true),
                 want("answered", true),
                 want("missing", false),
-                want("slow", false)
+                want("slow", false),
+                want("crashing", false)
             ]
         );
         let reason = |c: usize| cases[c]["runs"][0]["reason"].as_str().unwrap().to_string();
+        assert!(
+            reason(4).starts_with("the session failed (exit 1): error["),
+            "{}",
+            reason(4)
+        );
         assert!(
             reason(2).starts_with("the check `test -f out/nothing` exited 1"),
             "{}",
@@ -164,7 +177,7 @@ fn a_dataset_runs_every_case_contained_with_variants_repeats_and_junit() {
         .unwrap();
     assert_eq!(
         String::from_utf8_lossy(&parsed.stdout),
-        "variant 1 8 4 8 missing#1,missing#2,slow#1,slow#2\nvariant 2 8 4 8 missing#1,missing#2,slow#1,slow#2\n",
+        "variant 1 10 6 10 crashing#1,crashing#2,missing#1,missing#2,slow#1,slow#2\nvariant 2 10 6 10 crashing#1,crashing#2,missing#1,missing#2,slow#1,slow#2\n",
         "{}",
         String::from_utf8_lossy(&parsed.stderr)
     );

@@ -34,7 +34,8 @@ fn main() {
     let _ = std::fs::remove_dir_all(&base);
     let registry = base.join("registry");
     std::fs::create_dir_all(&registry).unwrap();
-    let driver = std::fs::read(repo("artifacts/murmur-driver-openai-1.0.0.mur.zip")).expect("the shipped driver");
+    let driver =
+        std::fs::read(repo("artifacts/murmur-driver-openai-1.0.0.mur.zip")).expect("the shipped driver");
     murmur::registry::publish(&registry, &driver, None).unwrap();
     let mock = Provider::start_responder(|_| Step::text("done"));
     let capsule = base.join("capsule");
@@ -68,7 +69,10 @@ fn main() {
     let work = base.join("warm");
     std::fs::create_dir_all(&work).unwrap();
     let mut warm = Command::new(mur());
-    warm.args(["run", "--manifest"]).arg(&manifest).arg("--registry-path").arg(&registry);
+    warm.args(["run", "--manifest"])
+        .arg(&manifest)
+        .arg("--registry-path")
+        .arg(&registry);
     warm.arg("--workdir").arg(&work).args(["--task", "warm up"]);
     env(&mut warm);
     let _ = warm.status();
@@ -79,18 +83,29 @@ fn main() {
         let work = base.join(format!("bare-{i}"));
         std::fs::create_dir_all(&work).unwrap();
         let mut c = Command::new(mur());
-        c.args(["run", "--manifest"]).arg(&manifest).arg("--registry-path").arg(&registry);
+        c.args(["run", "--manifest"])
+            .arg(&manifest)
+            .arg("--registry-path")
+            .arg(&registry);
         c.arg("--workdir").arg(&work).args(["--task", "answer"]);
         env(&mut c);
         let _ = c.status();
     }
     let bare = bare_started.elapsed().as_secs_f64() / BARE as f64;
-    println!("  bare mur run, one after another: {:.1} ms per session", bare * 1000.0);
+    println!(
+        "  bare mur run, one after another: {:.1} ms per session",
+        bare * 1000.0
+    );
     for jobs in [1, 2] {
         let started = Instant::now();
         let mut c = Command::new(mur());
-        c.args(["eval", "run"]).arg(&manifest).arg("--registry-path").arg(&registry);
-        c.arg("--dataset").arg(data.join("cases.jsonl")).args(["--jobs", &jobs.to_string()]);
+        c.args(["eval", "run"])
+            .arg(&manifest)
+            .arg("--registry-path")
+            .arg(&registry);
+        c.arg("--dataset")
+            .arg(data.join("cases.jsonl"))
+            .args(["--jobs", &jobs.to_string()]);
         env(&mut c);
         let status = c.status().unwrap();
         let wall = started.elapsed().as_secs_f64();

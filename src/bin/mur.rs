@@ -573,13 +573,7 @@ fn main() -> ExitCode {
         }
         Command::EvalRun(o) => {
             return match murmur::commands::eval_run::run(&o, &exe()) {
-                Ok((text, all)) => match murmur::diag::write_stdout(&text) {
-                    Ok(()) => ExitCode::from(if all { 0 } else { 1 }),
-                    Err(d) => {
-                        eprintln!("{d}");
-                        ExitCode::from(1)
-                    }
-                },
+                Ok((text, all)) => print(&text, if all { 0 } else { 1 }),
                 Err(d) => {
                     eprintln!("{d}");
                     ExitCode::from(1)
@@ -598,13 +592,18 @@ fn main() -> ExitCode {
         other => other,
     };
     match run(cmd) {
-        Ok(out) => match murmur::diag::write_stdout(&out) {
-            Ok(()) => ExitCode::SUCCESS,
-            Err(d) => {
-                eprintln!("{d}");
-                ExitCode::from(1)
-            }
-        },
+        Ok(out) => print(&out, 0),
+        Err(d) => {
+            eprintln!("{d}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+/// `text` on stdout and the exit `code`; a stdout that cannot take it is an error (exit 1).
+fn print(text: &str, code: u8) -> ExitCode {
+    match murmur::diag::write_stdout(text) {
+        Ok(()) => ExitCode::from(code),
         Err(d) => {
             eprintln!("{d}");
             ExitCode::from(1)

@@ -300,11 +300,7 @@ impl Report<'_> {
     }
 
     fn rate(n: u64, of: u64) -> f64 {
-        if of == 0 {
-            0.0
-        } else {
-            n as f64 / of as f64
-        }
+        crate::eval_view::ratio(n as f64, of)
     }
 
     fn table(&self) -> String {

@@ -17,6 +17,15 @@ pub const MAX_FILE: u64 = 64 * 1024 * 1024;
 /// The malformed lines kept by number (the rest are only counted).
 const MAX_PROBLEMS: usize = 100;
 
+/// `n / of`, 0 when `of` is 0: every rate and mean here.
+pub fn ratio(n: f64, of: u64) -> f64 {
+    if of == 0 {
+        0.0
+    } else {
+        n / of as f64
+    }
+}
+
 /// One scorer's event verdicts.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Tally {
@@ -28,21 +37,11 @@ pub struct Tally {
 impl Tally {
     /// Passes over verdicts (0 when there are none).
     pub fn pass_rate(&self) -> f64 {
-        let n = self.pass + self.fail;
-        if n == 0 {
-            0.0
-        } else {
-            self.pass as f64 / n as f64
-        }
+        ratio(self.pass as f64, self.pass + self.fail)
     }
 
     fn mean(&self) -> f64 {
-        let n = self.pass + self.fail;
-        if n == 0 {
-            0.0
-        } else {
-            self.score_sum / n as f64
-        }
+        ratio(self.score_sum, self.pass + self.fail)
     }
 }
 
@@ -59,12 +58,7 @@ pub struct Dataset {
 impl Dataset {
     /// Passing runs over runs that were scored.
     pub fn pass_rate(&self) -> f64 {
-        let n = self.pass + self.fail;
-        if n == 0 {
-            0.0
-        } else {
-            self.pass as f64 / n as f64
-        }
+        ratio(self.pass as f64, self.pass + self.fail)
     }
 }
 

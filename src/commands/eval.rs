@@ -8,8 +8,8 @@
 use super::trace::session_dir;
 use crate::diag::{code, Diagnostic};
 use crate::eval_view::{diff, Report, Splitter, MAX_FILE, MAX_LINE};
-use std::fs::File;
 use std::io::{Read, Write};
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
 /// The file a session's eval hook writes.
@@ -68,7 +68,12 @@ fn read_err(path: &Path, why: impl std::fmt::Display) -> Diagnostic {
 /// a file with no record at all, is an error.
 pub fn read(src: &Source, err: &mut dyn Write) -> Result<Report, Diagnostic> {
     let path = src.locate()?;
-    let file = File::open(&path).map_err(|e| read_err(&path, e))?;
+    // Never through a symlink (a hook writes beside this file) and never blocking on a FIFO.
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .open(&path)
+        .map_err(|e| read_err(&path, e))?;
     let meta = file.metadata().map_err(|e| read_err(&path, e))?;
     if !meta.is_file() {
         return Err(read_err(&path, "not a regular file"));

@@ -5,14 +5,16 @@
 //! Each child has a deadline; one past it is sent SIGTERM, then SIGKILL (its warden takes
 //! whatever it started). Whatever goes wrong is the case's failure, with its reason.
 
+use crate::containment::spawn::{spawn, Spawn};
 use crate::eval_view::dataset::{Case, Check};
 use crate::fsx::Dir;
 use crate::resources::list::list;
 use crate::resources::open::open_file;
 use crate::resources::Symlinks;
+use crate::trace_view::clean;
 use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
@@ -81,7 +83,7 @@ fn prepare(env: &CaseEnv<'_>, case: &Case, name: &str) -> Result<PathBuf, String
     let task = env
         .dataset_dir
         .read(&case.task_path, MAX_TASK)
-        .map_err(|e| format!("cannot read task_path {}: {e}", case.task_path))?;
+        .map_err(|e| format!("cannot read task_path {}: {e}", clean(&case.task_path, 200)))?;
     work.replace("task.md", &task)
         .map_err(|e| format!("cannot write the task into the workdir: {e}"))?;
     Ok(env.run_dir.shown().join(name))
@@ -111,29 +113,32 @@ fn copy_start(dataset: &Dir, start: &str, work: &Dir) -> Result<(), String> {
 
 /// `mur run` of the capsule in `work`; its session id and tokens into `r`.
 fn session(env: &CaseEnv<'_>, work: &Path, r: &mut CaseResult) -> Result<(), String> {
-    let mut cmd = Command::new(env.exe);
-    cmd.arg("run").arg("--json").arg("--manifest").arg(env.manifest);
+    let mut args = vec![
+        "run".into(),
+        "--json".into(),
+        "--manifest".into(),
+        shown(env.manifest),
+    ];
     if let Some(r) = env.registry {
-        cmd.arg("--registry-path").arg(r);
+        args.extend(["--registry-path".into(), shown(r)]);
     }
-    let mut child = cmd
-        .arg("--workdir")
-        .arg(work)
-        .env("MURMUR_RECORDS_DIR", env.records_root)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .map_err(|e| format!("cannot start mur run: {e}"))?;
-    let line = first_line(&mut child);
-    let tail = tail(&mut child);
+    args.extend(["--workdir".into(), shown(work)]);
+    let mut child = start(env, &args, true).map_err(|e| format!("cannot start mur run: {e}"))?;
+    let (line, tail) = match (first_line(&mut child), tail(&mut child)) {
+        (Ok(l), Ok(t)) => (l, t),
+        _ => {
+            end(&mut child);
+            return Err("cannot start the threads that read the session's output".into());
+        }
+    };
     let status = wait(&mut child, env.session_timeout, env.stop);
     r.session_id = line
         .join()
         .ok()
         .flatten()
         .and_then(|l| serde_json::from_str::<serde_json::Value>(&l).ok())
-        .and_then(|v| v["session_id"].as_str().map(str::to_string));
+        .and_then(|v| v["session_id"].as_str().map(str::to_string))
+        .filter(|s| crate::spawner::is_id(s, "ses_"));
     if let Some(sid) = r.session_id.clone() {
         tokens(env.records_root, &sid, r);
     }
@@ -153,27 +158,27 @@ fn session(env: &CaseEnv<'_>, work: &Path, r: &mut CaseResult) -> Result<(), Str
 
 /// The case's check through `mur exec` in the finished workdir.
 fn check(env: &CaseEnv<'_>, work: &Path, c: &Check) -> Result<(), String> {
-    let mut child = Command::new(env.exe)
-        .arg("exec")
-        .arg("--manifest")
-        .arg(env.manifest)
-        .arg("--workdir")
-        .arg(work)
-        .arg("--")
-        .args(&c.argv)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .map_err(|e| format!("cannot start the check: {e}"))?;
-    let tail = tail(&mut child);
+    let mut args = vec![
+        "exec".into(),
+        "--manifest".into(),
+        shown(env.manifest),
+        "--workdir".into(),
+        shown(work),
+        "--".into(),
+    ];
+    args.extend(c.argv.iter().cloned());
+    let mut child = start(env, &args, false).map_err(|e| format!("cannot start the check: {e}"))?;
+    let Ok(tail) = tail(&mut child) else {
+        end(&mut child);
+        return Err("cannot start the thread that reads the check's output".into());
+    };
     let status = wait(&mut child, Duration::from_secs(c.timeout_secs), env.stop);
     let last = tail.join().unwrap_or_default();
     match status {
         Waited::Exited(0) => Ok(()),
         Waited::Exited(code) => Err(format!(
             "the check `{}` exited {code}{}",
-            c.argv.join(" "),
+            clean(&c.argv.join(" "), 200),
             said(&last)
         )),
         Waited::Signalled(sig) => Err(format!("the check was killed by signal {sig}")),
@@ -206,11 +211,32 @@ fn tokens(records_root: &Path, sid: &str, r: &mut CaseResult) {
     }
 }
 
+fn shown(p: &Path) -> String {
+    p.display().to_string()
+}
+
+/// `mur ARGS` through the one spawn function, as a runtime of its own: the operator's
+/// environment (and the sessions' records root), its own session (the terminal's signals do
+/// not reach it: only this run ends it), SIGTERM should the thread that started it die, so
+/// no case outlives a `mur eval run` that was killed.
+fn start(env: &CaseEnv<'_>, args: &[String], stdout: bool) -> Result<Child, String> {
+    let mut vars: Vec<(String, String)> = std::env::vars()
+        .filter(|(k, _)| k != "MURMUR_RECORDS_DIR")
+        .collect();
+    vars.push(("MURMUR_RECORDS_DIR".into(), shown(env.records_root)));
+    let mut s = Spawn::own_helper(env.exe, args);
+    s.runtime = true;
+    s.env = &vars;
+    s.stdout = if stdout { Stdio::piped() } else { Stdio::null() };
+    s.stderr = Stdio::piped();
+    spawn(s).map_err(|d| d.message)
+}
+
 /// The child's first stdout line (its `--json` announcement), read on a thread; the rest
 /// is drained.
-fn first_line(child: &mut Child) -> std::thread::JoinHandle<Option<String>> {
+fn first_line(child: &mut Child) -> std::io::Result<std::thread::JoinHandle<Option<String>>> {
     let out = child.stdout.take();
-    std::thread::spawn(move || {
+    std::thread::Builder::new().spawn(move || {
         let mut r = BufReader::new(out?);
         let mut line = Vec::new();
         (&mut r).take(64 * 1024).read_until(b'\n', &mut line).ok()?;
@@ -220,9 +246,9 @@ fn first_line(child: &mut Child) -> std::thread::JoinHandle<Option<String>> {
 }
 
 /// The last error line of the child's stderr (cleaned, bounded), read on a thread.
-fn tail(child: &mut Child) -> std::thread::JoinHandle<String> {
+fn tail(child: &mut Child) -> std::io::Result<std::thread::JoinHandle<String>> {
     let err = child.stderr.take();
-    std::thread::spawn(move || {
+    std::thread::Builder::new().spawn(move || {
         let Some(err) = err else { return String::new() };
         let mut last = String::new();
         let mut r = BufReader::new(err);
@@ -256,6 +282,10 @@ fn wait(child: &mut Child, limit: Duration, stop: &AtomicBool) -> Waited {
     use std::os::unix::process::ExitStatusExt;
     let until = Instant::now() + limit;
     loop {
+        if stop.load(Ordering::SeqCst) {
+            end(child);
+            return Waited::Interrupted;
+        }
         match child.try_wait() {
             Ok(Some(st)) => {
                 return match (st.code(), st.signal()) {
@@ -267,14 +297,9 @@ fn wait(child: &mut Child, limit: Duration, stop: &AtomicBool) -> Waited {
             Ok(None) => {}
             Err(e) => return Waited::Lost(e),
         }
-        let stopped = stop.load(Ordering::SeqCst);
-        if stopped || Instant::now() >= until {
+        if Instant::now() >= until {
             end(child);
-            return if stopped {
-                Waited::Interrupted
-            } else {
-                Waited::TimedOut
-            };
+            return Waited::TimedOut;
         }
         std::thread::sleep(Duration::from_millis(20));
     }

@@ -12,7 +12,9 @@ use super::eval_case::{run_case, CaseEnv, CaseResult};
 use crate::diag::{code, Diagnostic};
 use crate::eval_view::dataset::{self, Case};
 use crate::fsx::{self, Dir};
+use crate::trace_view::clean;
 use serde_json::{json, Value};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc, Arc, Mutex};
@@ -72,12 +74,20 @@ fn load(path: &Path) -> Result<(Dir, Vec<Case>), Diagnostic> {
         dir.read(&c.task_path, super::eval_case::MAX_TASK).map_err(|e| {
             err(
                 "--dataset",
-                format!("{shown} case {}: task_path {}: {e}", c.case_id, c.task_path),
+                format!(
+                    "{shown} case {}: task_path {}: {e}",
+                    c.case_id,
+                    clean(&c.task_path, 200)
+                ),
             )
         })?;
         if let Some(s) = &c.start {
-            dir.sub(s)
-                .map_err(|e| err("--dataset", format!("{shown} case {}: start {s}: {e}", c.case_id)))?;
+            dir.sub(s).map_err(|e| {
+                err(
+                    "--dataset",
+                    format!("{shown} case {}: start {}: {e}", c.case_id, clean(s, 200)),
+                )
+            })?;
         }
     }
     Ok((dir, cases))
@@ -139,12 +149,15 @@ pub fn run(o: &RunOptions, exe: &Path) -> Result<(String, bool), Diagnostic> {
         wall_ms,
         interrupted: stop.load(Ordering::SeqCst),
     };
-    if let Some(j) = &o.junit {
-        std::fs::write(j, report.junit())
-            .map_err(|e| err("--junit", format!("cannot write {}: {e}", j.display())))?;
-    }
-    let all =
+    let mut all =
         done.len() == variants.len() * cases.len() * o.repeat as usize && done.iter().all(|d| d.result.pass);
+    if let Some(j) = &o.junit {
+        // A JUnit file that cannot be written fails the run, never the report.
+        if let Err(e) = std::fs::write(j, report.junit()) {
+            eprintln!("{}", err("--junit", format!("cannot write {}: {e}", j.display())));
+            all = false;
+        }
+    }
     let text = if o.json {
         format!("{}\n", report.json())
     } else {
@@ -229,7 +242,8 @@ fn execute(
             } else {
                 format!(": {}", d.result.reason)
             };
-            eprintln!(
+            let _ = writeln!(
+                std::io::stderr(),
                 "[{}/{total}] variant {} case {} run {}: {word} ({:.1} s){why}",
                 done.len() + 1,
                 d.variant + 1,
@@ -386,14 +400,24 @@ impl Report<'_> {
         let mut out = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites>\n");
         for v in 0..self.variants.len() {
             let f = self.figures(v);
+            let planned = self.cases.len() as u64 * u64::from(self.repeat);
             out.push_str(&format!(
-                "  <testsuite name=\"variant {}\" tests=\"{}\" failures=\"{}\">\n",
+                "  <testsuite name=\"variant {}\" tests=\"{planned}\" failures=\"{}\" skipped=\"{}\">\n",
                 v + 1,
-                f.runs,
-                f.runs - f.passes
+                f.runs - f.passes,
+                planned - f.runs
             ));
             for (c, case) in self.cases.iter().enumerate() {
-                for d in self.runs(v, c) {
+                let runs = self.runs(v, c);
+                // A run that never happened (the evaluation was interrupted) is a skipped test.
+                for k in (1..=self.repeat).filter(|k| !runs.iter().any(|d| d.k == *k)) {
+                    out.push_str(&format!(
+                        "    <testcase classname=\"variant {}\" name=\"{}#{k}\" time=\"0\">\n      <skipped message=\"not run: the evaluation was interrupted\"/>\n    </testcase>\n",
+                        v + 1,
+                        xml(&case.case_id)
+                    ));
+                }
+                for d in runs {
                     out.push_str(&format!(
                         "    <testcase classname=\"variant {}\" name=\"{}#{}\" time=\"{:.3}\"",
                         v + 1,
@@ -428,7 +452,12 @@ fn xml(s: &str) -> String {
             '>' => out.push_str("&gt;"),
             '"' => out.push_str("&quot;"),
             '\'' => out.push_str("&apos;"),
-            c if c.is_control() => out.push(' '),
+            // Not XML (controls, U+FFFE/U+FFFF) or able to reorder a reader's text (bidi).
+            c if c.is_control()
+                || matches!(c, '\u{fffe}' | '\u{ffff}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}') =>
+            {
+                out.push(' ')
+            }
             c => out.push(c),
         }
     }
@@ -441,6 +470,9 @@ mod tests {
 
     #[test]
     fn xml_attributes_are_escaped_and_carry_no_control_character() {
-        assert_eq!(xml("a<b>&\"c'\u{1b}"), "a&lt;b&gt;&amp;&quot;c&apos; ");
+        assert_eq!(
+            xml("a<b>&\"c'\u{1b}\u{202e}\u{ffff}"),
+            "a&lt;b&gt;&amp;&quot;c&apos;   "
+        );
     }
 }

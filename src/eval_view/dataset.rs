@@ -82,7 +82,7 @@ fn check(v: &Value) -> Result<Check, String> {
                 .keys()
                 .find(|k| !matches!(k.as_str(), "command" | "timeout_secs"))
             {
-                return Err(format!("'check.{k}' is not a key of a check"));
+                return Err(format!("'check.{}' is not a key of a check", super::clean(k, 64)));
             }
             let command = text(o, "command")?.ok_or("'check.command' is missing")?;
             let timeout = match o.get("timeout_secs") {

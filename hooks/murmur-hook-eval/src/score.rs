@@ -88,23 +88,48 @@ impl Config {
         let mut c = Config::default();
         for (k, val) in scorers {
             match k.as_str() {
-                "exit_ok" => c.exit_ok = val.as_bool().ok_or("config.scorers.exit_ok is not true or false")?,
+                "exit_ok" => {
+                    c.exit_ok = val
+                        .as_bool()
+                        .ok_or("config.scorers.exit_ok is not true or false")?
+                }
                 "turn_limit" => {
-                    c.turn_limit = Some(val.as_u64().ok_or("config.scorers.turn_limit is not a whole number")?)
+                    c.turn_limit = Some(
+                        val.as_u64()
+                            .ok_or("config.scorers.turn_limit is not a whole number")?,
+                    )
                 }
                 "tool_errors" => {
-                    c.tool_errors = Some(val.as_u64().ok_or("config.scorers.tool_errors is not a whole number")?)
+                    c.tool_errors = Some(
+                        val.as_u64()
+                            .ok_or("config.scorers.tool_errors is not a whole number")?,
+                    )
                 }
                 "result_matches" => {
-                    c.result_matches = Some(val.as_str().ok_or("config.scorers.result_matches is not text")?.into())
+                    c.result_matches = Some(
+                        val.as_str()
+                            .ok_or("config.scorers.result_matches is not text")?
+                            .into(),
+                    )
                 }
                 "file_exists" => {
-                    c.file_exists = Some(val.as_str().ok_or("config.scorers.file_exists is not a path")?.into())
+                    c.file_exists = Some(
+                        val.as_str()
+                            .ok_or("config.scorers.file_exists is not a path")?
+                            .into(),
+                    )
                 }
                 other => return Err(format!("config.scorers.{other} is not a scorer of this hook")),
             }
         }
         let text_of = |k: &str| v.get(k).and_then(Value::as_str).map(str::to_string);
+        if [text_of("dataset_id"), text_of("case_id")]
+            .iter()
+            .flatten()
+            .any(|t| t.is_empty() || t.len() > 200)
+        {
+            return Err("config.dataset_id and config.case_id are 1 to 200 bytes".into());
+        }
         c.dataset = match (text_of("dataset_id"), text_of("case_id")) {
             (Some(d), Some(case)) => Some((d, case)),
             (None, None) => None,
@@ -136,7 +161,14 @@ pub fn records(c: &Config, seen: &[Observed], ts: u64, file_exists: &dyn Fn(&str
         .collect();
     let per_task = |out: &mut Vec<Value>, scorer: &str, judge: &dyn Fn(&str, u32, &str) -> (bool, String)| {
         if tasks.is_empty() {
-            out.push(verdict(ts, None, "session_end", scorer, false, "no task ended".into()));
+            out.push(verdict(
+                ts,
+                None,
+                "session_end",
+                scorer,
+                false,
+                "no task ended".into(),
+            ));
         }
         for (status, turns, result) in &tasks {
             let (pass, reason) = judge(status, *turns, result);
@@ -175,7 +207,14 @@ pub fn records(c: &Config, seen: &[Observed], ts: u64, file_exists: &dyn Fn(&str
     if let Some(path) = &c.file_exists {
         let hit = file_exists(path);
         let word = if hit { "exists" } else { "does not exist" };
-        out.push(verdict(ts, None, "session_end", "file_exists", hit, format!("{path} {word}")));
+        out.push(verdict(
+            ts,
+            None,
+            "session_end",
+            "file_exists",
+            hit,
+            format!("{path} {word}"),
+        ));
     }
     let mut lines: Vec<String> = out.iter().map(Value::to_string).collect();
     if let Some((dataset, case)) = &c.dataset {
@@ -184,11 +223,18 @@ pub fn records(c: &Config, seen: &[Observed], ts: u64, file_exists: &dyn Fn(&str
     lines
 }
 
+/// The first names of the failed calls (a record line stays short whatever the session did).
 fn named(failed: &[&str]) -> String {
-    if failed.is_empty() {
-        String::new()
-    } else {
-        format!(": {}", failed.join(", "))
+    const SHOWN: usize = 10;
+    let names: Vec<String> = failed
+        .iter()
+        .take(SHOWN)
+        .map(|n| n.chars().take(64).collect())
+        .collect();
+    match failed.len() {
+        0 => String::new(),
+        n if n > SHOWN => format!(": {} and {} more", names.join(", "), n - SHOWN),
+        _ => format!(": {}", names.join(", ")),
     }
 }
 
@@ -232,7 +278,10 @@ mod tests {
 
     #[test]
     fn observed_lines_round_trip_and_a_torn_one_is_skipped() {
-        for o in [task("ok", 3, "done\n\"x\""), Observed::CallError { name: "ls".into() }] {
+        for o in [
+            task("ok", 3, "done\n\"x\""),
+            Observed::CallError { name: "ls".into() },
+        ] {
             assert_eq!(Observed::parse(o.to_line().trim_end()), Some(o));
         }
         assert_eq!(Observed::parse("{\"k\":\"task_end\",\"exit"), None);
@@ -261,14 +310,20 @@ mod tests {
             r#"{"scorers":{"exit_ok":true,"turn_limit":2,"tool_errors":0,"result_matches":"done","file_exists":"out/x"},"dataset_id":"d","case_id":"c"}"#,
         ))
         .unwrap();
-        let seen = [task("ok", 3, "all done"), Observed::CallError { name: "ls".into() }];
+        let seen = [
+            task("ok", 3, "all done"),
+            Observed::CallError { name: "ls".into() },
+        ];
         let lines = records(&c, &seen, 7, &|p| p == "out/x");
         let v: Vec<Value> = lines.iter().map(|l| serde_json::from_str(l).unwrap()).collect();
         let pick = |s: &str| v.iter().find(|r| r["scorer"] == s).unwrap().clone();
         assert_eq!(pick("exit_ok")["result"], "pass");
         assert_eq!(pick("turn_limit")["reason"], "3 turns (at most 2)");
         assert_eq!(pick("turn_limit")["result"], "fail");
-        assert_eq!(pick("tool_errors")["reason"], "1 failed tool calls (at most 0): ls");
+        assert_eq!(
+            pick("tool_errors")["reason"],
+            "1 failed tool calls (at most 0): ls"
+        );
         assert_eq!(pick("result_matches")["result"], "pass");
         assert_eq!(pick("file_exists")["result"], "pass");
         let run = v.last().unwrap();
@@ -276,10 +331,29 @@ mod tests {
         assert_eq!(run["overall"], "fail");
         assert_eq!(run["scores"]["exit_ok"], 1.0);
         assert_eq!(run["scores"]["turn_limit"], 0.0);
+        let many: Vec<Observed> = (0..30)
+            .map(|i| Observed::CallError {
+                name: format!("t{i}"),
+            })
+            .collect();
+        let v: Value = serde_json::from_str(
+            &records(&c, &many, 7, &|_| true)[0..]
+                .iter()
+                .find(|l| l.contains("tool_errors"))
+                .unwrap(),
+        )
+        .unwrap();
+        assert_eq!(
+            v["reason"],
+            "30 failed tool calls (at most 0): t0, t1, t2, t3, t4, t5, t6, t7, t8, t9 and 20 more"
+        );
         let none = records(&Config::default(), &seen, 7, &|_| false);
         assert!(none.is_empty());
         let idle = records(&c, &[], 7, &|_| false);
         let v: Value = serde_json::from_str(&idle[0]).unwrap();
-        assert_eq!((v["event_type"].as_str(), v["reason"].as_str()), (Some("session_end"), Some("no task ended")));
+        assert_eq!(
+            (v["event_type"].as_str(), v["reason"].as_str()),
+            (Some("session_end"), Some("no task ended"))
+        );
     }
 }

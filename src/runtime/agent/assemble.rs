@@ -498,6 +498,7 @@ fn hooks(
             health: o.trace.health(),
             identity: &guests.identity,
             allowed_env: &guests.allowed_env,
+            secret: p.key.as_ref(),
             stdout: &guests.stdout.write_end,
             stderr: &guests.stderr.write_end,
         },

@@ -6,6 +6,7 @@
 use super::spec::{self, Binding, Policy};
 use super::{Hook, Hooks};
 use crate::agent::sanitize;
+use crate::containment::child_policy::safe_env;
 use crate::diag::{code, Diagnostic};
 use crate::fsx::Dir;
 use crate::manifest::model::{ArtifactRuntime, Capabilities};
@@ -62,9 +63,14 @@ pub struct Base<'a> {
     pub identity: &'a [(String, String)],
     /// Host variables the capsule may pass on (already filtered of the key).
     pub allowed_env: &'a [(String, String)],
+    /// The provider key and its variable: a hook's `config` holding it is not passed on.
+    pub secret: Option<&'a (Option<String>, String)>,
     pub stdout: &'a File,
     pub stderr: &'a File,
 }
+
+/// The variable a hook's entry `config` reaches it in (never taken from the host).
+pub const CONFIG_VAR: &str = "MURMUR_ARTIFACT_CONFIG";
 
 /// Grant each linked hook (default deny) and open its log; warnings for dropped grants,
 /// and a note for each policy its binding does not honour.
@@ -104,16 +110,33 @@ pub fn grant(
             .allowed_env
             .iter()
             .filter(|(k, _)| n.env_names.as_ref().is_some_and(|names| names.contains(k)))
+            .filter(|(k, _)| k != CONFIG_VAR)
             .cloned()
             .collect();
         env.extend(base.identity.iter().cloned());
         if let Some(config) = &r.entry.config {
-            env.push(("MURMUR_ARTIFACT_CONFIG".into(), config.clone()));
+            let passed = safe_env(&[(CONFIG_VAR.into(), config.clone())], base.secret);
+            if passed.is_empty() {
+                warnings.push(Diagnostic::new(
+                    code::SEC_LITERAL_SECRET,
+                    format!("artifacts[{}].config", r.entry.name),
+                    format!(
+                        "the config of hook {} holds the provider key; it is not passed to the hook",
+                        r.bare
+                    ),
+                ));
+            }
+            env.extend(passed);
         }
         // Its own directory of the session's records, never the trace or the logs beside it.
         let records = if r.entry.records {
+            // Made new: two hooks of one bare name (`a/eval`, `b/eval`) never share one.
             let rel = format!("hooks/{}", r.bare);
-            Some(base.records.mkdirs(&rel, 0o700).map_err(|e| {
+            let made = base
+                .records
+                .mkdirs("hooks", 0o700)
+                .and_then(|h| h.mkdir_new(&r.bare, 0o700));
+            Some(made.map_err(|e| {
                 Diagnostic::new(
                     code::IO_READ,
                     format!("artifacts[{}].records", r.entry.name),

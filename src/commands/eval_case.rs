@@ -89,24 +89,32 @@ fn prepare(env: &CaseEnv<'_>, case: &Case, name: &str) -> Result<PathBuf, String
     Ok(env.run_dir.shown().join(name))
 }
 
-/// Every regular file beneath `start` (symlinks are not followed, so nothing outside it is
-/// read) copied into `work` at the same relative path.
-fn copy_start(dataset: &Dir, start: &str, work: &Dir) -> Result<(), String> {
+/// The regular files beneath `start`; a symlink anywhere in it is refused (nothing outside
+/// `start` is ever read, and nothing in it is silently left out).
+pub fn start_files(dataset: &Dir, start: &str) -> Result<(Dir, Vec<String>), String> {
+    let shown = clean(start, 200);
     let root = dataset
         .sub(start)
-        .map_err(|e| format!("cannot open start {start}: {e}"))?;
-    let entries = list(root.as_fd(), Symlinks::Refuse, MAX_START_FILE)
-        .map_err(|r| format!("cannot list start {start}: {}", r.message()))?;
-    for e in entries {
-        let mut opened = open_file(root.as_fd(), &e.path, Symlinks::Refuse, MAX_START_FILE)
-            .map_err(|r| format!("cannot read start/{}: {}", e.path, r.message()))?;
+        .map_err(|e| format!("cannot open start {shown}: {e}"))?;
+    let entries = list(root.as_fd(), Symlinks::Fail, MAX_START_FILE)
+        .map_err(|r| format!("start {shown}: {}", clean(&r.message(), 300)))?;
+    Ok((root, entries.into_iter().map(|e| e.path).collect()))
+}
+
+/// Every regular file beneath `start` copied into `work` at the same relative path.
+fn copy_start(dataset: &Dir, start: &str, work: &Dir) -> Result<(), String> {
+    let (root, paths) = start_files(dataset, start)?;
+    for path in paths {
+        let shown = clean(&path, 200);
+        let mut opened = open_file(root.as_fd(), &path, Symlinks::Fail, MAX_START_FILE)
+            .map_err(|r| format!("cannot read start/{shown}: {}", r.message()))?;
         let mut bytes = Vec::new();
         (&mut opened.file)
             .take(MAX_START_FILE)
             .read_to_end(&mut bytes)
-            .map_err(|x| format!("cannot read start/{}: {x}", e.path))?;
-        work.replace(&e.path, &bytes)
-            .map_err(|x| format!("cannot copy start/{} in: {x}", e.path))?;
+            .map_err(|x| format!("cannot read start/{shown}: {x}"))?;
+        work.replace(&path, &bytes)
+            .map_err(|x| format!("cannot copy start/{shown} in: {x}"))?;
     }
     Ok(())
 }

@@ -82,12 +82,8 @@ fn load(path: &Path) -> Result<(Dir, Vec<Case>), Diagnostic> {
             )
         })?;
         if let Some(s) = &c.start {
-            dir.sub(s).map_err(|e| {
-                err(
-                    "--dataset",
-                    format!("{shown} case {}: start {}: {e}", c.case_id, clean(s, 200)),
-                )
-            })?;
+            super::eval_case::start_files(&dir, s)
+                .map_err(|why| err("--dataset", format!("{shown} case {}: {why}", c.case_id)))?;
         }
     }
     Ok((dir, cases))

@@ -36,7 +36,7 @@ fn beneath(
     symlinks: Symlinks,
 ) -> Option<std::os::fd::OwnedFd> {
     let mut resolve = ResolveFlags::BENEATH | ResolveFlags::NO_MAGICLINKS;
-    if symlinks == Symlinks::Refuse {
+    if symlinks.refused() {
         resolve |= ResolveFlags::NO_SYMLINKS;
     }
     rfs::openat2(root, rel, flags | OFlags::CLOEXEC, Mode::empty(), resolve).ok()
@@ -77,6 +77,9 @@ pub fn list(root: BorrowedFd<'_>, symlinks: Symlinks, max_bytes: u64) -> Result<
             };
             let kind = match FileType::from_raw_mode(st.st_mode) {
                 FileType::Symlink if symlinks == Symlinks::Refuse => continue,
+                FileType::Symlink if symlinks == Symlinks::Fail => {
+                    return Err(Refusal::Io(format!("{child} is a symlink")))
+                }
                 FileType::Symlink => {
                     // Listed only where it resolves beneath the root.
                     let Ok(target) = super::open::resolve(root, &child, OFlags::PATH, symlinks) else {

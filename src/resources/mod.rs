@@ -72,14 +72,22 @@ impl Refusal {
 }
 
 /// How symlinks under an export root are treated: refused under `scoped`, followed (but
-/// only to targets beneath the root) under `advisory` and `sealed`.
+/// only to targets beneath the root) under `advisory` and `sealed`. `Fail` refuses them as
+/// `Refuse` does, and a listing that meets one is an error naming it (a tree to be copied
+/// whole, such as an evaluation case's `start`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Symlinks {
     Refuse,
     FollowBeneath,
+    Fail,
 }
 
 impl Symlinks {
+    /// Whether a path resolution may not pass any symlink.
+    pub fn refused(self) -> bool {
+        self != Symlinks::FollowBeneath
+    }
+
     pub fn for_class(class: Class) -> Symlinks {
         match class {
             Class::Scoped => Symlinks::Refuse,

@@ -31,7 +31,7 @@ pub type Ident = (u64, u64, u64, i64, i64, i64, i64);
 fn resolve_flags(symlinks: Symlinks) -> ResolveFlags {
     let base = ResolveFlags::BENEATH | ResolveFlags::NO_MAGICLINKS;
     match symlinks {
-        Symlinks::Refuse => base | ResolveFlags::NO_SYMLINKS,
+        Symlinks::Refuse | Symlinks::Fail => base | ResolveFlags::NO_SYMLINKS,
         Symlinks::FollowBeneath => base,
     }
 }
@@ -80,7 +80,7 @@ fn refusal(e: Errno, symlinks: Symlinks) -> Refusal {
     match e {
         Errno::NOENT | Errno::NOTDIR | Errno::NAMETOOLONG => Refusal::NotFound,
         Errno::XDEV => Refusal::OutsideRoot,
-        Errno::LOOP if symlinks == Symlinks::Refuse => Refusal::SymlinkRefused,
+        Errno::LOOP if symlinks.refused() => Refusal::SymlinkRefused,
         // A symlink loop beneath the root names nothing.
         Errno::LOOP => Refusal::NotFound,
         e => Refusal::Io(e.to_string()),

@@ -207,7 +207,17 @@ fn a_dataset_whose_paths_climb_out_is_refused_before_anything_runs() {
             r#"{"case_id":"c","task_path":"link.md"}"#,
             "case c: task_path link.md: ",
         ),
+        (
+            r#"{"case_id":"c","task_path":"t.md","start":"start"}"#,
+            "case c: start start: the file could not be read: sub/out is a symlink",
+        ),
     ] {
+        write(&data.join("inner/t.md"), "task\n");
+        write(&data.join("inner/start/sub/in.txt"), "fine\n");
+        let out_link = data.join("inner/start/sub/out");
+        if std::fs::symlink_metadata(&out_link).is_err() {
+            std::os::unix::fs::symlink("/etc", &out_link).unwrap();
+        }
         let link = data.join("inner/link.md");
         if std::fs::symlink_metadata(&link).is_err() {
             std::fs::create_dir_all(data.join("inner")).unwrap();

@@ -272,6 +272,8 @@ struct Figures {
     all_k: u64,
     input_tokens: u64,
     output_tokens: u64,
+    /// The variant's runs' own wall time, summed (they overlap under `--jobs`).
+    run_ms: u64,
 }
 
 impl Report<'_> {
@@ -292,6 +294,7 @@ impl Report<'_> {
             all_k: 0,
             input_tokens: 0,
             output_tokens: 0,
+            run_ms: 0,
         };
         for c in 0..self.cases.len() {
             let runs = self.runs(v, c);
@@ -303,6 +306,7 @@ impl Report<'_> {
             f.passes += passed as u64;
             for d in runs {
                 f.input_tokens += d.result.input_tokens;
+                f.run_ms += d.result.wall_ms;
                 f.output_tokens += d.result.output_tokens;
             }
         }
@@ -335,7 +339,7 @@ impl Report<'_> {
         for (v, m) in self.variants.iter().enumerate() {
             let f = self.figures(v);
             out.push_str(&format!(
-                "variant {} ({}): pass rate {:.1}% ({} of {} runs), pass^{} {:.1}%, tokens {} in / {} out\n",
+                "variant {} ({}): pass rate {:.1}% ({} of {} runs), pass^{} {:.1}%, tokens {} in / {} out, runs {:.1} s in all\n",
                 v + 1,
                 m.display(),
                 Self::rate(f.passes, f.runs) * 100.0,
@@ -344,7 +348,8 @@ impl Report<'_> {
                 self.repeat,
                 Self::rate(f.all_k, self.cases.len() as u64) * 100.0,
                 f.input_tokens,
-                f.output_tokens
+                f.output_tokens,
+                f.run_ms as f64 / 1000.0
             ));
         }
         out.push_str(&format!(
@@ -383,7 +388,7 @@ impl Report<'_> {
                 json!({"variant": v + 1, "manifest": m.display().to_string(), "runs": f.runs, "passes": f.passes,
                     "pass_rate": Self::rate(f.passes, f.runs),
                     "pass_hat_k": Self::rate(f.all_k, self.cases.len() as u64),
-                    "input_tokens": f.input_tokens, "output_tokens": f.output_tokens, "cases": cases})
+                    "input_tokens": f.input_tokens, "output_tokens": f.output_tokens, "run_ms": f.run_ms, "cases": cases})
             })
             .collect();
         json!({"run_id": self.run_id, "repeat": self.repeat, "wall_ms": self.wall_ms,

@@ -121,6 +121,15 @@ fn a_dataset_runs_every_case_contained_with_variants_repeats_and_junit() {
         assert_eq!(var["pass_rate"], 0.4);
         assert_eq!(var["pass_hat_k"], 0.4);
         assert!(var["input_tokens"].as_u64().unwrap() > 0, "{var}");
+        let summed: u64 = var["cases"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .flat_map(|c| c["runs"].as_array().unwrap())
+            .map(|r| r["wall_ms"].as_u64().unwrap())
+            .sum();
+        assert_eq!(var["run_ms"].as_u64(), Some(summed), "{var}");
+        assert!(summed > 0);
         let cases = var["cases"].as_array().unwrap();
         let verdicts: Vec<(String, Vec<bool>)> = cases
             .iter()

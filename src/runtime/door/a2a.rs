@@ -246,6 +246,19 @@ impl A2a {
             let t = self.submit(s, origin, Watch::None, &taken);
             return ok(id, shapes::render_send_result(&t, gen, s.history_length));
         }
+        self.send_blocking(ex, (id, gen), s, origin, &taken)
+    }
+
+    /// A send that holds for the task to settle, within [`BLOCKING_WAIT`]: then (or at once,
+    /// when it is already settled) the task as it stands, to the request that sent it.
+    fn send_blocking(
+        &self,
+        ex: &Exchange<'_>,
+        (id, gen): (&Value, Generation),
+        s: &SendRequest,
+        origin: Origin,
+        taken: &Option<String>,
+    ) -> Reply {
         let (tasks, rid, history) = (self.tasks.clone(), id.clone(), s.history_length);
         let task_id = Arc::new(std::sync::OnceLock::<String>::new());
         let tid = task_id.clone();
@@ -267,7 +280,7 @@ impl A2a {
             gen,
             history,
         };
-        let t = self.submit(s, origin, watch, &taken);
+        let t = self.submit(s, origin, watch, taken);
         let _ = task_id.set(t.id.clone());
         if t.state.is_terminal() {
             return ok(id, shapes::render_send_result(&t, gen, history));

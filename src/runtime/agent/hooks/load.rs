@@ -114,38 +114,8 @@ pub fn grant(
             .cloned()
             .collect();
         env.extend(base.identity.iter().cloned());
-        if let Some(config) = &r.entry.config {
-            let passed = safe_env(&[(CONFIG_VAR.into(), config.clone())], base.secret);
-            if passed.is_empty() {
-                warnings.push(Diagnostic::new(
-                    code::SEC_LITERAL_SECRET,
-                    format!("artifacts[{}].config", r.entry.name),
-                    format!(
-                        "the config of hook {} holds the provider key; it is not passed to the hook",
-                        r.bare
-                    ),
-                ));
-            }
-            env.extend(passed);
-        }
-        // Its own directory of the session's records, never the trace or the logs beside it.
-        let records = if r.entry.records {
-            // Made new: two hooks of one bare name (`a/eval`, `b/eval`) never share one.
-            let rel = format!("hooks/{}", r.bare);
-            let made = base
-                .records
-                .mkdirs("hooks", 0o700)
-                .and_then(|h| h.mkdir_new(&r.bare, 0o700));
-            Some(made.map_err(|e| {
-                Diagnostic::new(
-                    code::IO_READ,
-                    format!("artifacts[{}].records", r.entry.name),
-                    format!("cannot make the hook's records directory {rel}: {e}"),
-                )
-            })?)
-        } else {
-            None
-        };
+        env.extend(config_env(r, base.secret, &mut warnings));
+        let records = own_records(r, base.records)?;
         let (limits, deadline) =
             grants::narrow_limits(&base.ceiling.limits, r.entry.capabilities.as_ref(), true);
         let rel = format!("logs/hook-{}.log", r.bare);
@@ -168,6 +138,50 @@ pub fn grant(
         });
     }
     Ok((Hooks::new(hooks), warnings, notes))
+}
+
+/// The hook's entry `config` as `MURMUR_ARTIFACT_CONFIG`; not passed (W-SEC-004) when it
+/// holds the provider key.
+fn config_env(
+    r: &Resolved,
+    secret: Option<&(Option<String>, String)>,
+    warnings: &mut Vec<Diagnostic>,
+) -> Vec<(String, String)> {
+    let Some(config) = &r.entry.config else {
+        return Vec::new();
+    };
+    let passed = safe_env(&[(CONFIG_VAR.into(), config.clone())], secret);
+    if passed.is_empty() {
+        warnings.push(Diagnostic::new(
+            code::SEC_LITERAL_SECRET,
+            format!("artifacts[{}].config", r.entry.name),
+            format!(
+                "the config of hook {} holds the provider key; it is not passed to the hook",
+                r.bare
+            ),
+        ));
+    }
+    passed
+}
+
+/// A hook granted `records: own`: its directory of the session's records (`hooks/<name>/`,
+/// never the trace or the logs beside it), made new, so two hooks of one bare name
+/// (`a/eval`, `b/eval`) never share one.
+fn own_records(r: &Resolved, records: &Dir) -> Result<Option<Dir>, Diagnostic> {
+    if !r.entry.records {
+        return Ok(None);
+    }
+    let rel = format!("hooks/{}", r.bare);
+    let made = records
+        .mkdirs("hooks", 0o700)
+        .and_then(|h| h.mkdir_new(&r.bare, 0o700));
+    made.map(Some).map_err(|e| {
+        Diagnostic::new(
+            code::IO_READ,
+            format!("artifacts[{}].records", r.entry.name),
+            format!("cannot make the hook's records directory {rel}: {e}"),
+        )
+    })
 }
 
 /// Fire `on-stage` with the shell allow list and commit `write-manifests` answers: each

@@ -37,7 +37,10 @@ fuzz_target!(|data: &[u8]| {
     if let Ok(cases) = dataset::parse(data) {
         for c in cases {
             for p in std::iter::once(&c.task_path).chain(c.start.as_ref()) {
-                assert!(!p.starts_with('/') && !p.split('/').any(|x| x == ".." || x.is_empty()), "{p}");
+                assert!(
+                    !p.starts_with('/') && !p.split('/').any(|x| x == ".." || x.is_empty()),
+                    "{p}"
+                );
             }
         }
     }

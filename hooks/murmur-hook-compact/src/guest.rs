@@ -1,5 +1,5 @@
 //! The component glue: `murmur:hook/lifecycle` over [`crate::compact`].
-wit_bindgen::generate!({ path: "../../wit/hook", world: "murmur:hook/hook", generate_all });
+wit_bindgen::generate!({ path: "../../wit/hook-0.1", world: "murmur:hook/hook", generate_all });
 
 use crate::compact::{compact, Message};
 use exports::murmur::hook::lifecycle::Guest;

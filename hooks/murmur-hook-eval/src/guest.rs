@@ -1,6 +1,6 @@
 //! The component glue: observe each event into `/records/observed.jsonl`, score at
 //! `session-end` into `/records/eval.jsonl` (see [`crate::score`]).
-wit_bindgen::generate!({ path: "../../wit/hook", world: "murmur:hook/hook", generate_all });
+wit_bindgen::generate!({ path: "../../wit/hook-0.1", world: "murmur:hook/hook", generate_all });
 
 use crate::score::{records, Config, Observed};
 use exports::murmur::hook::lifecycle::Guest;

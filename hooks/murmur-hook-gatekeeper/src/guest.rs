@@ -1,5 +1,5 @@
 //! The component glue: `murmur:hook/lifecycle` over [`crate::gate`].
-wit_bindgen::generate!({ path: "../../wit/hook", world: "murmur:hook/hook", generate_all });
+wit_bindgen::generate!({ path: "../../wit/hook-0.1", world: "murmur:hook/hook", generate_all });
 
 use exports::murmur::hook::lifecycle::Guest;
 use murmur::hook::types::{Event, Output};

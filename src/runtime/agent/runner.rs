@@ -12,7 +12,11 @@ use crate::runtime::component::received;
 use crate::runtime::door::tasks::{Acceptance, Taken, Tasks};
 use crate::runtime::serve::{Closing, Finished, Served, TaskRunner};
 use crate::runtime::trace::Bootstrap;
-use crate::runtime::wasm::{self, hook::Event, sink::Sink};
+use crate::runtime::wasm::{
+    self,
+    hook::{Event, SessionEndInfo},
+    sink::Sink,
+};
 use serde_json::json;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -69,6 +73,7 @@ impl TaskRunner for AgentRunner {
             source: taken.source,
             origin: taken.origin.origin.clone(),
             trust: taken.origin.trust.clone(),
+            traceparent: taken.origin.traceparent.clone(),
             text: taken.text.clone(),
             cancel: taken.cancel.clone(),
         };
@@ -154,7 +159,16 @@ impl TaskRunner for AgentRunner {
             d.launcher.watch.shutdown();
         }
         // on-session-end: after the task loop exits (and after the sleep of a queue session).
-        session.fire(Binding::SessionEnd, || Event::SessionEnd);
+        let exit_status = if session.halted {
+            "failed"
+        } else {
+            end.exit_status()
+        };
+        session.fire(Binding::SessionEnd, || {
+            Event::SessionEnd(SessionEndInfo {
+                exit_status: exit_status.to_string(),
+            })
+        });
         let totals = session.totals;
         for n in std::mem::take(&mut session.notes) {
             bootstrap.line(&n);

@@ -40,6 +40,8 @@ pub struct Task {
     /// The trust class of its origin (`trusted` or `untrusted`): a delegation made from
     /// it carries this class.
     pub trust: String,
+    /// The caller's W3C `traceparent`, when the A2A request carried a well-formed one.
+    pub traceparent: Option<String>,
     pub text: String,
     /// Set when the task is canceled (over A2A): the loop stops at its next safe point.
     pub cancel: Arc<AtomicBool>,
@@ -181,6 +183,7 @@ impl Session {
                 context_id: task.context_id.clone(),
                 source: task.source.to_string(),
                 input_bytes: task.text.len() as u64,
+                traceparent: task.traceparent.clone(),
             })
         });
         if let Some(d) = self.tools.delegate.as_mut() {
@@ -298,7 +301,10 @@ impl Session {
                         "inference",
                         json!({"turn": turn, "input_tokens": 0, "output_tokens": 0, "decision": "error", "tool_name": null, "error": e}),
                     );
-                    self.fire(Binding::Inference, || inference_event(turn, "error", 0, 0));
+                    let model = self.model.clone();
+                    self.fire(Binding::Inference, || {
+                        inference_event(turn, "error", (0, 0), &model)
+                    });
                     // A call dropped by a signal fails for the signal, as a tool call does.
                     return match self.interrupted.load(Ordering::SeqCst) {
                         0 => TaskEnd::Failed(e),
@@ -328,7 +334,10 @@ impl Session {
             );
             let (i, o) = (response.usage.input_tokens, response.usage.output_tokens);
             let decision = response.stop_reason.as_str();
-            self.fire(Binding::Inference, || inference_event(turn, decision, i, o));
+            let model = self.model.clone();
+            self.fire(Binding::Inference, || {
+                inference_event(turn, decision, (i, o), &model)
+            });
             // A cancel that arrived while the model answered: the answer is not the task's.
             if cancel.load(Ordering::SeqCst) {
                 return TaskEnd::Canceled;
@@ -526,14 +535,15 @@ impl Session {
     }
 }
 
-fn inference_event(turn: u64, decision: &str, input_tokens: u64, output_tokens: u64) -> Event {
+fn inference_event(turn: u64, decision: &str, usage: (u64, u64), model: &str) -> Event {
     Event::Inference(InferenceInfo {
         turn: u32::try_from(turn).unwrap_or(u32::MAX),
         decision: decision.to_string(),
         usage: HookUsage {
-            input_tokens,
-            output_tokens,
+            input_tokens: usage.0,
+            output_tokens: usage.1,
         },
+        model: model.to_string(),
     })
 }
 

@@ -4,6 +4,7 @@
 pub mod cache;
 pub mod credential;
 pub mod hook;
+mod hook_v1;
 pub mod host;
 pub mod invoke;
 pub mod sink;

@@ -1,31 +1,36 @@
 #!/usr/bin/env bash
-# Create the virtualenv with the official A2A Python SDK (a2a-sdk 1.3.0) that
-# tests/door/a2a_sdk.rs drives through tests/sdk/a2a_client.py:
+# Create the virtualenv the tests' Python side runs in: the official A2A Python SDK (a2a-sdk
+# 1.3.0) that tests/door/a2a_sdk.rs drives through tests/sdk/a2a_client.py, and the official
+# OpenTelemetry protobuf definitions (opentelemetry-proto 1.45.2) with which
+# tests/sdk/otlp_check.py parses what the OTel hook sends, for tests/agent/agent_otel.rs:
 #
 #     scripts/a2a-sdk-venv.sh [VENV_DIR]      # default: target/a2a-sdk-venv
 #
 # The SDK's client needs only its base requirements (httpx, protobuf, pydantic, json-rpc,
 # google-api-core, googleapis-common-protos, packaging, culsans); its extras are for the
-# server side (http-server, fastapi, grpc, sql ...) and are not installed. Idempotent: a venv
-# that already imports a2a-sdk 1.3.0 is left as it is. Needs python3 >= 3.10 with the venv
+# server side (http-server, fastapi, grpc, sql ...) and are not installed; opentelemetry-proto
+# needs only protobuf, which both share. Idempotent: a venv that already imports both, at
+# these versions, is left as it is. Needs python3 >= 3.10 with the venv
 # module (on Debian: `apt-get install python3-venv`).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 venv="${1:-target/a2a-sdk-venv}"
 version=1.3.0
+otel_version=1.45.2
 python="${PYTHON:-python3}"
 
 installed() {
-    [ -x "$venv/bin/python3" ] && "$venv/bin/python3" - "$version" <<'EOF' 2>/dev/null
+    [ -x "$venv/bin/python3" ] && "$venv/bin/python3" - "$version" "$otel_version" <<'EOF' 2>/dev/null
 import sys
 from importlib.metadata import version
 import a2a.client  # the client imports cleanly, not just the metadata is present
-sys.exit(0 if version("a2a-sdk") == sys.argv[1] else 1)
+from opentelemetry.proto.collector.trace.v1 import trace_service_pb2  # noqa: F401
+sys.exit(0 if (version("a2a-sdk"), version("opentelemetry-proto")) == tuple(sys.argv[1:3]) else 1)
 EOF
 }
 
 if installed; then
-    echo "a2a-sdk $version already in $venv"
+    echo "a2a-sdk $version and opentelemetry-proto $otel_version already in $venv"
     exit 0
 fi
 if ! command -v "$python" >/dev/null; then
@@ -41,9 +46,10 @@ fi
 rm -rf "$venv"
 mkdir -p "$(dirname "$venv")"
 "$python" -m venv "$venv"
-"$venv/bin/python3" -m pip install --quiet --disable-pip-version-check "a2a-sdk==$version"
+"$venv/bin/python3" -m pip install --quiet --disable-pip-version-check "a2a-sdk==$version" \
+    "opentelemetry-proto==$otel_version"
 if ! installed; then
-    echo "error: a2a-sdk $version did not install into $venv" >&2
+    echo "error: a2a-sdk $version and opentelemetry-proto $otel_version did not install into $venv" >&2
     exit 1
 fi
-echo "a2a-sdk $version installed in $venv"
+echo "a2a-sdk $version and opentelemetry-proto $otel_version installed in $venv"

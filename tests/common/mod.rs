@@ -121,6 +121,7 @@ pub mod probe;
 pub mod provider;
 pub mod resources;
 pub mod roost;
+pub mod sdk;
 pub mod supervision;
 pub mod tmpfs;
 

@@ -11,25 +11,12 @@ use crate::common;
 
 use common::capsule::{capsule, repo, serve};
 use common::TempDir;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 /// Longer than the script's own worst case (three 30 s polls per generation).
 const SCRIPT_DEADLINE: Duration = Duration::from_secs(180);
-
-fn sdk_python() -> PathBuf {
-    let python = std::env::var_os("MURMUR_A2A_SDK_PYTHON")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| repo("target/a2a-sdk-venv/bin/python3"));
-    assert!(
-        python.is_file(),
-        "no A2A SDK python at {}: run scripts/a2a-sdk-venv.sh (or set MURMUR_A2A_SDK_PYTHON \
-         to a python with a2a-sdk==1.3.0)",
-        python.display()
-    );
-    python
-}
 
 struct ScriptRun {
     code: Option<i32>,
@@ -102,7 +89,7 @@ fn the_official_a2a_sdk_client_authenticates_with_its_own_auth_options() {
 /// Serve the slow capsule with `extra` manifest YAML and run the script over both
 /// generations, with the token of `credential` (printed by `mur token`) when named.
 fn drive(label: &str, extra: &str, credential: Option<&str>) {
-    let python = sdk_python();
+    let python = common::sdk::python();
     let t = TempDir::new(label);
     let dir = capsule(&t, "tests/fixtures/slow/capsule.wasm", extra);
     let (mut running, line) = serve(&t, &dir);

@@ -4,7 +4,9 @@
 use crate::drive::{HttpResponse, TransportError};
 use crate::url::Url;
 use wasip2::http::outgoing_handler::{handle, ErrorCode};
-use wasip2::http::types::{Fields, IncomingBody, Method, OutgoingBody, OutgoingRequest, Scheme};
+use wasip2::http::types::{
+    Fields, IncomingBody, Method, OutgoingBody, OutgoingRequest, RequestOptions, Scheme,
+};
 use wasip2::io::streams::StreamError;
 
 /// The most bytes one `blocking-write-and-flush` accepts.
@@ -18,6 +20,18 @@ pub fn post(
     headers: &[(&str, &str)],
     body: &[u8],
     cap: usize,
+) -> Result<HttpResponse, TransportError> {
+    post_within(url, headers, body, cap, None)
+}
+
+/// [`post`], given up when connecting, the first response byte or any later gap between
+/// bytes takes longer than `timeout` (the host's own limits apply when `None`).
+pub fn post_within(
+    url: &Url,
+    headers: &[(&str, &str)],
+    body: &[u8],
+    cap: usize,
+    timeout: Option<std::time::Duration>,
 ) -> Result<HttpResponse, TransportError> {
     let fields = Fields::new();
     let length = body.len().to_string();
@@ -47,7 +61,7 @@ pub fn post(
         .body()
         .map_err(|()| TransportError::Failed("no request body stream".into()))?;
     // Send first, then write: the host streams the body to the connection as it is written.
-    let future = handle(request, None).map_err(from_code)?;
+    let future = handle(request, timeout.map(options)).map_err(from_code)?;
     let written = write_body(&outgoing, body);
     let finished = match written {
         Ok(()) => OutgoingBody::finish(outgoing, None).map_err(|e| format!("{e:?}")),
@@ -87,6 +101,17 @@ pub fn post(
         retry_after,
         body: read?,
     })
+}
+
+/// Request options giving up after `timeout` at each wait (an option the host does not
+/// support is left at its default).
+fn options(timeout: std::time::Duration) -> RequestOptions {
+    let o = RequestOptions::new();
+    let ns = u64::try_from(timeout.as_nanos()).unwrap_or(u64::MAX);
+    let _ = o.set_connect_timeout(Some(ns));
+    let _ = o.set_first_byte_timeout(Some(ns));
+    let _ = o.set_between_bytes_timeout(Some(ns));
+    o
 }
 
 fn write_body(outgoing: &OutgoingBody, body: &[u8]) -> Result<(), String> {

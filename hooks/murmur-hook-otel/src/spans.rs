@@ -1,0 +1,322 @@
+//! Spans in OTLP/HTTP JSON (the protobuf JSON mapping, with trace and span ids as hex and
+//! 64-bit integers as strings): a task attempt's spans from its observations, the session
+//! span, and the request body that carries them.
+
+use crate::obs::{span_id, Obs, Session};
+use serde_json::{json, Value};
+
+/// The span kinds used (`opentelemetry.proto.trace.v1.Span.SpanKind`).
+const INTERNAL: u8 = 1;
+const SERVER: u8 = 2;
+const CLIENT: u8 = 3;
+/// `Status.StatusCode.STATUS_CODE_ERROR`.
+const ERROR: u8 = 2;
+/// The most characters of a name or a text attribute taken from the session (a tool name
+/// is the model's choice).
+pub const MAX_TEXT: usize = 256;
+
+/// Who the spans are about: the resource attributes.
+pub struct Resource<'a> {
+    pub capsule: &'a str,
+    pub version: &'a str,
+    pub session_id: &'a str,
+}
+
+/// How a task attempt ended (`task-end`).
+pub struct AttemptEnd<'a> {
+    pub t: u64,
+    pub task_id: &'a str,
+    pub exit_status: &'a str,
+    pub turns: u32,
+}
+
+fn clip(s: &str) -> String {
+    driver_common::outcome::one_line(s, MAX_TEXT)
+}
+
+fn text(key: &str, v: &str) -> Value {
+    json!({"key": key, "value": {"stringValue": clip(v)}})
+}
+
+fn int(key: &str, v: i64) -> Value {
+    json!({"key": key, "value": {"intValue": v.to_string()}})
+}
+
+fn uint(key: &str, v: u64) -> Value {
+    int(key, i64::try_from(v).unwrap_or(i64::MAX))
+}
+
+fn double(key: &str, v: f64) -> Value {
+    // JSON has no NaN nor infinity; protobuf JSON spells them as strings.
+    let value = if v.is_finite() {
+        json!(v)
+    } else {
+        json!(format!("{v}"))
+    };
+    json!({"key": key, "value": {"doubleValue": value}})
+}
+
+/// One span being built.
+struct Span {
+    trace_id: String,
+    span_id: String,
+    parent: Option<String>,
+    name: String,
+    kind: u8,
+    start: u64,
+    end: u64,
+    attributes: Vec<Value>,
+    events: Vec<Value>,
+    links: Vec<Value>,
+    error: Option<String>,
+}
+
+impl Span {
+    fn new(
+        trace_id: &str,
+        span_id: String,
+        parent: Option<String>,
+        name: &str,
+        kind: u8,
+        (start, end): (u64, u64),
+    ) -> Span {
+        Span {
+            trace_id: trace_id.to_string(),
+            span_id,
+            parent,
+            name: clip(name),
+            kind,
+            start: start.min(end),
+            end,
+            attributes: Vec::new(),
+            events: Vec::new(),
+            links: Vec::new(),
+            error: None,
+        }
+    }
+
+    fn json(self) -> Value {
+        let mut v = json!({
+            "traceId": self.trace_id,
+            "spanId": self.span_id,
+            "name": self.name,
+            "kind": self.kind,
+            "startTimeUnixNano": self.start.to_string(),
+            "endTimeUnixNano": self.end.to_string(),
+            "attributes": self.attributes,
+        });
+        if let Some(p) = self.parent {
+            v["parentSpanId"] = json!(p);
+        }
+        if !self.events.is_empty() {
+            v["events"] = json!(self.events);
+        }
+        if !self.links.is_empty() {
+            v["links"] = json!(self.links);
+        }
+        if let Some(message) = self.error {
+            v["status"] = json!({"code": ERROR, "message": clip(&message)});
+        }
+        v
+    }
+}
+
+fn event(t: u64, name: &str, attributes: Vec<Value>) -> Value {
+    json!({"timeUnixNano": t.to_string(), "name": name, "attributes": attributes})
+}
+
+/// The spans of one task attempt: the task span (child of the session span), and under it
+/// a span per inference turn and per tool or shell call; compaction and a reopen are events
+/// of the task span. `obs` are the attempt's observations in order; a missing start (an
+/// event the runtime's queue dropped) is made up from what there is.
+pub fn attempt_spans(session: &Session, session_id: &str, obs: &[Obs], end: &AttemptEnd<'_>) -> Vec<Value> {
+    let first = obs.iter().find_map(|o| match o {
+        Obs::Start {
+            t,
+            context_id,
+            source,
+            attempt,
+            traceparent,
+            ..
+        } => Some((
+            *t,
+            context_id.as_str(),
+            source.as_str(),
+            *attempt,
+            traceparent.as_deref(),
+        )),
+        _ => None,
+    });
+    let (start, context_id, source, attempt, traceparent) =
+        first.unwrap_or((obs.first().map_or(end.t, Obs::t), "", "", 1, None));
+    let attempt_text = attempt.to_string();
+    let task_span = span_id(&[session_id, "task", end.task_id, &attempt_text]);
+    let mut task = Span::new(
+        &session.trace_id,
+        task_span.clone(),
+        Some(session.span_id.clone()),
+        "mur.task",
+        INTERNAL,
+        (start, end.t),
+    );
+    task.attributes = vec![
+        text("murmur.task.id", end.task_id),
+        text("murmur.context.id", context_id),
+        text("murmur.task.source", source),
+        int("murmur.task.attempt", i64::from(attempt)),
+        int("murmur.task.turns", i64::from(end.turns)),
+        text("murmur.task.exit_status", end.exit_status),
+    ];
+    if attempt > 1 {
+        task.events.push(event(
+            start,
+            "reopen",
+            vec![int("murmur.task.attempt", i64::from(attempt))],
+        ));
+    }
+    if let Some((trace, span)) = session.link(traceparent) {
+        task.links.push(json!({"traceId": trace, "spanId": span}));
+    }
+    if end.exit_status != "ok" {
+        task.error = Some(end.exit_status.to_string());
+    }
+    let mut spans = Vec::new();
+    let mut boundary = start;
+    for (index, o) in obs.iter().enumerate() {
+        let id = |what: &str| span_id(&[session_id, end.task_id, &attempt_text, what, &index.to_string()]);
+        match o {
+            Obs::Start { .. } => {}
+            Obs::Compaction { t, tokens, threshold } => task.events.push(event(
+                *t,
+                "compaction",
+                vec![
+                    uint("murmur.session_tokens", *tokens),
+                    double("murmur.threshold", *threshold),
+                ],
+            )),
+            Obs::Inference {
+                t,
+                turn,
+                decision,
+                model,
+                input,
+                output,
+            } => {
+                let mut s = Span::new(
+                    &session.trace_id,
+                    id("inference"),
+                    Some(task_span.clone()),
+                    &format!("chat {model}"),
+                    CLIENT,
+                    (boundary, *t),
+                );
+                s.attributes = vec![
+                    text("gen_ai.operation.name", "chat"),
+                    text("gen_ai.request.model", model),
+                    uint("gen_ai.usage.input_tokens", *input),
+                    uint("gen_ai.usage.output_tokens", *output),
+                    int("murmur.turn", i64::from(*turn)),
+                    text("murmur.decision", decision),
+                ];
+                if decision == "error" {
+                    s.error = Some("the driver call failed".into());
+                }
+                spans.push(s.json());
+                boundary = *t;
+            }
+            Obs::Call {
+                t,
+                shell,
+                turn,
+                name,
+                outcome,
+                exit,
+                ms,
+            } => {
+                let began = t.saturating_sub(ms.saturating_mul(1_000_000));
+                let title = if *shell {
+                    format!("shell {name}")
+                } else {
+                    format!("execute_tool {name}")
+                };
+                let mut s = Span::new(
+                    &session.trace_id,
+                    id("call"),
+                    Some(task_span.clone()),
+                    &title,
+                    INTERNAL,
+                    (began, *t),
+                );
+                s.attributes = if *shell {
+                    vec![text("murmur.shell.binary", name)]
+                } else {
+                    vec![
+                        text("gen_ai.operation.name", "execute_tool"),
+                        text("gen_ai.tool.name", name),
+                    ]
+                };
+                s.attributes.extend([
+                    int("murmur.turn", i64::from(*turn)),
+                    text("murmur.call.outcome", outcome),
+                    uint("murmur.duration_ms", *ms),
+                ]);
+                if let Some(code) = exit {
+                    s.attributes.push(int("process.exit.code", i64::from(*code)));
+                }
+                if outcome == "error" {
+                    s.error = Some(format!("the call of {} failed", clip(name)));
+                }
+                spans.push(s.json());
+                boundary = *t;
+            }
+        }
+    }
+    spans.insert(0, task.json());
+    spans
+}
+
+/// The session span: from `session-start` to `end_t`, child of the caller's span when the
+/// first task carried a `traceparent`; `ERROR` when the session did not end `ok`.
+pub fn session_span(session: &Session, session_id: &str, end_t: u64, exit_status: &str) -> Value {
+    let kind = if session.parent.is_some() {
+        SERVER
+    } else {
+        INTERNAL
+    };
+    let mut s = Span::new(
+        &session.trace_id,
+        session.span_id.clone(),
+        session.parent.clone(),
+        "mur.session",
+        kind,
+        (session.start, end_t),
+    );
+    s.attributes = vec![
+        text("murmur.session.id", session_id),
+        text("murmur.session.exit_status", exit_status),
+    ];
+    if exit_status != "ok" {
+        s.error = Some(exit_status.to_string());
+    }
+    s.json()
+}
+
+/// The body of `POST /v1/traces` (`ExportTraceServiceRequest`) carrying `spans`.
+pub fn export(resource: &Resource<'_>, spans: Vec<Value>) -> String {
+    json!({"resourceSpans": [{
+        "resource": {"attributes": [
+            text("service.name", resource.capsule),
+            text("service.version", resource.version),
+            text("service.instance.id", resource.session_id),
+            text("murmur.session.id", resource.session_id),
+        ]},
+        "scopeSpans": [{
+            "scope": {"name": "murmur-hook-otel", "version": env!("CARGO_PKG_VERSION")},
+            "spans": spans,
+        }],
+    }]})
+    .to_string()
+}
+
+#[cfg(test)]
+mod tests;

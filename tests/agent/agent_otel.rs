@@ -1,0 +1,416 @@
+//! The OpenTelemetry hook (`artifacts/murmur-hook-otel`) through the real `mur run` against
+//! the mock provider, with a loopback collector (the mock's sink) capturing what it sends:
+//! every body parses strictly with the official protobuf definitions (tests/sdk/otlp_check.py,
+//! opentelemetry-proto), one request per task end and one at session end, the span tree
+//! (session ← task ← turns and calls) in the caller's trace under its `traceparent`, a later
+//! caller's task linked, attributes and statuses. A collector that is down, one that never
+//! answers, a missing records grant and a missing network grant each cost the session nothing
+//! but a line in the hook's log.
+
+use crate::common;
+
+use common::agent::{hook_example, log_text, publish_zip, Drv, Spec, World, MODEL};
+use common::agent_door::{lifecycle_yaml, send_params_10};
+use common::provider::{Provider, Recorded, Step};
+use serde_json::{json, Value};
+use std::collections::BTreeMap;
+use std::net::TcpListener;
+use std::process::Command;
+use std::time::Duration;
+
+const TP: &str = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+const TP_TRACE: &str = "4bf92f3577b34da6a3ce929d0e0e4736";
+const TP_SPAN: &str = "00f067aa0ba902b7";
+const OTHER: &str = "00-11111111111111111111111111111111-2222222222222222-00";
+
+/// The hook's entry: its records directory, the collector at `origin` granted and named.
+fn entry(origin: &str, records: bool, network: bool, extra: &str) -> String {
+    let records = if records { "records: own, " } else { "" };
+    let caps = if network {
+        format!("capabilities: {{network: {{allow: [\"{origin}\"]}}}}, ")
+    } else {
+        String::new()
+    };
+    format!(
+        "{{name: murmur-hook-otel, version: 1.0.0, runtime: hook, {records}{caps}config: {{endpoint: \"{origin}\"{extra}}}}}"
+    )
+}
+
+fn world(label: &str, p: &Provider, origin: &str, entry: String, lifecycle: &str) -> World {
+    let w = World::new(label);
+    publish_zip(&w.reg, &hook_example("murmur-hook-otel"));
+    let mut spec = Spec::new(Drv::OpenAi, p);
+    spec.network = vec![origin.to_string()];
+    spec.artifacts = vec![entry];
+    w.manifest_text(&format!("{}{lifecycle}", spec.yaml()));
+    w
+}
+
+/// The bodies, parsed by the official definitions: per body, its resources as
+/// tests/sdk/otlp_check.py prints them.
+fn parsed(w: &World, bodies: &[Recorded]) -> Vec<Value> {
+    let mut paths = Vec::new();
+    for (i, r) in bodies.iter().enumerate() {
+        assert_eq!((r.method.as_str(), r.path.as_str()), ("POST", "/v1/traces"));
+        assert_eq!(r.header("content-type"), Some("application/json"));
+        let path = w.t.path().join(format!("otlp-{i}.json"));
+        std::fs::write(&path, &r.body).unwrap();
+        paths.push(path);
+    }
+    let out = Command::new(common::sdk::python())
+        .arg(common::capsule::repo("tests/sdk/otlp_check.py"))
+        .args(&paths)
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "the official definitions refuse a body: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice::<Vec<Value>>(&out.stdout).unwrap()
+}
+
+/// The spans of one parsed body (one resource, one scope), checking the resource.
+fn spans_of(body: &Value, sid: &str) -> Vec<Value> {
+    let resources = body.as_array().unwrap();
+    assert_eq!(resources.len(), 1, "{body}");
+    assert_eq!(
+        resources[0]["attributes"],
+        json!({"service.name": "agent-x", "service.version": "0.1.0",
+               "service.instance.id": sid, "murmur.session.id": sid})
+    );
+    let scopes = resources[0]["scopes"].as_array().unwrap();
+    assert_eq!(scopes.len(), 1);
+    assert_eq!(
+        (&scopes[0]["name"], &scopes[0]["version"]),
+        (&json!("murmur-hook-otel"), &json!("1.0.0"))
+    );
+    scopes[0]["spans"].as_array().unwrap().clone()
+}
+
+fn within(child: &Value, parent: &Value) -> bool {
+    let n = |v: &Value, k: &str| v[k].as_u64().unwrap();
+    n(parent, "start") <= n(child, "start")
+        && n(child, "start") <= n(child, "end")
+        && n(child, "end") <= n(parent, "end")
+}
+
+#[test]
+fn the_otel_hook_exports_each_task_and_the_session_as_a_span_tree_the_protobuf_definitions_accept() {
+    let collector = Provider::start_sink();
+    let origin = format!("http://127.0.0.1:{}", collector.port());
+    let p = Provider::start(vec![
+        Step::Tools(vec![
+            ("c1".into(), "bash".into(), json!({"command": "exit 3"})),
+            ("c2".into(), "no-such-tool".into(), json!({})),
+        ]),
+        Step::text("first done"),
+        Step::text("second done"),
+    ]);
+    let w = world(
+        "otel-tree",
+        &p,
+        &origin,
+        entry(&origin, true, true, ""),
+        &lifecycle_yaml("queue", Some("exit"), Some(2)),
+    );
+    let mut s = w.serve(None, &[("MURMUR_A2A_TIMEOUT_SECS", "2")]);
+    let first = s.result(
+        "SendMessage",
+        send_params_10("task one", false),
+        &[("traceparent", TP)],
+    );
+    let second = s.result(
+        "SendMessage",
+        send_params_10("task two", false),
+        &[("traceparent", OTHER)],
+    );
+    let ids: Vec<String> = [&first, &second]
+        .iter()
+        .map(|r| {
+            r["task"]["id"]
+                .as_str()
+                .unwrap_or_else(|| panic!("{r}"))
+                .to_string()
+        })
+        .collect();
+    // The session ends on its own once idle (a SIGTERM would cut short the hook's call in
+    // flight, as it does every guest call).
+    let ended = s.wait_exit(Duration::from_secs(60));
+    assert_eq!(ended.and_then(|e| e.code()), Some(0), "{}", s.both());
+    let sid = s.sid.clone();
+    let bodies = collector.requests();
+    assert_eq!(
+        bodies.len(),
+        3,
+        "one request per task end and one at session end; hook log: {}",
+        log_text(&w, &sid, "hook-murmur-hook-otel.log")
+    );
+    let parsed = parsed(&w, &bodies);
+    let (task1, task2, session) = (
+        spans_of(&parsed[0], &sid),
+        spans_of(&parsed[1], &sid),
+        spans_of(&parsed[2], &sid),
+    );
+
+    // The session span: the caller's child, in the caller's trace.
+    assert_eq!(session.len(), 1);
+    let ses = &session[0];
+    assert_eq!(
+        (
+            &ses["name"],
+            &ses["kind"],
+            &ses["trace_id"],
+            &ses["parent_span_id"]
+        ),
+        (
+            &json!("mur.session"),
+            &json!("SPAN_KIND_SERVER"),
+            &json!(TP_TRACE),
+            &json!(TP_SPAN)
+        )
+    );
+    assert_eq!(
+        ses["attributes"],
+        json!({"murmur.session.id": sid, "murmur.session.exit_status": "ok"})
+    );
+    assert_eq!(ses["status"]["code"], "STATUS_CODE_UNSET");
+
+    // The first task: the task span, two turns, the shell call and the failed tool call.
+    let names: Vec<&str> = task1.iter().map(|s| s["name"].as_str().unwrap()).collect();
+    assert_eq!(
+        names,
+        [
+            "mur.task",
+            &format!("chat {MODEL}"),
+            "shell bash",
+            "execute_tool no-such-tool",
+            &format!("chat {MODEL}")
+        ]
+    );
+    let task = &task1[0];
+    assert_eq!(task["parent_span_id"], ses["span_id"]);
+    assert!(within(task, ses), "{task} {ses}");
+    let a = &task["attributes"];
+    assert_eq!(
+        (
+            &a["murmur.task.id"],
+            &a["murmur.task.turns"],
+            &a["murmur.task.exit_status"],
+            &a["murmur.task.source"]
+        ),
+        (&json!(ids[0]), &json!(2), &json!("ok"), &json!("a2a"))
+    );
+    assert_eq!(task["links"], json!([]), "its caller is the session's parent");
+    assert_eq!(task["status"]["code"], "STATUS_CODE_UNSET");
+    let mut seen = std::collections::BTreeSet::new();
+    for s in &task1 {
+        assert_eq!(s["trace_id"], TP_TRACE);
+        assert!(
+            seen.insert(s["span_id"].as_str().unwrap().to_string()),
+            "a span id twice"
+        );
+    }
+    for child in &task1[1..] {
+        assert_eq!(child["parent_span_id"], task["span_id"], "{child}");
+        assert!(within(child, task), "{child} {task}");
+    }
+    let usage = |s: &Value| {
+        let a = &s["attributes"];
+        (
+            a["gen_ai.usage.input_tokens"].as_i64(),
+            a["gen_ai.usage.output_tokens"].as_i64(),
+            a["gen_ai.request.model"].as_str().map(str::to_string),
+            a["murmur.decision"].as_str().map(str::to_string),
+        )
+    };
+    assert_eq!(task1[1]["kind"], "SPAN_KIND_CLIENT");
+    assert_eq!(
+        usage(&task1[1]),
+        (Some(10), Some(5), Some(MODEL.into()), Some("tool_call".into()))
+    );
+    assert_eq!(
+        usage(&task1[4]),
+        (Some(20), Some(5), Some(MODEL.into()), Some("end_turn".into()))
+    );
+    let shell = &task1[2];
+    assert_eq!(shell["attributes"]["process.exit.code"], 3);
+    assert_eq!(shell["attributes"]["murmur.call.outcome"], "ok");
+    assert_eq!(
+        shell["status"]["code"], "STATUS_CODE_UNSET",
+        "a non-zero exit is data"
+    );
+    let tool = &task1[3];
+    assert_eq!(tool["attributes"]["gen_ai.tool.name"], "no-such-tool");
+    assert_eq!(tool["status"]["code"], "STATUS_CODE_ERROR");
+
+    // The second task: another caller's, linked; in the session's trace all the same.
+    let names: Vec<&str> = task2.iter().map(|s| s["name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["mur.task", &format!("chat {MODEL}")]);
+    assert_eq!(task2[0]["attributes"]["murmur.task.id"], json!(ids[1]));
+    assert_eq!(task2[0]["parent_span_id"], ses["span_id"]);
+    assert_eq!(task2[0]["trace_id"], TP_TRACE);
+    assert_eq!(
+        task2[0]["links"],
+        json!([{"trace_id": "11111111111111111111111111111111", "span_id": "2222222222222222"}])
+    );
+    assert_eq!(usage(&task2[1]).0, Some(30), "{}", task2[1]);
+    assert!(
+        log_text(&w, &sid, "hook-murmur-hook-otel.log").is_empty(),
+        "nothing went wrong"
+    );
+    assert!(
+        !w.records(&sid).join("hooks/murmur-hook-otel/task.jsonl").exists()
+            && !w
+                .records(&sid)
+                .join("hooks/murmur-hook-otel/session.json")
+                .exists(),
+        "the hook's working files stay behind"
+    );
+}
+
+/// A collector that accepts connections and never answers, holding them open.
+fn silent_collector() -> (u16, std::thread::JoinHandle<()>) {
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = l.local_addr().unwrap().port();
+    let t = std::thread::spawn(move || {
+        let mut held = Vec::new();
+        l.set_nonblocking(true).unwrap();
+        let until = std::time::Instant::now() + Duration::from_secs(60);
+        while std::time::Instant::now() < until && held.len() < 8 {
+            match l.accept() {
+                Ok((s, _)) => held.push(s),
+                Err(_) => std::thread::sleep(Duration::from_millis(20)),
+            }
+        }
+    });
+    (port, t)
+}
+
+#[test]
+fn a_collector_down_or_silent_and_a_missing_grant_cost_the_session_only_a_log_line() {
+    // Down: nothing listens on the port.
+    let down = TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let (silent, _held) = silent_collector();
+    let sink = Provider::start_sink();
+    let cases: [(&str, u16, bool, bool, &str, &str); 4] = [
+        ("otel-down", down, true, true, "", "not exported to"),
+        (
+            "otel-silent",
+            silent,
+            true,
+            true,
+            ", timeout_ms: 300",
+            "not exported to",
+        ),
+        (
+            "otel-norecords",
+            sink.port(),
+            false,
+            true,
+            "",
+            "grant its entry `records: own`",
+        ),
+        ("otel-nonet", sink.port(), true, false, "", "HttpRequestDenied"),
+    ];
+    let mut lines = BTreeMap::new();
+    for (label, port, records, network, extra, says) in cases {
+        let origin = format!("http://127.0.0.1:{port}");
+        let p = Provider::start(vec![Step::text("fine")]);
+        let w = world(label, &p, &origin, entry(&origin, records, network, extra), "");
+        let run = w.run("do it", &[]);
+        run.assert_ok();
+        let sid = run.sid();
+        assert_eq!(w.result(&sid), "fine\n");
+        let log = log_text(&w, &sid, "hook-murmur-hook-otel.log");
+        assert!(log.contains(says), "{label}: {log}");
+        lines.insert(label, log);
+    }
+    let down_log = &lines["otel-down"];
+    assert!(down_log.contains("spans of task tsk_"), "{down_log}");
+    assert!(
+        down_log.contains("1 spans of the session not exported"),
+        "{down_log}"
+    );
+    assert!(
+        sink.requests().is_empty(),
+        "nothing reached the collector without both grants"
+    );
+}
+
+#[test]
+fn a_reopened_task_is_a_span_per_attempt_and_a_session_that_did_not_end_ok_is_an_error() {
+    let collector = Provider::start_sink();
+    let origin = format!("http://127.0.0.1:{}", collector.port());
+    let p = Provider::start(vec![Step::text("attempt one"), Step::text("attempt two")]);
+    let w = World::new("otel-reopen");
+    publish_zip(&w.reg, &hook_example("murmur-hook-otel"));
+    common::agent::publish_hook(&w.reg, "hook-reopen-always");
+    let mut spec = Spec::new(Drv::OpenAi, &p);
+    spec.network = vec![origin.clone()];
+    spec.artifacts = vec![
+        common::agent::hook_entry("hook-reopen-always", None),
+        entry(&origin, true, true, ""),
+    ];
+    spec.inference_extra = "  max_task_reopens: 1\n".into();
+    w.manifest(&spec);
+    let run = w.run("go", &[]);
+    assert_eq!(run.code(), Some(1), "{}", run.both());
+    let sid = run.sid();
+    let bodies = collector.requests();
+    assert_eq!(bodies.len(), 3, "two attempts and the session");
+    let parsed = parsed(&w, &bodies);
+    let one = spans_of(&parsed[0], &sid);
+    let two = spans_of(&parsed[1], &sid);
+    let session = spans_of(&parsed[2], &sid);
+    let (a, b) = (&one[0], &two[0]);
+    assert_eq!(
+        a["attributes"]["murmur.task.id"],
+        b["attributes"]["murmur.task.id"]
+    );
+    assert_ne!(a["span_id"], b["span_id"]);
+    assert_eq!(
+        (
+            &a["attributes"]["murmur.task.attempt"],
+            &b["attributes"]["murmur.task.attempt"]
+        ),
+        (&json!(1), &json!(2))
+    );
+    assert_eq!(a["events"], json!([]));
+    let reopen: Vec<&Value> = b["events"].as_array().unwrap().iter().collect();
+    assert_eq!(reopen.len(), 1, "{b}");
+    assert_eq!(reopen[0]["name"], "reopen");
+    assert_eq!(reopen[0]["attributes"], json!({"murmur.task.attempt": 2}));
+    assert_eq!(
+        (
+            a["attributes"]["murmur.task.turns"].as_i64(),
+            b["attributes"]["murmur.task.turns"].as_i64()
+        ),
+        (Some(1), Some(2)),
+        "turns count across attempts"
+    );
+    assert_eq!((one.len(), two.len()), (2, 2), "each attempt's one turn");
+    let ses = &session[0];
+    assert_eq!(ses["parent_span_id"], "", "no caller: a root span");
+    assert_eq!(ses["kind"], "SPAN_KIND_INTERNAL");
+    assert_eq!(
+        ses["trace_id"],
+        sid.trim_start_matches("ses_"),
+        "the session's own trace"
+    );
+    assert_eq!(
+        ses["status"],
+        json!({"code": "STATUS_CODE_ERROR", "message": "reopen_budget_exhausted"})
+    );
+    assert_eq!(
+        ses["attributes"]["murmur.session.exit_status"],
+        "reopen_budget_exhausted"
+    );
+    assert_eq!(a["parent_span_id"], ses["span_id"]);
+    assert_eq!(b["parent_span_id"], ses["span_id"]);
+}

@@ -331,12 +331,29 @@ fn a_collector_down_or_silent_and_a_missing_grant_cost_the_session_only_a_log_li
         assert!(log.contains(says), "{label}: {log}");
         lines.insert(label, log);
     }
-    let down_log = &lines["otel-down"];
-    assert!(down_log.contains("spans of task tsk_"), "{down_log}");
-    assert!(
-        down_log.contains("1 spans of the session not exported"),
-        "{down_log}"
-    );
+    // Each failing collector is tried once: the session's span, right after, is dropped
+    // without waiting on it again.
+    for (label, port) in [("otel-down", down), ("otel-silent", silent)] {
+        let log: Vec<&str> = lines[label].lines().collect();
+        assert_eq!(log.len(), 2, "{label}: {log:?}");
+        let url = format!("http://127.0.0.1:{port}/v1/traces");
+        assert!(
+            log[0].starts_with("on-task-end: the hook returned an error: ")
+                && log[0].contains(" spans of task tsk_")
+                && log[0].contains(&format!("not exported to {url}: ")),
+            "{label}: {}",
+            log[0]
+        );
+        assert!(
+            log[1]
+                .starts_with("on-session-end: the hook returned an error: 1 spans of the session dropped: ")
+                && log[1].contains(&format!(
+                    "the collector {url} failed 0 s ago (tried again 30 s after a failure)"
+                )),
+            "{label}: {}",
+            log[1]
+        );
+    }
     assert!(
         sink.requests().is_empty(),
         "nothing reached the collector without both grants"

@@ -4,7 +4,7 @@
 wit_bindgen::generate!({ path: "../../wit/hook", world: "murmur:hook/hook", generate_all });
 
 use crate::config::Config;
-use crate::obs::{Obs, Session};
+use crate::obs::{Obs, Session, BACKOFF_NS};
 use crate::spans::{attempt_spans, export, session_span, AttemptEnd, Resource};
 use driver_common::drive::{body_prefix, TransportError};
 use exports::murmur::hook::lifecycle::Guest;
@@ -106,10 +106,25 @@ fn call(c: CallInfo, shell: bool) -> Obs {
     }
 }
 
-/// POST the spans; an error says how many were lost and why.
-fn send(spans: Vec<serde_json::Value>, what: &str) -> Result<(), String> {
+/// POST the spans unless the collector failed within the backoff, noting a failure in
+/// `session`; an error says how many spans were lost and why.
+fn send(session: &mut Session, spans: Vec<serde_json::Value>, what: &str) -> Result<(), String> {
     let config = config()?;
     let count = spans.len();
+    if let Some(secs) = session.backing_off(now_ns()) {
+        return Err(format!(
+            "{count} spans of {what} dropped: the collector {} failed {secs} s ago (tried again {} s after a failure)",
+            config.traces,
+            BACKOFF_NS / 1_000_000_000
+        ));
+    }
+    let sent = post(&config, spans);
+    session.failed_at = sent.is_err().then(now_ns);
+    sent.map_err(|why| format!("{count} spans of {what} not exported to {}: {why}", config.traces))
+}
+
+/// One export request; why it failed.
+fn post(config: &Config, spans: Vec<serde_json::Value>) -> Result<(), String> {
     let (name, version, sid) = (
         var("MURMUR_CAPSULE_NAME"),
         var("MURMUR_CAPSULE_VERSION"),
@@ -123,7 +138,6 @@ fn send(spans: Vec<serde_json::Value>, what: &str) -> Result<(), String> {
         },
         spans,
     );
-    let lost = |why: String| format!("{count} spans of {what} not exported to {}: {why}", config.traces);
     let answer = driver_common::http::post_within(
         &config.traces,
         &[("content-type", "application/json")],
@@ -131,20 +145,14 @@ fn send(spans: Vec<serde_json::Value>, what: &str) -> Result<(), String> {
         ANSWER_CAP,
         Some(Duration::from_millis(config.timeout_ms)),
     )
-    .map_err(|e| {
-        lost(match e {
-            TransportError::Denied(why) | TransportError::Failed(why) => why,
-            TransportError::TooLarge { status } => {
-                format!("HTTP {status} with an answer over {ANSWER_CAP} bytes")
-            }
-        })
+    .map_err(|e| match e {
+        TransportError::Denied(why) | TransportError::Failed(why) => why,
+        TransportError::TooLarge { status } => {
+            format!("HTTP {status} with an answer over {ANSWER_CAP} bytes")
+        }
     })?;
     if !(200..300).contains(&answer.status) {
-        return Err(lost(format!(
-            "HTTP {}: {}",
-            answer.status,
-            body_prefix(&answer.body)
-        )));
+        return Err(format!("HTTP {}: {}", answer.status, body_prefix(&answer.body)));
     }
     Ok(())
 }
@@ -186,20 +194,19 @@ fn task_end(task_id: &str, exit_status: &str, turns: u32) -> Result<(), String> 
     };
     let spans = attempt_spans(&session, &session_id(), &obs, &end);
     session.last = Some((task_id.to_string(), context_id, attempt));
-    save_session(&session)?;
     let _ = std::fs::remove_file(TASK);
-    send(
-        spans,
-        &format!("task {}", driver_common::outcome::one_line(task_id, 80)),
-    )
+    let what = format!("task {}", driver_common::outcome::one_line(task_id, 80));
+    let sent = send(&mut session, spans, &what);
+    save_session(&session)?;
+    sent
 }
 
 fn session_end(exit_status: &str) -> Result<(), String> {
-    let session = load_session();
+    let mut session = load_session();
     let span = session_span(&session, &session_id(), now_ns(), exit_status);
     let _ = std::fs::remove_file(TASK);
     let _ = std::fs::remove_file(SESSION);
-    send(vec![span], "the session")
+    send(&mut session, vec![span], "the session")
 }
 
 impl Guest for Otel {

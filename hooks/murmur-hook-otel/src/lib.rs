@@ -10,7 +10,9 @@
 //! are sent in one request, and at `session-end` the session span, to
 //! `<endpoint>/v1/traces`, the collector named by the entry's `config` and granted by its
 //! `network.allow`. A collector that is down or slow costs one line in the hook's log: the
-//! request gives up after `timeout_ms` (default 1000) at each wait.
+//! request gives up after `timeout_ms` (default 1000) at each wait, and after a failure the
+//! collector is left alone for 30 s ([`obs::BACKOFF_NS`]; what would have gone is dropped,
+//! and logged).
 //!
 //! Spans, ids and the OTLP JSON are built by pure code ([`obs`], [`spans`]), unit-tested
 //! natively.

@@ -161,7 +161,13 @@ pub struct Session {
     pub decided: bool,
     /// The last attempt that ended: (task id, context id, attempt), for a reopen.
     pub last: Option<(String, String, u32)>,
+    /// When an export last failed (Unix nanoseconds): none is tried for [`BACKOFF_NS`] after.
+    pub failed_at: Option<u64>,
 }
+
+/// After a failed export, how long the collector is left alone, nanoseconds: a collector
+/// that never answers then costs one wait per 30 s of session, not one per task.
+pub const BACKOFF_NS: u64 = 30_000_000_000;
 
 impl Session {
     /// A session starting at `t`, in a trace of its own.
@@ -173,6 +179,7 @@ impl Session {
             parent: None,
             decided: false,
             last: None,
+            failed_at: None,
         }
     }
 
@@ -197,12 +204,21 @@ impl Session {
             .filter(|(trace, span)| !(trace == &self.trace_id && self.parent.as_ref() == Some(span)))
     }
 
+    /// Whether an export at `now` is held back, the collector having failed within
+    /// [`BACKOFF_NS`]: the seconds since, when it is.
+    pub fn backing_off(&self, now: u64) -> Option<u64> {
+        let at = self.failed_at?;
+        let since = now.saturating_sub(at);
+        (since < BACKOFF_NS).then_some(since / 1_000_000_000)
+    }
+
     pub fn to_text(&self) -> String {
         let last = self.last.as_ref().map(
             |(task, context, attempt)| json!({"task_id": task, "context_id": context, "attempt": attempt}),
         );
         json!({"start": self.start, "trace_id": self.trace_id, "span_id": self.span_id,
-               "parent": self.parent, "decided": self.decided, "last": last})
+               "parent": self.parent, "decided": self.decided, "last": last,
+               "failed_at": self.failed_at})
         .to_string()
     }
 
@@ -224,6 +240,7 @@ impl Session {
             },
             decided: v.get("decided")?.as_bool()?,
             last,
+            failed_at: v.get("failed_at").and_then(Value::as_u64),
         })
     }
 }
@@ -398,10 +415,26 @@ mod tests {
         let mut s = Session::new(SES, 5);
         s.task_started(Some(TP));
         s.last = Some(("t".into(), "c".into(), 2));
+        s.failed_at = Some(7);
         assert_eq!(Session::parse(&s.to_text()), Some(s.clone()));
         let forged = s.to_text().replace(&s.trace_id, "zz");
         assert_eq!(Session::parse(&forged), None);
         assert_eq!(Session::parse("not json"), None);
+    }
+
+    #[test]
+    fn after_a_failed_export_the_collector_is_left_alone_for_the_backoff() {
+        let mut s = Session::new(SES, 0);
+        assert_eq!(s.backing_off(5), None);
+        s.failed_at = Some(1_000_000_000);
+        assert_eq!(s.backing_off(3_500_000_000), Some(2));
+        assert_eq!(s.backing_off(1_000_000_000 + BACKOFF_NS - 1), Some(29));
+        assert_eq!(s.backing_off(1_000_000_000 + BACKOFF_NS), None);
+        assert_eq!(
+            s.backing_off(0),
+            Some(0),
+            "a clock that went back still backs off"
+        );
     }
 
     #[test]

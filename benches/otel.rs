@@ -5,7 +5,7 @@
 //! (nothing listens) and to one that accepts and never answers (the default 1000 ms wait).
 //! For each: the median of the task's own time (`task_start` to `task_end` in the trace,
 //! what a caller waits for its answer) and of the session's wall time (the process, its
-//! end-of-session export included), over 5 sessions each, run interleaved; the hook's cost
+//! end-of-session export included), over 9 sessions each, run interleaved; the hook's cost
 //! per turn is the difference of the task times over the turns.
 //!
 //! Run: `cargo bench --bench otel` (`MURMUR_BENCH_MUR=PATH` measures another build of `mur`).
@@ -21,7 +21,7 @@ use std::process::{Command, Stdio};
 use std::time::Instant;
 
 const TURNS: usize = 20;
-const RUNS: usize = 5;
+const RUNS: usize = 9;
 
 fn repo(rel: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join(rel)

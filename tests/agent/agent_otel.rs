@@ -347,9 +347,8 @@ fn a_collector_down_or_silent_and_a_missing_grant_cost_the_session_only_a_log_li
         assert!(
             log[1]
                 .starts_with("on-session-end: the hook returned an error: 1 spans of the session dropped: ")
-                && log[1].contains(&format!(
-                    "the collector {url} failed 0 s ago (tried again 30 s after a failure)"
-                )),
+                && log[1].contains(&format!("the collector {url} failed "))
+                && log[1].ends_with(" s ago (tried again 30 s after a failure)"),
             "{label}: {}",
             log[1]
         );
@@ -430,4 +429,88 @@ fn a_reopened_task_is_a_span_per_attempt_and_a_session_that_did_not_end_ok_is_an
     );
     assert_eq!(a["parent_span_id"], ses["span_id"]);
     assert_eq!(b["parent_span_id"], ses["span_id"]);
+}
+
+/// A session halted by a failed compaction (a one-shot run, or a queue session given its
+/// task over A2A): the task span has the compaction event and fails, and the session span
+/// and the trace's `session_end` both say `failed`.
+fn failed_compaction(label: &str, queue: bool) {
+    let collector = Provider::start_sink();
+    let origin = format!("http://127.0.0.1:{}", collector.port());
+    let p = Provider::start(vec![
+        Step::tool("c1", "bash", json!({"command": "echo one"})),
+        Step::text("never asked"),
+    ]);
+    let w = World::new(label);
+    publish_zip(&w.reg, &hook_example("murmur-hook-otel"));
+    common::agent::publish_hook(&w.reg, "hook-compact-error");
+    let mut spec = Spec::new(Drv::OpenAi, &p);
+    spec.network = vec![origin.clone()];
+    spec.artifacts = vec![
+        common::agent::hook_entry("hook-compact-error", None),
+        entry(&origin, true, true, ""),
+    ];
+    // 100 × 0.1 = 10 tokens: turn 1 (15) reaches it.
+    spec.inference_extra = "  compaction: {threshold: 0.1}\n".into();
+    let lifecycle = if queue {
+        lifecycle_yaml("queue", Some("sleep"), Some(2))
+    } else {
+        String::new()
+    };
+    w.manifest_text(&format!(
+        "{}context: {{max_tokens: 100}}\n{lifecycle}",
+        spec.yaml()
+    ));
+    let sid = if queue {
+        let mut s = w.serve(None, &[]);
+        let r = s.result("SendMessage", send_params_10("go", false), &[]);
+        assert_eq!(r["task"]["status"]["state"], "TASK_STATE_FAILED", "{r}");
+        let ended = s.wait_exit(Duration::from_secs(60));
+        assert!(
+            ended.is_some(),
+            "a halted queue session ends by itself\n{}",
+            s.both()
+        );
+        assert_eq!(ended.and_then(|e| e.code()), Some(1), "{}", s.both());
+        s.sid.clone()
+    } else {
+        let run = w.run("go", &[]);
+        assert_eq!(run.code(), Some(1), "{}", run.both());
+        run.sid()
+    };
+    let bodies = collector.requests();
+    assert_eq!(bodies.len(), 2, "the task and the session");
+    let parsed = parsed(&w, &bodies);
+    let task = &spans_of(&parsed[0], &sid)[0];
+    let events = task["events"].as_array().unwrap();
+    assert_eq!(events.len(), 1, "{task}");
+    assert_eq!(events[0]["name"], "compaction");
+    assert_eq!(events[0]["attributes"]["murmur.threshold"], 0.1);
+    assert_eq!(
+        task["status"],
+        json!({"code": "STATUS_CODE_ERROR", "message": "failed"})
+    );
+    let session = &spans_of(&parsed[1], &sid)[0];
+    assert_eq!(
+        session["status"],
+        json!({"code": "STATUS_CODE_ERROR", "message": "failed"}),
+        "a session halted by a failed compaction ended failed"
+    );
+    assert_eq!(session["attributes"]["murmur.session.exit_status"], "failed");
+    let trace = w.trace(&sid);
+    let end = common::agent::events(&trace, "session_end");
+    assert_eq!(
+        end[0]["exit_status"], "failed",
+        "the trace says what the hook was told"
+    );
+}
+
+#[test]
+fn a_failed_compaction_is_a_compaction_event_and_a_failed_task_and_session() {
+    failed_compaction("otel-compaction", false);
+}
+
+#[test]
+fn a_queue_session_halted_by_a_failed_compaction_ends_failed_in_the_trace_and_the_spans() {
+    failed_compaction("otel-compaction-queue", true);
 }

@@ -5,9 +5,10 @@
 use driver_common::url::Url;
 use serde_json::Value;
 
-/// The longest wait the config may ask for, milliseconds: the runtime gives a hook call a
-/// deadline of its own, and a longer wait only holds the session's end.
-pub const MAX_TIMEOUT_MS: u64 = 10_000;
+/// The longest wait the config may ask for, milliseconds: below the 5 s the runtime gives
+/// its async hooks to finish at the session's end, so the session's span is sent (or its
+/// loss logged) before the process exits.
+pub const MAX_TIMEOUT_MS: u64 = 4_000;
 /// The wait when the config names none.
 pub const DEFAULT_TIMEOUT_MS: u64 = 1_000;
 
@@ -41,6 +42,11 @@ impl Config {
         let base = Url::parse(endpoint)?;
         if base.path_and_query.contains('?') {
             return Err("the config's endpoint must not carry a query".into());
+        }
+        if base.path_and_query.trim_end_matches('/').ends_with("/v1/traces") {
+            return Err(
+                "the config's endpoint is the collector's base URL: /v1/traces is appended to it".into(),
+            );
         }
         let timeout_ms = match obj.get("timeout_ms") {
             None => DEFAULT_TIMEOUT_MS,
@@ -90,7 +96,8 @@ mod tests {
             (r#"{"endpoint": "http://u@x"}"#, "credentials"),
             (r#"{"endpoint": "http://x?a=1"}"#, "query"),
             (r#"{"endpoint": "http://x", "timeout_ms": 0}"#, "timeout_ms"),
-            (r#"{"endpoint": "http://x", "timeout_ms": 10001}"#, "timeout_ms"),
+            (r#"{"endpoint": "http://x", "timeout_ms": 4001}"#, "timeout_ms"),
+            (r#"{"endpoint": "http://x:4318/v1/traces"}"#, "base URL"),
             (r#"{"endpoint": "http://x", "timeout_ms": "5"}"#, "timeout_ms"),
             (
                 r#"{"endpoint": "http://x", "headers": {}}"#,

@@ -67,7 +67,16 @@ impl Obs {
 
     /// One JSON line, newline-terminated.
     pub fn to_line(&self) -> String {
-        let v = match self {
+        format!("{}\n", self.to_value())
+    }
+
+    /// A line written by [`Obs::to_line`]; anything else is `None`.
+    pub fn parse(line: &str) -> Option<Obs> {
+        Obs::from_value(&serde_json::from_str(line).ok()?)
+    }
+
+    fn to_value(&self) -> Value {
+        match self {
             Obs::Start {
                 t,
                 task_id,
@@ -99,46 +108,43 @@ impl Obs {
             Obs::Compaction { t, tokens, threshold } => {
                 json!({"k": "compaction", "t": t, "tokens": tokens, "threshold": threshold})
             }
-        };
-        format!("{v}\n")
+        }
     }
 
-    /// A line written by [`Obs::to_line`]; anything else is `None`.
-    pub fn parse(line: &str) -> Option<Obs> {
-        let v: Value = serde_json::from_str(line).ok()?;
-        let t = num(&v, "t")?;
+    fn from_value(v: &Value) -> Option<Obs> {
+        let t = num(v, "t")?;
         Some(match v.get("k")?.as_str()? {
             "start" => Obs::Start {
                 t,
-                task_id: text(&v, "task_id")?,
-                context_id: text(&v, "context_id")?,
-                source: text(&v, "source")?,
-                attempt: small(&v, "attempt")?,
-                traceparent: text(&v, "traceparent"),
+                task_id: text(v, "task_id")?,
+                context_id: text(v, "context_id")?,
+                source: text(v, "source")?,
+                attempt: small(v, "attempt")?,
+                traceparent: text(v, "traceparent"),
             },
             "inference" => Obs::Inference {
                 t,
-                turn: small(&v, "turn")?,
-                decision: text(&v, "decision")?,
-                model: text(&v, "model")?,
-                input: num(&v, "input")?,
-                output: num(&v, "output")?,
+                turn: small(v, "turn")?,
+                decision: text(v, "decision")?,
+                model: text(v, "model")?,
+                input: num(v, "input")?,
+                output: num(v, "output")?,
             },
             "call" => Obs::Call {
                 t,
                 shell: v.get("shell")?.as_bool()?,
-                turn: small(&v, "turn")?,
-                name: text(&v, "name")?,
-                outcome: text(&v, "outcome")?,
+                turn: small(v, "turn")?,
+                name: text(v, "name")?,
+                outcome: text(v, "outcome")?,
                 exit: v
                     .get("exit")
                     .and_then(Value::as_i64)
                     .and_then(|e| i32::try_from(e).ok()),
-                ms: num(&v, "ms")?,
+                ms: num(v, "ms")?,
             },
             "compaction" => Obs::Compaction {
                 t,
-                tokens: num(&v, "tokens")?,
+                tokens: num(v, "tokens")?,
                 threshold: v.get("threshold")?.as_f64()?,
             },
             _ => return None,
@@ -149,7 +155,7 @@ impl Obs {
 /// The session's trace context, decided at its first task: the caller's trace (and span,
 /// as the session span's parent) when that task's A2A request carried a `traceparent`,
 /// else a trace of the session's own (its id's 128 bits).
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Session {
     /// Unix nanoseconds of `session-start` (or of the first event seen).
     pub start: u64,
@@ -159,8 +165,8 @@ pub struct Session {
     pub parent: Option<String>,
     /// Whether the first task has fixed the trace.
     pub decided: bool,
-    /// The last attempt that ended: (task id, context id, attempt), for a reopen.
-    pub last: Option<(String, String, u32)>,
+    /// The start of the last attempt that ended: a reopen is the next attempt of it.
+    pub last: Option<Obs>,
     /// When an export last failed (Unix nanoseconds): none is tried for [`BACKOFF_NS`] after.
     pub failed_at: Option<u64>,
 }
@@ -170,6 +176,29 @@ pub struct Session {
 pub const BACKOFF_NS: u64 = 30_000_000_000;
 
 impl Session {
+    /// The next attempt of the last task that ended, starting at `t` (a reopen), if one
+    /// ended.
+    pub fn reopen(&self, t: u64) -> Option<Obs> {
+        match self.last.clone()? {
+            Obs::Start {
+                task_id,
+                context_id,
+                source,
+                attempt,
+                traceparent,
+                ..
+            } => Some(Obs::Start {
+                t,
+                task_id,
+                context_id,
+                source,
+                attempt: attempt.saturating_add(1),
+                traceparent,
+            }),
+            _ => None,
+        }
+    }
+
     /// A session starting at `t`, in a trace of its own.
     pub fn new(session_id: &str, t: u64) -> Session {
         Session {
@@ -213,9 +242,7 @@ impl Session {
     }
 
     pub fn to_text(&self) -> String {
-        let last = self.last.as_ref().map(
-            |(task, context, attempt)| json!({"task_id": task, "context_id": context, "attempt": attempt}),
-        );
+        let last = self.last.as_ref().map(Obs::to_value);
         json!({"start": self.start, "trace_id": self.trace_id, "span_id": self.span_id,
                "parent": self.parent, "decided": self.decided, "last": last,
                "failed_at": self.failed_at})
@@ -228,7 +255,7 @@ impl Session {
         let id = |k: &str, len: usize| text(&v, k).filter(|s| is_id(s, len));
         let last = match v.get("last")? {
             Value::Null => None,
-            l => Some((text(l, "task_id")?, text(l, "context_id")?, small(l, "attempt")?)),
+            l => Some(Obs::from_value(l).filter(|o| matches!(o, Obs::Start { .. }))?),
         };
         Some(Session {
             start: num(&v, "start")?,
@@ -414,7 +441,14 @@ mod tests {
     fn the_session_state_round_trips_and_bad_ids_are_refused() {
         let mut s = Session::new(SES, 5);
         s.task_started(Some(TP));
-        s.last = Some(("t".into(), "c".into(), 2));
+        s.last = Some(Obs::Start {
+            t: 3,
+            task_id: "t".into(),
+            context_id: "c".into(),
+            source: "a2a".into(),
+            attempt: 2,
+            traceparent: Some(TP.into()),
+        });
         s.failed_at = Some(7);
         assert_eq!(Session::parse(&s.to_text()), Some(s.clone()));
         let forged = s.to_text().replace(&s.trace_id, "zz");

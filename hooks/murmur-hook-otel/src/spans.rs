@@ -28,10 +28,22 @@ pub struct AttemptEnd<'a> {
     pub task_id: &'a str,
     pub exit_status: &'a str,
     pub turns: u32,
+    /// Observations were left out (the attempt's file reached its cap).
+    pub truncated: bool,
 }
 
+/// Format characters a trace UI or a terminal would act on (bidi controls and overrides,
+/// zero-width characters, the byte-order mark, the soft hyphen).
+fn invisible(c: char) -> bool {
+    matches!(c, '\u{ad}' | '\u{61c}' | '\u{180e}' | '\u{200b}'..='\u{200f}' | '\u{202a}'..='\u{202e}'
+        | '\u{2060}'..='\u{2064}' | '\u{2066}'..='\u{206f}' | '\u{feff}' | '\u{fff9}'..='\u{fffb}')
+}
+
+/// Session text made safe to show: one line, at most [`MAX_TEXT`] characters, without
+/// control or invisible format characters.
 fn clip(s: &str) -> String {
-    driver_common::outcome::one_line(s, MAX_TEXT)
+    let visible: String = s.chars().filter(|c| !invisible(*c)).collect();
+    driver_common::outcome::one_line(&visible, MAX_TEXT)
 }
 
 fn text(key: &str, v: &str) -> Value {
@@ -47,11 +59,13 @@ fn uint(key: &str, v: u64) -> Value {
 }
 
 fn double(key: &str, v: f64) -> Value {
-    // JSON has no NaN nor infinity; protobuf JSON spells them as strings.
-    let value = if v.is_finite() {
-        json!(v)
+    // JSON has no NaN nor infinity; protobuf's JSON mapping spells them as these strings.
+    let value = if v.is_nan() {
+        json!("NaN")
+    } else if v.is_infinite() {
+        json!(if v > 0.0 { "Infinity" } else { "-Infinity" })
     } else {
-        json!(format!("{v}"))
+        json!(v)
     };
     json!({"key": key, "value": {"doubleValue": value}})
 }
@@ -167,6 +181,10 @@ pub fn attempt_spans(session: &Session, session_id: &str, obs: &[Obs], end: &Att
         int("murmur.task.turns", i64::from(end.turns)),
         text("murmur.task.exit_status", end.exit_status),
     ];
+    if end.truncated {
+        task.attributes
+            .push(json!({"key": "murmur.task.observations_truncated", "value": {"boolValue": true}}));
+    }
     if attempt > 1 {
         task.events.push(event(
             start,
@@ -233,7 +251,8 @@ pub fn attempt_spans(session: &Session, session_id: &str, obs: &[Obs], end: &Att
                 exit,
                 ms,
             } => {
-                let began = t.saturating_sub(ms.saturating_mul(1_000_000));
+                // Never before its task: the times are when the hook saw the events.
+                let began = t.saturating_sub(ms.saturating_mul(1_000_000)).max(start);
                 let title = if *shell {
                     format!("shell {name}")
                 } else {

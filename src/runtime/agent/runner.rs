@@ -145,9 +145,11 @@ impl TaskRunner for AgentRunner {
         // How the last task ended, before a queue session's exit forgets it.
         let last_ok = matches!(last, Some(TaskEnd::Done { .. }));
         let queue = matches!(tasks.acceptance(), Acceptance::Queue(_));
+        // A session halted by a failed compaction ended failed, whatever its lifecycle.
+        let halted = session.halted;
         // A queue session's exit does not hang on its last task; others answer for their one.
         let end = match last {
-            Some(end) if !queue => end,
+            Some(end) if !queue || halted => end,
             Some(TaskEnd::Done { text, truncated }) => TaskEnd::Done { text, truncated },
             _ => TaskEnd::Done {
                 text: String::new(),
@@ -158,12 +160,9 @@ impl TaskRunner for AgentRunner {
         if let Some(d) = session.tools.delegate.as_ref() {
             d.launcher.watch.shutdown();
         }
+        // The one word for how the session ended: the trace's session_end and the hooks'.
+        let exit_status = if halted { "failed" } else { end.exit_status() };
         // on-session-end: after the task loop exits (and after the sleep of a queue session).
-        let exit_status = if session.halted {
-            "failed"
-        } else {
-            end.exit_status()
-        };
         session.fire(Binding::SessionEnd, || {
             Event::SessionEnd(SessionEndInfo {
                 exit_status: exit_status.to_string(),
@@ -186,9 +185,9 @@ impl TaskRunner for AgentRunner {
                 }
             }
         }
-        let ok = matches!(end, TaskEnd::Done { .. });
+        let ok = matches!(end, TaskEnd::Done { .. }) && !halted;
         Closing {
-            exit_status: end.exit_status(),
+            exit_status,
             fields: json!({
                 "turns": totals.turns,
                 "tool_calls": totals.tool_calls,

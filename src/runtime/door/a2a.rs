@@ -109,15 +109,22 @@ fn sse_head() -> Response {
         .header("cache-control", "no-store")
 }
 
-/// A W3C `traceparent` (`00-<32 hex>-<16 hex>-<2 hex>`), or nothing: anything else is not
-/// recorded.
+/// A W3C `traceparent` as Trace Context level 1 has it valid, or nothing: a version of two
+/// lowercase hex digits but `ff`, a trace id of 32 and a span id of 16, not all zeros, and
+/// flags of 2; version `00` has exactly these four fields, a later one may carry more after
+/// them. Anything else is ignored (not recorded, not given to a hook).
 fn traceparent(req: &Request) -> Option<String> {
     let v = req.header("traceparent")?.trim();
     let parts: Vec<&str> = v.split('-').collect();
-    let hex = |s: &str, n: usize| s.len() == n && s.bytes().all(|b| b.is_ascii_hexdigit());
-    let ok =
-        parts.len() == 4 && hex(parts[0], 2) && hex(parts[1], 32) && hex(parts[2], 16) && hex(parts[3], 2);
-    ok.then(|| v.to_ascii_lowercase())
+    let hex = |s: &str, n: usize| s.len() == n && s.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'));
+    let id = |s: &str, n: usize| hex(s, n) && s.bytes().any(|b| b != b'0');
+    let fields = match parts.first() {
+        Some(&"00") => parts.len() == 4,
+        Some(&"ff") => false,
+        _ => parts.len() >= 4,
+    };
+    let ok = fields && hex(parts[0], 2) && id(parts[1], 32) && id(parts[2], 16) && hex(parts[3], 2);
+    ok.then(|| v.to_string())
 }
 
 /// The task's origin and trust from the murmur headers: only `peer` and `completion` are
@@ -472,10 +479,22 @@ mod tests {
             origin_of(&req(&[("traceparent", good)])).traceparent.as_deref(),
             Some(good)
         );
+        let later = "01-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01-more";
+        assert_eq!(
+            origin_of(&req(&[("traceparent", later)])).traceparent.as_deref(),
+            Some(later),
+            "a later version may carry more fields"
+        );
         for bad in [
             "00-xyz-00f067aa0ba902b7-01",
             "junk",
             "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01-extra",
+            "ff-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
+            "00-00000000000000000000000000000000-00f067aa0ba902b7-01",
+            "00-4bf92f3577b34da6a3ce929d0e0e4736-0000000000000000-01",
+            "00-4BF92F3577B34DA6A3CE929D0E0E4736-00f067aa0ba902b7-01",
+            "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-1",
+            "",
         ] {
             assert_eq!(
                 origin_of(&req(&[("traceparent", bad)])).traceparent,

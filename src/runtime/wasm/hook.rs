@@ -50,9 +50,13 @@ impl PreparedHook {
         )?;
         let linked = match HookPre::new(instance_pre.clone()) {
             Ok(pre) => Linked::Current(pre),
-            Err(current) => hook_v1::HookPre::new(instance_pre).map(Linked::V1).map_err(|_| {
-                format!("hook {name} does not export murmur:hook/lifecycle@0.2.0 (nor 0.1.0): {current:#}")
-            })?,
+            Err(current) => hook_v1::HookPre::new(instance_pre)
+                .map(Linked::V1)
+                .map_err(|old| {
+                    format!(
+                        "hook {name} does not export murmur:hook/lifecycle@0.2.0 ({current:#}) nor @0.1.0 ({old:#})"
+                    )
+                })?,
         };
         Ok(PreparedHook {
             engine: engine.clone(),

@@ -80,6 +80,7 @@ fn an_attempt_is_a_task_span_with_a_child_per_turn_and_call() {
         task_id: "task-1",
         exit_status: "failed",
         turns: 2,
+        truncated: false,
     };
     let spans = attempt_spans(&session, SES, &attempt(), &end);
     assert_eq!(spans.len(), 5, "the task, two turns, two calls");
@@ -163,6 +164,7 @@ fn a_reopen_is_an_event_and_another_callers_task_is_linked() {
         task_id: "task-1",
         exit_status: "ok",
         turns: 3,
+        truncated: false,
     };
     let spans = attempt_spans(&session, SES, &[start(10, 2, Some(TP))], &end);
     assert_eq!(spans.len(), 1);
@@ -192,7 +194,7 @@ fn a_lost_start_is_made_up_and_hostile_text_is_bounded() {
         t: 70,
         shell: false,
         turn: 1,
-        name: format!("a\nb{long}"),
+        name: format!("a\u{202e}\u{200b}\nb{long}"),
         outcome: "ok".into(),
         exit: None,
         ms: u64::MAX,
@@ -202,15 +204,23 @@ fn a_lost_start_is_made_up_and_hostile_text_is_bounded() {
         task_id: "t",
         exit_status: "ok",
         turns: 1,
+        truncated: false,
     };
     let spans = attempt_spans(&session, SES, &obs, &end);
     assert_eq!(spans[0]["startTimeUnixNano"], "70");
     let name = spans[1]["name"].as_str().unwrap();
     assert!(
-        name.chars().count() <= MAX_TEXT + 3 && !name.contains('\n'),
+        name.chars().count() <= MAX_TEXT + 1 && !name.contains('\n'),
         "{name}"
     );
-    assert_eq!(spans[1]["startTimeUnixNano"], "0", "a huge duration saturates");
+    assert!(
+        name.starts_with("execute_tool a b"),
+        "no bidi override nor zero-width space: {name:?}"
+    );
+    assert_eq!(
+        spans[1]["startTimeUnixNano"], "70",
+        "a huge duration saturates, and no call starts before its task"
+    );
     assert_eq!(
         attr(&spans[1], "murmur.duration_ms"),
         &json!({"intValue": i64::MAX.to_string()})
@@ -230,6 +240,11 @@ fn the_session_span_is_the_callers_child_and_the_body_names_the_capsule() {
     let s = session_span(&own, SES, 99, "ok");
     assert!(s.get("parentSpanId").is_none() && s.get("status").is_none());
     assert_eq!(double("x", f64::NAN)["value"]["doubleValue"], "NaN");
+    assert_eq!(double("x", f64::INFINITY)["value"]["doubleValue"], "Infinity");
+    assert_eq!(
+        double("x", f64::NEG_INFINITY)["value"]["doubleValue"],
+        "-Infinity"
+    );
 
     let body: Value = serde_json::from_str(&export(
         &Resource {

@@ -12,19 +12,11 @@ use crate::diag::Diagnostic;
 use wasmtime::component::Component;
 use wasmtime::Engine;
 
-mod bindings {
-    wasmtime::component::bindgen!({
-        path: "wit/hook",
-        world: "murmur:hook/hook",
-        exports: { default: async },
-    });
-}
-
-pub use bindings::murmur::hook::types::{
+pub use super::hook_world::{
     CallInfo, CompactionInfo, Event, InferenceInfo, Message, Output, SessionEndInfo, TaskEndInfo, TaskInfo,
     ToolManifest, Usage,
 };
-use bindings::{Hook, HookPre};
+use super::hook_world::{Hook, HookPre};
 
 /// The world version a hook was built against.
 enum Linked {

@@ -3,7 +3,7 @@
 //! loading. An event loses what 0.1.0 has no field for (a task's `traceparent`, an
 //! inference's model, how the session ended).
 
-use super::hook as current;
+use super::hook_world as current;
 
 mod bindings {
     wasmtime::component::bindgen!({

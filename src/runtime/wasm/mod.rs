@@ -5,6 +5,7 @@ pub mod cache;
 pub mod credential;
 pub mod hook;
 mod hook_v1;
+mod hook_world;
 pub mod host;
 pub mod invoke;
 pub mod sink;

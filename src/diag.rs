@@ -29,6 +29,10 @@ pub mod code {
     pub const RUN_TRAP: &str = "E-RUN-001";
     /// Decision: a component that does not load, or does not fit the capsule world.
     pub const RUN_COMPONENT: &str = "E-RUN-002";
+    /// `murmur.lock` refuses the launch: an artifact it does not pin, another version than it
+    /// pins, a lock that does not parse, or none under `--locked`. (Other bytes under a pinned
+    /// version are E-REG-002.)
+    pub const RUN_LOCK: &str = "E-RUN-003";
     /// An agent capsule with no driver (or `inference.driver.artifact` naming no declared
     /// `runtime: driver` artifact).
     pub const RUN_NO_DRIVER: &str = "E-RUN-005";
@@ -50,6 +54,9 @@ pub mod code {
     /// session ends `incomplete`. (`W-RUN-001` is the reference murmur's "final text cut at
     /// max_tokens"; not reused for another meaning.)
     pub const RUN_RECORDS_INCOMPLETE: &str = "W-RUN-002";
+    /// `murmur.lock` could not be written beside the manifest (a read-only directory, a full
+    /// disk): the session runs, its artifacts unpinned.
+    pub const RUN_LOCK_UNWRITTEN: &str = "W-RUN-003";
     /// Advisory containment with a subprocess route: nothing constrains its network.
     pub const SEC_ADVISORY_NETWORK: &str = "W-SEC-003";
     pub const SEC_LITERAL_SECRET: &str = "W-SEC-004";

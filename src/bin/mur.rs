@@ -33,6 +33,7 @@ enum Command {
     Run(murmur::runtime::RunOptions),
     Exec(murmur::commands::exec::ExecOptions),
     Doctor(murmur::commands::doctor::DoctorOptions),
+    Lock(murmur::commands::lock::LockOptions),
     Trace(murmur::commands::trace::TraceOptions),
     Token {
         session: String,
@@ -108,6 +109,10 @@ fn parse_run(args: &mut Args) -> Result<Command, ArgError> {
                 no_value(&name, inline)?;
                 o.explain = true;
             }
+            "--locked" => {
+                no_value(&name, inline)?;
+                o.locked = true;
+            }
             "-h" | "--help" => return help_for("run", &name, inline),
             _ => return Err(ArgError::Unknown(name)),
         }
@@ -152,6 +157,28 @@ fn parse_trace(args: &mut Args) -> Result<Command, ArgError> {
         (None, None) => Err(ArgError::MissingValue("trace PATH or --session ID".into())),
         _ => Ok(Command::Trace(o)),
     }
+}
+
+/// `mur lock [--manifest PATH] [--registry-path DIR] [--update NAME] [--json]`.
+fn parse_lock(args: &mut Args) -> Result<Command, ArgError> {
+    let mut o = murmur::commands::lock::LockOptions::default();
+    while let Some(arg) = args.next_arg() {
+        let Arg::Flag { name, inline } = arg else {
+            return Err(unknown(arg));
+        };
+        match name.as_str() {
+            "--manifest" => o.manifest = Some(args.value(&name, inline)?.into()),
+            "--registry-path" => o.registry = Some(args.value(&name, inline)?.into()),
+            "--update" => o.update = Some(args.value(&name, inline)?),
+            "--json" => {
+                no_value(&name, inline)?;
+                o.json = true;
+            }
+            "-h" | "--help" => return help_for("lock", &name, inline),
+            _ => return Err(ArgError::Unknown(name)),
+        }
+    }
+    Ok(Command::Lock(o))
 }
 
 fn parse_token(args: &mut Args) -> Result<Command, ArgError> {
@@ -403,6 +430,7 @@ fn parse(mut args: Args) -> Result<Command, ArgError> {
         "exec" => parse_exec(&mut args)?,
         "trace" => parse_trace(&mut args)?,
         "token" => parse_token(&mut args)?,
+        "lock" => parse_lock(&mut args)?,
         "eval" => parse_eval(&mut args)?,
         "doctor" => {
             let o = opts(&mut args, &["--manifest", "--registry-path", "--json"])?;
@@ -480,6 +508,7 @@ fn run(cmd: Command) -> Result<String, Diagnostic> {
         Command::Exec(_) | Command::Probe(_) | Command::Trace(_) | Command::EvalRun(_) => {
             unreachable!("dispatched in main")
         }
+        Command::Lock(o) => commands::lock::lock(&o),
         Command::Doctor(o) => {
             let (out, code) = commands::doctor::doctor(&o, &exe())?;
             if code != 0 {

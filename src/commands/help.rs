@@ -55,6 +55,7 @@ pub const COMMANDS: &[Help] = &[
             ("--task TEXT|FILE", "the task: a file is copied, text written as task.md (default: none)"),
             ("--containment CLASS", "raise the floor to advisory, scoped or sealed (default: the manifest's)"),
             ("--explain-scope", "print the effective grants and run nothing"),
+            ("--locked", "murmur.lock beside the manifest must pin every artifact and is never written (default: written when absent)"),
             ("-v, --verbose", "print where the records go"),
             ("--json", "print one announcement line instead of text"),
             HELP,
@@ -115,6 +116,19 @@ pub const COMMANDS: &[Help] = &[
             HELP,
         ],
         example: "mur eval diff before/eval.jsonl after/eval.jsonl",
+    },
+    Help {
+        name: "lock",
+        usage: "mur lock [--manifest PATH] [--registry-path DIR] [--update NAME] [--json]",
+        about: "pin every artifact the manifest declares in murmur.lock beside it, by name, version and sha256",
+        flags: &[
+            ("--manifest PATH", "the capsule's manifest (default ./murmur.yaml)"),
+            REGISTRY,
+            ("--update NAME", "take only NAME as the registry has it now, keeping every other pin (default: pin them all)"),
+            JSON,
+            HELP,
+        ],
+        example: "mur lock --manifest examples/agent/murmur.yaml",
     },
     Help {
         name: "token",

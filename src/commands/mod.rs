@@ -10,6 +10,7 @@ mod eval_case;
 pub mod eval_run;
 pub mod exec;
 pub mod help;
+pub mod lock;
 pub mod render;
 pub mod token;
 pub mod trace;

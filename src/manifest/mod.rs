@@ -9,6 +9,7 @@
 pub mod envelope;
 pub mod interp;
 mod known;
+pub mod lock;
 pub mod model;
 pub mod netrule;
 mod parse;

@@ -3,6 +3,7 @@
 pub mod archive;
 pub mod cache;
 mod crc32;
+pub mod lockfile;
 pub mod payload;
 pub mod store;
 

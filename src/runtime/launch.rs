@@ -10,6 +10,7 @@ use super::delegation::{self, registration::Standing};
 use super::door;
 use super::explain::Scope;
 use super::lifecycle::{self, Lifecycle, MAX_TASK_BYTES};
+use super::pinning::Pinning;
 use super::records::Health;
 use super::serve::{self, peer_key, Opened, Start, TaskRunner};
 use super::session::{self, Plan};
@@ -43,6 +44,8 @@ pub struct RunOptions {
     pub verbose: bool,
     pub containment: Option<Containment>,
     pub explain: bool,
+    /// `--locked`: `murmur.lock` must exist and is never written.
+    pub locked: bool,
 }
 
 /// What the scope phase settled: the containment decision, the session's identity and
@@ -275,7 +278,16 @@ fn prepare(opts: &RunOptions, payload: Payload<'_>) -> Result<Prepared, Diagnost
     match payload {
         Payload::Agent(m, base, archive) => {
             let registry = opts.registry.clone().unwrap_or_else(registry::default_root);
-            agent::prepare(m, base, archive, &registry).map(|p| Prepared::Agent(Box::new(p)))
+            // A manifest from a path has its lock beside it; one from the registry has none.
+            let pins = match archive {
+                None => Pinning::open(base, opts.locked)?,
+                Some(_) => Pinning::none(),
+            };
+            let prepared = agent::prepare(m, base, archive, &registry, &pins)?;
+            if let Some(line) = pins.record(prepared.pins()) {
+                eprintln!("{line}");
+            }
+            Ok(Prepared::Agent(Box::new(prepared)))
         }
         Payload::Component(bytes) => {
             let sha = registry::sha256_hex(bytes);

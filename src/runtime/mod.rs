@@ -12,6 +12,7 @@ pub mod explain;
 pub mod gate;
 pub mod launch;
 pub mod lifecycle;
+pub mod pinning;
 pub mod records;
 pub mod serve;
 pub mod session;

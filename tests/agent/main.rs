@@ -17,6 +17,7 @@ mod agent_eval_run;
 mod agent_failures;
 mod agent_hook_sandbox;
 mod agent_hooks;
+mod agent_lock;
 mod agent_otel;
 mod agent_reopen;
 mod agent_security;

@@ -19,8 +19,10 @@ use crate::containment::child_policy::{safe_env, ChildPolicy, PolicyInputs, DEFA
 use crate::containment::class::Class;
 use crate::containment::host_env::identity;
 use crate::diag::{code, Diagnostic};
+use crate::manifest::lock::Pin;
 use crate::manifest::model::{ArtifactRuntime, Inference, Manifest};
 use crate::runtime::delegation;
+use crate::runtime::pinning::Pinning;
 use crate::runtime::serve::{door_workdir, peer_key, Opened as Launching, Start, TaskRunner};
 use crate::runtime::wasm::{self, cache, credential::Credential, sink::Sink, tool::PreparedTool as Linked};
 use serde_json::json;
@@ -49,12 +51,27 @@ pub struct PreparedAgent {
     registry: PathBuf,
 }
 
+impl PreparedAgent {
+    /// Every resolved artifact as `murmur.lock` pins it.
+    pub fn pins(&self) -> Vec<Pin> {
+        self.resolved
+            .iter()
+            .map(|r| Pin {
+                name: r.entry.name.clone(),
+                version: r.entry.version.clone().unwrap_or_default(),
+                sha256: r.sha256.clone(),
+            })
+            .collect()
+    }
+}
+
 /// Refuse what cannot run, and link every component, before the session starts.
 pub fn prepare(
     m: &Manifest,
     base: &Path,
     archive: Option<&[u8]>,
     registry: &Path,
+    pins: &Pinning,
 ) -> Result<PreparedAgent, Diagnostic> {
     let inf = m
         .inference
@@ -62,7 +79,7 @@ pub fn prepare(
         .ok_or_else(|| no_driver("no inference block".into()))?;
     let (driver_name, prompt) = check(m, inf, base, archive)?;
     let engine = wasm::engine().map_err(|e| io_diag("cannot configure wasmtime", e))?;
-    let resolved = resolve(m, &engine, registry, &driver_name)?;
+    let resolved = resolve(m, &engine, registry, &driver_name, pins)?;
     let key = key_of(inf);
     if key.is_some() {
         // The key is in this process's memory and, when it came from `${VAR}`, in its
@@ -100,8 +117,16 @@ fn resolve(
     engine: &wasmtime::Engine,
     registry: &Path,
     driver: &str,
+    pins: &Pinning,
 ) -> Result<Vec<Resolved>, Diagnostic> {
-    stage::resolve_all(registry, &m.artifacts, engine, cache::default_dir().as_deref()).map_err(|d| {
+    stage::resolve_all(
+        registry,
+        &m.artifacts,
+        engine,
+        cache::default_dir().as_deref(),
+        pins,
+    )
+    .map_err(|d| {
         if d.code == code::REG_NOT_INSTALLED && d.key == driver {
             Diagnostic {
                 code: code::RUN_DRIVER_NOT_INSTALLED,

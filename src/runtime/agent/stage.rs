@@ -10,6 +10,7 @@ use crate::manifest::model::{Artifact, ArtifactRuntime};
 use crate::manifest::Resolve;
 use crate::registry::archive::{Archive, ArchiveLimits};
 use crate::registry::{self, payload};
+use crate::runtime::pinning::Pinning;
 use crate::runtime::wasm::cache;
 use serde_json::Value;
 use std::path::Path;
@@ -65,14 +66,16 @@ fn bare(name: &str) -> &str {
     name.rsplit('/').next().unwrap_or(name)
 }
 
-/// Resolve every entry of `artifacts` from `root` and compile the components; any failure
-/// is the launch refusal (E-RUN-008 not installed, E-REG-002 integrity, E-RUN-002 a
-/// component that does not compile).
+/// Resolve every entry of `artifacts` from `root`, check each against `murmur.lock`, and
+/// compile the components; any failure is the launch refusal (E-RUN-008 not installed,
+/// E-REG-002 integrity, E-RUN-003 not what the lock pins, E-RUN-002 a component that does
+/// not compile).
 pub fn resolve_all(
     root: &Path,
     artifacts: &[Artifact],
     engine: &wasmtime::Engine,
     cache_dir: Option<&Path>,
+    pins: &Pinning,
 ) -> Result<Vec<Resolved>, Diagnostic> {
     let mut out = Vec::new();
     for a in artifacts {
@@ -88,6 +91,7 @@ pub fn resolve_all(
             ));
         };
         let r = registry::resolve(root, &a.name, version, Resolve::Nothing)?;
+        pins.check(&a.name, version, &r.sha256)?;
         let bad = |m: String| Diagnostic::new(code::RUN_COMPONENT, &key, m);
         let archive = Archive::open(&r.bytes, &ArchiveLimits::default())
             .map_err(|e| bad(format!("{}@{version}: unreadable archive: {e}", a.name)))?;

@@ -1,0 +1,112 @@
+//! `murmur.lock` at launch: read beside a capsule's manifest, every artifact the capsule
+//! resolves checked against it before anything is compiled or staged (a missing entry or
+//! another version is E-RUN-003, other bytes E-REG-002), and written when absent (unless
+//! `--locked`), atomically through `fsx`. A capsule run from the registry has no lock: the
+//! registry's own sidecar and, for a delegated child, the roost's approval pin it.
+
+use crate::diag::{code, Diagnostic};
+use crate::fsx::Dir;
+use crate::manifest::lock::{Lock, Mismatch, Pin, LOCK_FILE};
+use crate::registry::lockfile::{read, write};
+use std::path::Path;
+
+/// The lock of one launch.
+pub struct Pinning {
+    /// The manifest's directory (None: nothing to read or write).
+    dir: Option<Dir>,
+    /// The lock as read (None: there was none).
+    lock: Option<Lock>,
+    locked: bool,
+}
+
+fn lock_error(message: String) -> Diagnostic {
+    Diagnostic::new(code::RUN_LOCK, LOCK_FILE, message)
+}
+
+impl Pinning {
+    /// No lock at all (a capsule from the registry).
+    pub fn none() -> Pinning {
+        Pinning {
+            dir: None,
+            lock: None,
+            locked: false,
+        }
+    }
+
+    /// Read `murmur.lock` in `base`, the manifest's directory. With `locked`, a missing lock
+    /// is refused, since none will be written.
+    pub fn open(base: &Path, locked: bool) -> Result<Pinning, Diagnostic> {
+        let dir = Dir::open(base).map_err(|e| {
+            Diagnostic::new(
+                code::IO_READ,
+                LOCK_FILE,
+                format!("cannot open the manifest's directory: {e}"),
+            )
+        })?;
+        let lock = read(&dir)?;
+        if locked && lock.is_none() {
+            return Err(lock_error(format!(
+                "there is no {LOCK_FILE} beside the manifest, and --locked writes none: run `mur lock` and commit it"
+            )));
+        }
+        Ok(Pinning {
+            dir: Some(dir),
+            lock,
+            locked,
+        })
+    }
+
+    /// Whether `name@version`, whose archive hashes to `sha256`, is what the lock pins
+    /// (anything goes when there is no lock: it is written from what resolved).
+    pub fn check(&self, name: &str, version: &str, sha256: &str) -> Result<(), Diagnostic> {
+        let Some(lock) = &self.lock else {
+            return Ok(());
+        };
+        let key = format!("artifacts[{name}]");
+        lock.check(name, version, sha256).map_err(|m| match m {
+            Mismatch::Missing => Diagnostic::new(
+                code::RUN_LOCK,
+                &key,
+                format!("{name}@{version} is not pinned in {LOCK_FILE}: pin it with `mur lock --update {name}`"),
+            ),
+            Mismatch::Version { locked } => Diagnostic::new(
+                code::RUN_LOCK,
+                &key,
+                format!(
+                    "{LOCK_FILE} pins {name} at {locked}, the manifest asks for {version}: take it with `mur lock --update {name}`"
+                ),
+            ),
+            Mismatch::Bytes { locked } => Diagnostic::new(
+                code::REG_INTEGRITY,
+                &key,
+                format!(
+                    "{name}@{version} in the registry has sha256 {sha256}, {LOCK_FILE} pins sha256 {locked}: other bytes under the same name and version"
+                ),
+            ),
+        })
+    }
+
+    /// After every artifact resolved: write the lock when there was none (and `--locked`
+    /// was not given). The line to tell the operator, if any: what was pinned, or why the
+    /// lock could not be written (the run goes on, unpinned).
+    pub fn record(&self, pins: Vec<Pin>) -> Option<String> {
+        let dir = self.dir.as_ref()?;
+        if self.lock.is_some() || self.locked {
+            return None;
+        }
+        let n = pins.len();
+        let mut lock = Lock::default();
+        for p in pins {
+            lock.set(p);
+        }
+        Some(match write(dir, &lock) {
+            Ok(()) => format!("{LOCK_FILE} written: {n} artifacts pinned by content"),
+            Err(e) => Diagnostic::new(
+                code::RUN_LOCK_UNWRITTEN,
+                LOCK_FILE,
+                format!("cannot write {LOCK_FILE} ({e}); the artifacts are not pinned"),
+            )
+            .to_string(),
+        })
+    }
+}

@@ -54,3 +54,12 @@ for dir in tests/fixtures/echo-tool tests/fixtures/exfil-driver tests/fixtures/h
     dir="${dir%/}"
     package "$dir" "$dir"
 done
+# The examples' locks pin the archives just packaged (tests/cli/lock.rs checks they agree).
+lockreg=$(mktemp -d)
+trap 'rm -rf "$lockreg"' EXIT
+for z in artifacts/*.mur.zip; do
+    "$mur" publish "$z" --registry-path "$lockreg" >/dev/null
+done
+for m in examples/agent/*.yaml; do
+    "$mur" lock --manifest "$m" --registry-path "$lockreg"
+done

@@ -5,7 +5,7 @@
 
 use crate::diag::{code, Diagnostic};
 use crate::fsx::Dir;
-use crate::manifest::lock::{Lock, Pin, LOCK_FILE};
+use crate::manifest::lock::{file_name_for, Lock, Pin};
 use crate::manifest::{self, Resolve};
 use crate::registry::{self, lockfile};
 use std::path::{Path, PathBuf};
@@ -39,10 +39,11 @@ pub fn lock(o: &LockOptions) -> Result<String, Diagnostic> {
         Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
         _ => PathBuf::from("."),
     };
+    let file = file_name_for(&path);
     let dir = Dir::open(&base).map_err(|e| {
         Diagnostic::new(
             code::IO_READ,
-            LOCK_FILE,
+            &file,
             format!("cannot open the manifest's directory: {e}"),
         )
     })?;
@@ -63,11 +64,11 @@ pub fn lock(o: &LockOptions) -> Result<String, Diagnostic> {
             }
         }
         Some(name) => {
-            lock = lockfile::read(&dir)?.ok_or_else(|| {
+            lock = lockfile::read(&dir, &file)?.ok_or_else(|| {
                 Diagnostic::new(
                     code::RUN_LOCK,
-                    LOCK_FILE,
-                    format!("there is no {LOCK_FILE} to update: run `mur lock` to write one"),
+                    &file,
+                    format!("there is no {file} to update: run `mur lock` to write one"),
                 )
             })?;
             let (_, version) = declared.iter().find(|(n, _)| n == name).ok_or_else(|| {
@@ -82,9 +83,9 @@ pub fn lock(o: &LockOptions) -> Result<String, Diagnostic> {
             lock.set(p);
         }
     }
-    lockfile::write(&dir, &lock)
-        .map_err(|e| Diagnostic::new(code::IO_READ, LOCK_FILE, format!("cannot write {LOCK_FILE}: {e}")))?;
-    let written = base.join(LOCK_FILE);
+    lockfile::write(&dir, &file, &lock)
+        .map_err(|e| Diagnostic::new(code::IO_READ, &file, format!("cannot write {file}: {e}")))?;
+    let written = base.join(&file);
     if o.json {
         let pins: Vec<serde_json::Value> = changed
             .iter()

@@ -13,7 +13,7 @@
 
 use serde::Deserialize;
 
-/// The file's name, beside the manifest.
+/// The lock's name beside the default manifest (`murmur.yaml`).
 pub const LOCK_FILE: &str = "murmur.lock";
 /// The one `lock_version` this runtime reads and writes.
 pub const LOCK_VERSION: u32 = 1;
@@ -21,6 +21,24 @@ pub const LOCK_VERSION: u32 = 1;
 pub const MAX_LOCK_BYTES: u64 = 1 << 20;
 /// The most entries one lock may hold.
 pub const MAX_PINS: usize = 4096;
+
+/// The lock's file name for the manifest file `manifest_file`: its name with `.yaml` or
+/// `.yml` replaced by `.lock` (`murmur.yaml` → `murmur.lock`, `anthropic.yaml` →
+/// `anthropic.lock`), so two manifests in one directory never share a lock.
+pub fn file_name_for(manifest_file: &std::path::Path) -> String {
+    let Some(name) = manifest_file.file_name().and_then(|n| n.to_str()) else {
+        return LOCK_FILE.to_string();
+    };
+    let stem = name
+        .strip_suffix(".yaml")
+        .or_else(|| name.strip_suffix(".yml"))
+        .unwrap_or(name);
+    if stem.is_empty() {
+        LOCK_FILE.to_string()
+    } else {
+        format!("{stem}.lock")
+    }
+}
 
 /// One artifact pinned.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -153,7 +171,7 @@ impl Lock {
     /// that YAML would read as a number, which is quoted).
     pub fn render(&self) -> String {
         let mut out = format!(
-            "# murmur.lock: the artifacts this capsule runs, pinned by content. Written by `mur run`\n# when absent and verified on every launch; rewrite it with `mur lock`.\nlock_version: {LOCK_VERSION}\nartifacts:"
+            "# The artifacts this capsule's manifest names, pinned by content: written by `mur run`\n# when absent, verified on every launch, rewritten on purpose with `mur lock`.\nlock_version: {LOCK_VERSION}\nartifacts:"
         );
         if self.pins.is_empty() {
             out.push_str(" []");
@@ -220,6 +238,20 @@ mod tests {
         );
         assert_eq!(l.check("other", "1.0.0", A), Err(Mismatch::Missing));
         assert_eq!(Lock::parse(&Lock::default().render()).unwrap(), Lock::default());
+    }
+
+    #[test]
+    fn each_manifest_has_a_lock_of_its_own_name() {
+        use std::path::Path;
+        assert_eq!(file_name_for(Path::new("murmur.yaml")), "murmur.lock");
+        assert_eq!(
+            file_name_for(Path::new("examples/agent/anthropic.yaml")),
+            "anthropic.lock"
+        );
+        assert_eq!(file_name_for(Path::new("a/b.yml")), "b.lock");
+        assert_eq!(file_name_for(Path::new("capsule")), "capsule.lock");
+        assert_eq!(file_name_for(Path::new(".yaml")), "murmur.lock");
+        assert_eq!(file_name_for(Path::new("/")), "murmur.lock");
     }
 
     #[test]

@@ -280,7 +280,11 @@ fn prepare(opts: &RunOptions, payload: Payload<'_>) -> Result<Prepared, Diagnost
             let registry = opts.registry.clone().unwrap_or_else(registry::default_root);
             // A manifest from a path has its lock beside it; one from the registry has none.
             let pins = match archive {
-                None => Pinning::open(base, opts.locked)?,
+                None => Pinning::open(
+                    base,
+                    opts.manifest.as_deref().unwrap_or(Path::new("murmur.yaml")),
+                    opts.locked,
+                )?,
                 Some(_) => Pinning::none(),
             };
             let prepared = agent::prepare(m, base, archive, &registry, &pins)?;

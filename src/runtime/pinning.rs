@@ -1,12 +1,13 @@
-//! `murmur.lock` at launch: read beside a capsule's manifest, every artifact the capsule
-//! resolves checked against it before anything is compiled or staged (a missing entry or
-//! another version is E-RUN-003, other bytes E-REG-002), and written when absent (unless
-//! `--locked`), atomically through `fsx`. A capsule run from the registry has no lock: the
-//! registry's own sidecar and, for a delegated child, the roost's approval pin it.
+//! A capsule's lock at launch (`murmur.lock` beside `murmur.yaml`): read beside the manifest,
+//! every artifact the capsule resolves checked against it before anything is compiled or
+//! staged (a missing entry or another version is E-RUN-003, other bytes E-REG-002), and
+//! written when absent (unless `--locked`), atomically through `fsx`. A capsule run from the
+//! registry has no lock: the registry's own sidecar and, for a delegated child, the roost's
+//! approval pin it.
 
 use crate::diag::{code, Diagnostic};
 use crate::fsx::Dir;
-use crate::manifest::lock::{Lock, Mismatch, Pin, LOCK_FILE};
+use crate::manifest::lock::{file_name_for, Lock, Mismatch, Pin};
 use crate::registry::lockfile::{read, write};
 use std::path::Path;
 
@@ -14,13 +15,11 @@ use std::path::Path;
 pub struct Pinning {
     /// The manifest's directory (None: nothing to read or write).
     dir: Option<Dir>,
+    /// The lock's file name.
+    name: String,
     /// The lock as read (None: there was none).
     lock: Option<Lock>,
     locked: bool,
-}
-
-fn lock_error(message: String) -> Diagnostic {
-    Diagnostic::new(code::RUN_LOCK, LOCK_FILE, message)
 }
 
 impl Pinning {
@@ -28,29 +27,34 @@ impl Pinning {
     pub fn none() -> Pinning {
         Pinning {
             dir: None,
+            name: String::new(),
             lock: None,
             locked: false,
         }
     }
 
-    /// Read `murmur.lock` in `base`, the manifest's directory. With `locked`, a missing lock
-    /// is refused, since none will be written.
-    pub fn open(base: &Path, locked: bool) -> Result<Pinning, Diagnostic> {
+    /// Read the lock of the manifest file `manifest`, in `base`, its directory. With
+    /// `locked`, a missing lock is refused, since none will be written.
+    pub fn open(base: &Path, manifest: &Path, locked: bool) -> Result<Pinning, Diagnostic> {
+        let name = file_name_for(manifest);
         let dir = Dir::open(base).map_err(|e| {
             Diagnostic::new(
                 code::IO_READ,
-                LOCK_FILE,
+                &name,
                 format!("cannot open the manifest's directory: {e}"),
             )
         })?;
-        let lock = read(&dir)?;
+        let lock = read(&dir, &name)?;
         if locked && lock.is_none() {
-            return Err(lock_error(format!(
-                "there is no {LOCK_FILE} beside the manifest, and --locked writes none: run `mur lock` and commit it"
-            )));
+            return Err(Diagnostic::new(
+                code::RUN_LOCK,
+                &name,
+                format!("there is no {name} beside the manifest, and --locked writes none: run `mur lock` and commit it"),
+            ));
         }
         Ok(Pinning {
             dir: Some(dir),
+            name,
             lock,
             locked,
         })
@@ -62,25 +66,26 @@ impl Pinning {
         let Some(lock) = &self.lock else {
             return Ok(());
         };
+        let file = &self.name;
         let key = format!("artifacts[{name}]");
         lock.check(name, version, sha256).map_err(|m| match m {
             Mismatch::Missing => Diagnostic::new(
                 code::RUN_LOCK,
                 &key,
-                format!("{name}@{version} is not pinned in {LOCK_FILE}: pin it with `mur lock --update {name}`"),
+                format!("{name}@{version} is not pinned in {file}: pin it with `mur lock --update {name}`"),
             ),
             Mismatch::Version { locked } => Diagnostic::new(
                 code::RUN_LOCK,
                 &key,
                 format!(
-                    "{LOCK_FILE} pins {name} at {locked}, the manifest asks for {version}: take it with `mur lock --update {name}`"
+                    "{file} pins {name} at {locked}, the manifest asks for {version}: take it with `mur lock --update {name}`"
                 ),
             ),
             Mismatch::Bytes { locked } => Diagnostic::new(
                 code::REG_INTEGRITY,
                 &key,
                 format!(
-                    "{name}@{version} in the registry has sha256 {sha256}, {LOCK_FILE} pins sha256 {locked}: other bytes under the same name and version"
+                    "{name}@{version} in the registry has sha256 {sha256}, {file} pins sha256 {locked}: other bytes under the same name and version"
                 ),
             ),
         })
@@ -99,12 +104,13 @@ impl Pinning {
         for p in pins {
             lock.set(p);
         }
-        Some(match write(dir, &lock) {
-            Ok(()) => format!("{LOCK_FILE} written: {n} artifacts pinned by content"),
+        let file = &self.name;
+        Some(match write(dir, file, &lock) {
+            Ok(()) => format!("{file} written: {n} artifacts pinned by content"),
             Err(e) => Diagnostic::new(
                 code::RUN_LOCK_UNWRITTEN,
-                LOCK_FILE,
-                format!("cannot write {LOCK_FILE} ({e}); the artifacts are not pinned"),
+                file,
+                format!("cannot write {file} ({e}); the artifacts are not pinned"),
             )
             .to_string(),
         })

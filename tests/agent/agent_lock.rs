@@ -249,3 +249,34 @@ fn a_lock_that_is_not_one_or_a_symlink_at_its_name_is_refused() {
         "the file the symlink names is untouched"
     );
 }
+
+#[test]
+fn two_manifests_in_one_directory_keep_locks_of_their_own() {
+    let p = Provider::start(vec![Step::text("one"), Step::text("two")]);
+    let w = world("lock-two", &p, "one");
+    w.run("go", &[]).assert_ok();
+    let other = Spec::new(Drv::Anthropic, &p);
+    std::fs::write(w.dir.join("other.yaml"), other.yaml()).unwrap();
+    let manifest = w.dir.join("other.yaml").display().to_string();
+    let out = mur(
+        &w.t,
+        &[
+            "--manifest",
+            &manifest,
+            "--registry-path",
+            w.reg.to_str().unwrap(),
+            "--task",
+            "go",
+        ],
+        &[(KEY_VAR, KEY)],
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(
+        err.contains("other.lock written: 1 artifacts pinned by content"),
+        "{err}"
+    );
+    let text = std::fs::read_to_string(w.dir.join("other.lock")).unwrap();
+    assert!(text.contains("name: murmur-driver-anthropic"), "{text}");
+    assert_eq!(pins(&w).len(), 2, "murmur.lock is murmur.yaml's alone");
+}

@@ -7,6 +7,7 @@ mod common;
 
 mod cli;
 mod eval;
+mod lock;
 mod manifest_table;
 mod records_full;
 mod registry;

@@ -304,6 +304,28 @@ impl Dir {
     /// the name, so a symlink planted at the name is replaced, never followed, and a reader
     /// sees the old or the new content whole. Missing parents are created.
     pub fn replace(&self, rel: &str, bytes: &[u8]) -> Result<(), FsError> {
+        self.write_then_rename(rel, bytes, Commit::Replace)
+    }
+
+    /// [`Dir::replace`], made durable: the file's data is on disk before the rename and the
+    /// rename before this returns (a crash leaves the old content or the new, never an
+    /// empty file under the name), and a write error the kernel reports only at sync or
+    /// close (a full disk, a quota) is an error here.
+    pub fn replace_durable(&self, rel: &str, bytes: &[u8]) -> Result<(), FsError> {
+        self.write_then_rename(rel, bytes, Commit::ReplaceDurable)
+    }
+
+    /// [`Dir::replace_durable`] only while nothing is at the name: a file that appeared
+    /// there since the caller looked is left as it is, and the answer is `Ok(false)`.
+    pub fn create_durable(&self, rel: &str, bytes: &[u8]) -> Result<bool, FsError> {
+        match self.write_then_rename(rel, bytes, Commit::CreateDurable) {
+            Ok(()) => Ok(true),
+            Err(FsError::Io { err, .. }) if err.kind() == io::ErrorKind::AlreadyExists => Ok(false),
+            Err(e) => Err(e),
+        }
+    }
+
+    fn write_then_rename(&self, rel: &str, bytes: &[u8], commit: Commit) -> Result<(), FsError> {
         let (parent, name) = self.parent_of(rel, true)?;
         let d = parent.as_ref().unwrap_or(self);
         let tmp = temp_name(name)?;
@@ -311,10 +333,19 @@ impl Dir {
         let fd = rfs::openat(&d.fd, tmp.as_str(), flags, Mode::from_raw_mode(0o644))
             .map_err(|e| io_at(&d.shown_join(&tmp), e))?;
         let mut f = std::fs::File::from(fd);
-        let written = f.write_all(bytes).and_then(|_| f.flush());
+        let durable = commit != Commit::Replace;
+        let written =
+            f.write_all(bytes)
+                .and_then(|_| f.flush())
+                .and_then(|_| if durable { f.sync_all() } else { Ok(()) });
         drop(f);
         let renamed = written.map_err(|e| io_at(&d.shown_join(&tmp), e)).and_then(|_| {
-            rfs::renameat(&d.fd, tmp.as_str(), &d.fd, name).map_err(|e| {
+            let moved = if commit == Commit::CreateDurable {
+                rfs::renameat_with(&d.fd, tmp.as_str(), &d.fd, name, rfs::RenameFlags::NOREPLACE)
+            } else {
+                rfs::renameat(&d.fd, tmp.as_str(), &d.fd, name)
+            };
+            moved.map_err(|e| {
                 if e == rustix::io::Errno::ISDIR || e == rustix::io::Errno::NOTDIR {
                     FsError::WrongType {
                         path: d.shown_join(name).display().to_string(),
@@ -328,7 +359,11 @@ impl Dir {
         if renamed.is_err() {
             let _ = rfs::unlinkat(&d.fd, tmp.as_str(), AtFlags::empty());
         }
-        renamed
+        renamed?;
+        if durable {
+            rfs::fsync(&d.fd).map_err(|e| io_at(&d.shown, e))?;
+        }
+        Ok(())
     }
 
     /// Rename the entry `from` of this directory to `to` (each one plain name, no `/`),
@@ -403,6 +438,14 @@ impl Dir {
 }
 
 /// `.<name>.<16 hex>.tmp`, a name no guest can predict.
+/// How [`Dir::write_then_rename`] commits its temp file.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Commit {
+    Replace,
+    ReplaceDurable,
+    CreateDurable,
+}
+
 fn temp_name(name: &str) -> Result<String, FsError> {
     let r = crate::token::random_hex16().map_err(|e| FsError::Io {
         path: name.to_string(),

@@ -170,6 +170,7 @@ fn parse_lock(args: &mut Args) -> Result<Command, ArgError> {
             "--manifest" => o.manifest = Some(args.value(&name, inline)?.into()),
             "--registry-path" => o.registry = Some(args.value(&name, inline)?.into()),
             "--update" => o.update = Some(args.value(&name, inline)?),
+            "--accept-changed" => o.accept_changed.push(args.value(&name, inline)?),
             "--json" => {
                 no_value(&name, inline)?;
                 o.json = true;

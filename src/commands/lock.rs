@@ -1,13 +1,16 @@
-//! `mur lock`: write `murmur.lock` beside a capsule's manifest from the local registry, every
-//! artifact the manifest declares pinned by name, version and the sha256 of its archive;
-//! `--update NAME` takes that one artifact as the registry has it now and keeps every other
-//! pin as it is. `mur run` then refuses what the lock does not pin.
+//! `mur lock`: write a capsule's lock (`murmur.lock` beside `murmur.yaml`) from the local
+//! registry, every artifact the manifest declares pinned by name, version and the sha256 of
+//! its archive; `--update NAME` takes that one artifact as the registry has it now and keeps
+//! every other pin. Other bytes under a version the lock already pins are refused
+//! (E-REG-002) unless `--accept-changed NAME` says they are trusted: re-pinning is how a
+//! swapped archive would otherwise slip in. `mur run` then refuses what the lock does not pin.
 
 use crate::diag::{code, Diagnostic};
 use crate::fsx::Dir;
 use crate::manifest::lock::{file_name_for, Lock, Pin};
 use crate::manifest::{self, Resolve};
-use crate::registry::{self, lockfile};
+use crate::registry::lockfile::{self, Existing};
+use crate::registry::{self};
 use std::path::{Path, PathBuf};
 
 #[derive(Debug, Default)]
@@ -16,30 +19,103 @@ pub struct LockOptions {
     pub registry: Option<PathBuf>,
     /// Refresh only this artifact's pin.
     pub update: Option<String>,
+    /// Artifacts whose other bytes under a pinned version are taken on purpose.
+    pub accept_changed: Vec<String>,
     pub json: bool,
 }
 
+/// One pin written, and the hash it replaced when that differs.
+struct Pinned {
+    pin: Pin,
+    was: Option<String>,
+}
+
+/// Step: the artifacts the manifest declares, as (name, version); one without a version is
+/// refused, as `mur run` refuses it.
+fn declared(path: &Path) -> Result<Vec<(String, String)>, Diagnostic> {
+    let loaded = manifest::load_file(path, Resolve::AllButApiKey(&manifest::process_env))?;
+    loaded
+        .manifest
+        .artifacts
+        .iter()
+        .map(|a| match &a.version {
+            Some(v) => Ok((a.name.clone(), v.clone())),
+            None => Err(Diagnostic::new(
+                code::REG_NOT_INSTALLED,
+                format!("artifacts[{}]", a.name),
+                format!("artifact {} has no version to pin", a.name),
+            )),
+        })
+        .collect()
+}
+
+/// Step: which artifacts to pin: all of them, or the one `--update` names.
+fn wanted<'a>(
+    update: Option<&str>,
+    declared: &'a [(String, String)],
+) -> Result<Vec<&'a (String, String)>, Diagnostic> {
+    let Some(name) = update else {
+        return Ok(declared.iter().collect());
+    };
+    let one = declared.iter().find(|(n, _)| n == name).ok_or_else(|| {
+        Diagnostic::new(
+            code::RUN_LOCK,
+            "artifacts",
+            format!("the manifest declares no artifact {name} (with a version) to pin"),
+        )
+    })?;
+    Ok(vec![one])
+}
+
 /// Step: the pin of `name@version` as the registry holds it (its bytes hashed against its
-/// sidecar by the registry's own resolve).
-fn pin_of(root: &Path, name: &str, version: &str) -> Result<Pin, Diagnostic> {
+/// sidecar by the registry's own resolve), refused when it moves a pinned version to other
+/// bytes that were not accepted.
+fn pin_of(
+    root: &Path,
+    old: Option<&Lock>,
+    name: &str,
+    version: &str,
+    o: &LockOptions,
+    file: &str,
+) -> Result<Pinned, Diagnostic> {
     let r = registry::resolve(root, name, version, Resolve::Nothing)?;
-    Ok(Pin {
+    let pin = Pin {
         name: name.to_string(),
         version: version.to_string(),
         sha256: r.sha256,
+    };
+    let was = old
+        .and_then(|l| l.get(name))
+        .filter(|p| p.sha256 != pin.sha256)
+        .map(|p| (p.version.clone(), p.sha256.clone()));
+    if let Some((v, sha)) = &was {
+        if v == version && !o.accept_changed.iter().any(|a| a == name) {
+            return Err(Diagnostic::new(
+                code::REG_INTEGRITY,
+                format!("artifacts[{name}]"),
+                format!(
+                    "{name}@{version} in the registry has sha256 {}, {file} pins sha256 {sha}: other bytes under the same name and version; if they are trusted, pass --accept-changed {name}",
+                    pin.sha256
+                ),
+            ));
+        }
+    }
+    Ok(Pinned {
+        pin,
+        was: was.map(|(_, sha)| sha),
     })
 }
 
 /// Write the lock; what was pinned, as text or JSON.
 pub fn lock(o: &LockOptions) -> Result<String, Diagnostic> {
     let path = o.manifest.clone().unwrap_or_else(|| PathBuf::from("murmur.yaml"));
-    let loaded = manifest::load_file(&path, Resolve::AllButApiKey(&manifest::process_env))?;
     let root = o.registry.clone().unwrap_or_else(registry::default_root);
     let base = match path.parent() {
         Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
         _ => PathBuf::from("."),
     };
     let file = file_name_for(&path);
+    let declared = declared(&path)?;
     let dir = Dir::open(&base).map_err(|e| {
         Diagnostic::new(
             code::IO_READ,
@@ -47,63 +123,55 @@ pub fn lock(o: &LockOptions) -> Result<String, Diagnostic> {
             format!("cannot open the manifest's directory: {e}"),
         )
     })?;
-    let declared: Vec<(String, String)> = loaded
-        .manifest
-        .artifacts
-        .iter()
-        .filter_map(|a| a.version.clone().map(|v| (a.name.clone(), v)))
-        .collect();
-    let mut lock = Lock::default();
-    let mut changed = Vec::new();
-    match &o.update {
-        None => {
-            for (name, version) in &declared {
-                let p = pin_of(&root, name, version)?;
-                changed.push(p.clone());
-                lock.set(p);
-            }
+    let old = lockfile::read(&dir, &file)?;
+    let mut lock = match (&o.update, &old) {
+        (Some(_), Some(l)) => l.clone(),
+        (Some(_), None) => {
+            return Err(Diagnostic::new(
+                code::RUN_LOCK,
+                &file,
+                format!("there is no {file} to update: run `mur lock` to write one"),
+            ))
         }
-        Some(name) => {
-            lock = lockfile::read(&dir, &file)?.ok_or_else(|| {
-                Diagnostic::new(
-                    code::RUN_LOCK,
-                    &file,
-                    format!("there is no {file} to update: run `mur lock` to write one"),
-                )
-            })?;
-            let (_, version) = declared.iter().find(|(n, _)| n == name).ok_or_else(|| {
-                Diagnostic::new(
-                    code::RUN_LOCK,
-                    "artifacts",
-                    format!("the manifest declares no artifact {name} (with a version) to pin"),
-                )
-            })?;
-            let p = pin_of(&root, name, version)?;
-            changed.push(p.clone());
-            lock.set(p);
-        }
+        (None, _) => Lock::default(),
+    };
+    let mut pinned = Vec::new();
+    for (name, version) in wanted(o.update.as_deref(), &declared)? {
+        let p = pin_of(&root, old.as_ref(), name, version, o, &file)?;
+        lock.set(p.pin.clone());
+        pinned.push(p);
     }
-    lockfile::write(&dir, &file, &lock)
+    lockfile::write(&dir, &file, &lock, Existing::Replace)
         .map_err(|e| Diagnostic::new(code::IO_READ, &file, format!("cannot write {file}: {e}")))?;
-    let written = base.join(&file);
-    if o.json {
-        let pins: Vec<serde_json::Value> = changed
+    Ok(report(&base.join(&file), &pinned, lock.pins().len(), o.json))
+}
+
+/// Step: what was written.
+fn report(written: &Path, pinned: &[Pinned], total: usize, json: bool) -> String {
+    if json {
+        let pins: Vec<serde_json::Value> = pinned
             .iter()
-            .map(|p| serde_json::json!({"name": p.name, "resolved_version": p.version, "sha256": p.sha256}))
+            .map(|p| {
+                serde_json::json!({"name": p.pin.name, "resolved_version": p.pin.version,
+                                   "sha256": p.pin.sha256, "was": p.was})
+            })
             .collect();
-        return Ok(format!(
+        return format!(
             "{}\n",
-            serde_json::json!({"lock": written.display().to_string(), "pinned": pins, "total": lock.pins().len()})
-        ));
+            serde_json::json!({"lock": written.display().to_string(), "pinned": pins, "total": total})
+        );
     }
     let mut out = String::new();
-    for p in &changed {
-        out.push_str(&format!("pinned {}@{} sha256 {}\n", p.name, p.version, p.sha256));
+    for p in pinned {
+        let was = p.was.as_ref().map(|w| format!(" (was {w})")).unwrap_or_default();
+        out.push_str(&format!(
+            "pinned {}@{} sha256 {}{was}\n",
+            p.pin.name, p.pin.version, p.pin.sha256
+        ));
     }
     out.push_str(&format!(
-        "wrote {} ({} artifacts pinned)\n",
-        written.display(),
-        lock.pins().len()
+        "wrote {} ({total} artifacts pinned)\n",
+        written.display()
     ));
-    Ok(out)
+    out
 }

@@ -24,15 +24,16 @@ pub const MAX_PINS: usize = 4096;
 
 /// The lock's file name for the manifest file `manifest_file`: its name with `.yaml` or
 /// `.yml` replaced by `.lock` (`murmur.yaml` → `murmur.lock`, `anthropic.yaml` →
-/// `anthropic.lock`), so two manifests in one directory never share a lock.
+/// `anthropic.lock`), so two manifests in one directory keep locks of their own (but
+/// `a.yaml`, `a.yml` and `a` would share `a.lock`).
 pub fn file_name_for(manifest_file: &std::path::Path) -> String {
-    let Some(name) = manifest_file.file_name().and_then(|n| n.to_str()) else {
+    let Some(name) = manifest_file.file_name().map(|n| n.to_string_lossy()) else {
         return LOCK_FILE.to_string();
     };
     let stem = name
         .strip_suffix(".yaml")
         .or_else(|| name.strip_suffix(".yml"))
-        .unwrap_or(name);
+        .unwrap_or(&name);
     if stem.is_empty() {
         LOCK_FILE.to_string()
     } else {
@@ -86,10 +87,11 @@ fn is_sha256(s: &str) -> bool {
     s.len() == 64 && s.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
 }
 
-/// A name or version as the lock may hold it: printable, no whitespace, at most 200 bytes
-/// (the registry decides what resolves; this only keeps the file's text sane).
+/// A name or version as the lock may hold it: printable ASCII without whitespace, at most
+/// 255 bytes (a `scope/name` is at most 201; the registry decides what resolves, this only
+/// keeps the file's text sane).
 fn is_word(s: &str) -> bool {
-    !s.is_empty() && s.len() <= 200 && s.chars().all(|c| c.is_ascii_graphic())
+    !s.is_empty() && s.len() <= 255 && s.chars().all(|c| c.is_ascii_graphic())
 }
 
 impl Lock {
@@ -98,7 +100,14 @@ impl Lock {
         if text.len() as u64 > MAX_LOCK_BYTES {
             return Err(format!("larger than {MAX_LOCK_BYTES} bytes"));
         }
-        let shape: FileShape = serde_yaml::from_str(text).map_err(|e| format!("not a lock: {e}"))?;
+        // A lock is written by `mur run` or `mur lock` and has no anchors nor aliases (no
+        // name, version or hash holds `&` or `*`): refused before YAML expands one into
+        // more memory than the file's bound suggests.
+        if text.contains(['&', '*']) {
+            return Err("not a lock: YAML anchors and aliases are not allowed in one".into());
+        }
+        let shape: FileShape = serde_yaml::from_str(text)
+            .map_err(|e| format!("not a lock: {e} (rewrite it with `mur lock`)"))?;
         if shape.lock_version != LOCK_VERSION {
             return Err(format!(
                 "lock_version {} (this runtime reads {LOCK_VERSION})",
@@ -165,6 +174,17 @@ impl Lock {
             });
         }
         Ok(())
+    }
+
+    /// The lock's text, when it reads back as this lock (a name or version the parser would
+    /// refuse is an error here, so no run writes a lock that no later run can read).
+    pub fn to_text(&self) -> Result<String, String> {
+        let text = self.render();
+        match Lock::parse(&text) {
+            Ok(back) if &back == self => Ok(text),
+            Ok(_) => Err("the lock does not read back as written".into()),
+            Err(why) => Err(format!("the lock would not read back: {why}")),
+        }
     }
 
     /// The lock's text (names and versions are words: they need no quoting but a version
@@ -275,5 +295,19 @@ mod tests {
         assert!(Lock::parse(&"#".repeat(2 << 20))
             .unwrap_err()
             .contains("larger than"));
+        let bomb = format!(
+            "lock_version: 1\nartifacts: [&e {{name: a, resolved_version: '1', sha256: {A}}}, *e, *e]\n"
+        );
+        assert!(Lock::parse(&bomb).unwrap_err().contains("anchors and aliases"));
+    }
+
+    #[test]
+    fn the_longest_scoped_name_is_written_and_read_back_and_one_that_would_not_is_refused() {
+        let mut l = Lock::default();
+        let scoped = format!("{}/{}", "s".repeat(100), "n".repeat(100));
+        l.set(pin(&scoped, "1.0.0", A));
+        assert_eq!(Lock::parse(&l.to_text().unwrap()).unwrap(), l);
+        l.set(pin("has space", "1.0.0", A));
+        assert!(l.to_text().unwrap_err().contains("would not read back"));
     }
 }

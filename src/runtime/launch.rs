@@ -161,6 +161,7 @@ pub fn run(opts: RunOptions) -> Result<u8, Diagnostic> {
     crate::http::descriptor_floor(DESCRIPTORS_WANTED)?;
     crate::runtime::wasm::invoke::ensure_async_runtime()?;
     let source = source(&opts)?;
+    let pins = pinning(&opts, &source)?;
     // The threads this phase starts (the egress relay, the roost hold's reader, the
     // approval reader) outlive it: they are made with SIGTERM and SIGINT blocked, as every
     // thread of a session has them, so a signal never takes its default action on one of
@@ -168,7 +169,7 @@ pub fn run(opts: RunOptions) -> Result<u8, Diagnostic> {
     let Some(decided) = crate::signals::with_termination_blocked(|| decide(&opts, &source))? else {
         return Ok(0);
     };
-    let prepared = prepare(&opts, source.payload()?)?;
+    let prepared = prepare(&opts, source.payload()?, &pins)?;
     let mut opened = open(&opts, &source.manifest, decided, &prepared)?;
     let (start, runner) = match assemble(&mut opened, prepared) {
         Ok(v) => v,
@@ -189,6 +190,28 @@ fn source(opts: &RunOptions) -> Result<Source, Diagnostic> {
         }
         _ => from_path(opts.manifest.as_deref().unwrap_or(Path::new("murmur.yaml"))),
     }
+}
+
+/// Phase 1b: the lock of an agent capsule run from its manifest, read (and `--locked`
+/// refused without one) before anything of the session is made. A capsule from the
+/// registry has no lock beside a manifest, so `--locked` refuses it rather than run it
+/// unpinned; a WASM component capsule resolves no artifacts and has nothing to pin.
+fn pinning(opts: &RunOptions, source: &Source) -> Result<Pinning, Diagnostic> {
+    if source.manifest.inference.is_none() {
+        return Ok(Pinning::none());
+    }
+    if source.archive.is_some() {
+        if opts.locked {
+            return Err(Diagnostic::new(
+                code::RUN_LOCK,
+                "--locked",
+                "a capsule run from the registry (--capsule) has no lock beside a manifest: run it from its manifest to pin its artifacts",
+            ));
+        }
+        return Ok(Pinning::none());
+    }
+    let manifest = opts.manifest.as_deref().unwrap_or(Path::new("murmur.yaml"));
+    Pinning::open(&source.base, manifest, opts.registry.as_deref(), opts.locked)
 }
 
 /// Phase 2: probe the host once, decide the class, make the session's identity and plan;
@@ -274,20 +297,11 @@ fn decide(opts: &RunOptions, source: &Source) -> Result<Option<Decided>, Diagnos
 
 /// Phase 3: what the kind needs, refused before any session exists (a component that is
 /// not one; an agent's driver, prompt and artifacts).
-fn prepare(opts: &RunOptions, payload: Payload<'_>) -> Result<Prepared, Diagnostic> {
+fn prepare(opts: &RunOptions, payload: Payload<'_>, pins: &Pinning) -> Result<Prepared, Diagnostic> {
     match payload {
         Payload::Agent(m, base, archive) => {
             let registry = opts.registry.clone().unwrap_or_else(registry::default_root);
-            // A manifest from a path has its lock beside it; one from the registry has none.
-            let pins = match archive {
-                None => Pinning::open(
-                    base,
-                    opts.manifest.as_deref().unwrap_or(Path::new("murmur.yaml")),
-                    opts.locked,
-                )?,
-                Some(_) => Pinning::none(),
-            };
-            let prepared = agent::prepare(m, base, archive, &registry, &pins)?;
+            let prepared = agent::prepare(m, base, archive, &registry, pins)?;
             if let Some(line) = pins.record(prepared.pins()) {
                 eprintln!("{line}");
             }

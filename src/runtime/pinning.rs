@@ -8,7 +8,7 @@
 use crate::diag::{code, Diagnostic};
 use crate::fsx::Dir;
 use crate::manifest::lock::{file_name_for, Lock, Mismatch, Pin};
-use crate::registry::lockfile::{read, write};
+use crate::registry::lockfile::{read, write, Existing};
 use std::path::Path;
 
 /// The lock of one launch.
@@ -17,6 +17,8 @@ pub struct Pinning {
     dir: Option<Dir>,
     /// The lock's file name.
     name: String,
+    /// The `mur lock` command line for this manifest and registry, for hints.
+    command: String,
     /// The lock as read (None: there was none).
     lock: Option<Lock>,
     locked: bool,
@@ -28,6 +30,7 @@ impl Pinning {
         Pinning {
             dir: None,
             name: String::new(),
+            command: String::new(),
             lock: None,
             locked: false,
         }
@@ -35,8 +38,20 @@ impl Pinning {
 
     /// Read the lock of the manifest file `manifest`, in `base`, its directory. With
     /// `locked`, a missing lock is refused, since none will be written.
-    pub fn open(base: &Path, manifest: &Path, locked: bool) -> Result<Pinning, Diagnostic> {
+    pub fn open(
+        base: &Path,
+        manifest: &Path,
+        registry: Option<&Path>,
+        locked: bool,
+    ) -> Result<Pinning, Diagnostic> {
         let name = file_name_for(manifest);
+        let mut command = String::from("mur lock");
+        if manifest != Path::new("murmur.yaml") {
+            command.push_str(&format!(" --manifest {}", manifest.display()));
+        }
+        if let Some(r) = registry {
+            command.push_str(&format!(" --registry-path {}", r.display()));
+        }
         let dir = Dir::open(base).map_err(|e| {
             Diagnostic::new(
                 code::IO_READ,
@@ -49,12 +64,13 @@ impl Pinning {
             return Err(Diagnostic::new(
                 code::RUN_LOCK,
                 &name,
-                format!("there is no {name} beside the manifest, and --locked writes none: run `mur lock` and commit it"),
+                format!("there is no {name} beside the manifest, and --locked writes none: run `{command}` and commit it"),
             ));
         }
         Ok(Pinning {
             dir: Some(dir),
             name,
+            command,
             lock,
             locked,
         })
@@ -66,19 +82,19 @@ impl Pinning {
         let Some(lock) = &self.lock else {
             return Ok(());
         };
-        let file = &self.name;
+        let (file, command) = (&self.name, &self.command);
         let key = format!("artifacts[{name}]");
         lock.check(name, version, sha256).map_err(|m| match m {
             Mismatch::Missing => Diagnostic::new(
                 code::RUN_LOCK,
                 &key,
-                format!("{name}@{version} is not pinned in {file}: pin it with `mur lock --update {name}`"),
+                format!("{name}@{version} is not pinned in {file}: pin it with `{command} --update {name}`"),
             ),
             Mismatch::Version { locked } => Diagnostic::new(
                 code::RUN_LOCK,
                 &key,
                 format!(
-                    "{file} pins {name} at {locked}, the manifest asks for {version}: take it with `mur lock --update {name}`"
+                    "{file} pins {name} at {locked}, the manifest asks for {version}: take it with `{command} --update {name}`"
                 ),
             ),
             Mismatch::Bytes { locked } => Diagnostic::new(
@@ -105,8 +121,9 @@ impl Pinning {
             lock.set(p);
         }
         let file = &self.name;
-        Some(match write(dir, file, &lock) {
-            Ok(()) => format!("{file} written: {n} artifacts pinned by content"),
+        Some(match write(dir, file, &lock, Existing::Keep) {
+            Ok(true) => format!("{file} written: {n} artifacts pinned by content"),
+            Ok(false) => format!("{file} appeared while this run resolved its artifacts: left as it is (the next run verifies against it)"),
             Err(e) => Diagnostic::new(
                 code::RUN_LOCK_UNWRITTEN,
                 file,

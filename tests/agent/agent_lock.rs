@@ -150,6 +150,14 @@ fn other_bytes_another_version_or_an_unpinned_artifact_are_refused_before_anythi
         &run,
         &format!("error[E-REG-002]: lock-tool@1.0.0 in the registry has sha256 {other}, murmur.lock pins sha256 {pinned}: other bytes under the same name and version"),
     );
+    // `mur lock` does not take the other bytes silently either.
+    let (code, _, err) = mur_lock(&w, &[]);
+    assert_eq!(code, Some(1), "{err}");
+    assert!(
+        err.contains(&format!("error[E-REG-002]: lock-tool@1.0.0 in the registry has sha256 {other}, murmur.lock pins sha256 {pinned}: other bytes under the same name and version; if they are trusted, pass --accept-changed lock-tool")),
+        "{err}"
+    );
+    assert!(lock_text(&w).contains(&pinned), "the lock is left as it was");
 
     // Another version than the one pinned.
     publish_wasm_tool_version(&w, "1.0.1");
@@ -160,24 +168,36 @@ fn other_bytes_another_version_or_an_unpinned_artifact_are_refused_before_anythi
     assert_refused(
         &w,
         &run,
-        "error[E-RUN-003]: murmur.lock pins lock-tool at 1.0.0, the manifest asks for 1.0.1: take it with `mur lock --update lock-tool`",
+        &format!(
+            "error[E-RUN-003]: murmur.lock pins lock-tool at 1.0.0, the manifest asks for 1.0.1: take it with `mur lock --manifest {} --registry-path {} --update lock-tool`",
+            manifest_arg(&w.dir),
+            w.reg.display()
+        ),
     );
 
-    // An artifact the lock has no entry for.
+    // An artifact the lock has no entry for (beside lock-tool, taken on purpose first).
+    let (code, out, err) = mur_lock(&w, &["--update", "lock-tool"]);
+    assert_eq!(code, Some(0), "{out}{err}");
+    assert!(out.starts_with("pinned lock-tool@1.0.1 sha256 "), "{out}");
     publish_wasm_tool(&w.reg, "new-tool", "description: new\n");
     spec.artifacts
         .push("{name: new-tool, version: 1.0.0, runtime: tool}".into());
     w.manifest(&spec);
     let run = w.run("go", &[]);
-    assert!(run.stderr().contains("error[E-RUN-003]"), "{}", run.both());
-    w.assert_no_session();
+    assert_refused(
+        &w,
+        &run,
+        &format!(
+            "error[E-RUN-003]: new-tool@1.0.0 is not pinned in murmur.lock: pin it with `mur lock --manifest {} --registry-path {} --update new-tool`",
+            manifest_arg(&w.dir),
+            w.reg.display()
+        ),
+    );
 
-    // `mur lock --update` takes each on purpose, the other pins as they were.
-    for name in ["lock-tool", "new-tool"] {
-        let (code, out, err) = mur_lock(&w, &["--update", name]);
-        assert_eq!(code, Some(0), "{out}{err}");
-        assert!(out.starts_with(&format!("pinned {name}@1.0.")), "{out}");
-    }
+    // `mur lock --update` takes it on purpose, the other pins as they were.
+    let (code, out, err) = mur_lock(&w, &["--update", "new-tool"]);
+    assert_eq!(code, Some(0), "{out}{err}");
+    assert!(out.starts_with("pinned new-tool@1.0.0 sha256 "), "{out}");
     let now = pins(&w);
     assert_eq!(now.len(), 3, "{now:?}");
     assert!(now.contains(&(
@@ -204,6 +224,25 @@ fn publish_wasm_tool_version(w: &World, version: &str) {
 }
 
 #[test]
+fn mur_lock_takes_other_bytes_only_when_told_to() {
+    let p = Provider::start(vec![Step::text("one")]);
+    let w = world("lock-accept", &p, "one");
+    let (code, _, err) = mur_lock(&w, &[]);
+    assert_eq!(code, Some(0), "{err}");
+    let pinned = sha256_of(&archive(&w, "lock-tool", "1.0.0"));
+    std::fs::remove_dir_all(w.reg.join("lock-tool")).unwrap();
+    publish_wasm_tool(&w.reg, "lock-tool", "description: two\n");
+    let other = sha256_of(&archive(&w, "lock-tool", "1.0.0"));
+    let (code, out, err) = mur_lock(&w, &["--update", "lock-tool", "--accept-changed", "lock-tool"]);
+    assert_eq!(code, Some(0), "{err}");
+    assert_eq!(
+        out.lines().next().unwrap(),
+        format!("pinned lock-tool@1.0.0 sha256 {other} (was {pinned})")
+    );
+    w.run("go", &[]).assert_ok();
+}
+
+#[test]
 fn locked_never_writes_a_lock_and_refuses_to_run_without_one() {
     let p = Provider::start(vec![Step::text("one")]);
     let w = world("lock-locked", &p, "one");
@@ -211,7 +250,11 @@ fn locked_never_writes_a_lock_and_refuses_to_run_without_one() {
     assert_refused(
         &w,
         &run,
-        "error[E-RUN-003]: there is no murmur.lock beside the manifest, and --locked writes none: run `mur lock` and commit it",
+        &format!(
+            "error[E-RUN-003]: there is no murmur.lock beside the manifest, and --locked writes none: run `mur lock --manifest {} --registry-path {}` and commit it",
+            manifest_arg(&w.dir),
+            w.reg.display()
+        ),
     );
     assert!(!w.dir.join("murmur.lock").exists());
 
@@ -223,6 +266,31 @@ fn locked_never_writes_a_lock_and_refuses_to_run_without_one() {
     let run = run_with(&w, &["--locked"]);
     run.assert_ok();
     assert!(!run.stderr().contains("murmur.lock"), "{}", run.both());
+
+    // A capsule from the registry has no lock beside a manifest: --locked refuses it.
+    let yaml = std::fs::read(w.dir.join("murmur.yaml")).unwrap();
+    common::agent::publish_files(&w.reg, &[("murmur.yaml", &yaml)]);
+    let out = mur(
+        &w.t,
+        &[
+            "--capsule",
+            "agent-x",
+            "--capsule-version",
+            "0.1.0",
+            "--registry-path",
+            w.reg.to_str().unwrap(),
+            "--locked",
+        ],
+        &[(KEY_VAR, KEY)],
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains(
+            "error[E-RUN-003]: a capsule run from the registry (--capsule) has no lock beside a manifest"
+        ),
+        "{err}"
+    );
 }
 
 #[test]

@@ -92,6 +92,15 @@ fn mur_lock(w: &World, extra: &[&str]) -> (Option<i32>, String, String) {
     )
 }
 
+/// The `mur lock` command line a refusal's hint gives for the world's capsule.
+fn lock_command(w: &World) -> String {
+    format!(
+        "mur lock --manifest {} --registry-path {}",
+        manifest_arg(&w.dir),
+        w.reg.display()
+    )
+}
+
 /// Refused before any session: the exit code 1, the coded line, no workdir, no records.
 fn assert_refused(w: &World, run: &common::agent::Run, line: &str) {
     assert_eq!(run.code(), Some(1), "{}", run.both());
@@ -169,9 +178,8 @@ fn other_bytes_another_version_or_an_unpinned_artifact_are_refused_before_anythi
         &w,
         &run,
         &format!(
-            "error[E-RUN-003]: murmur.lock pins lock-tool at 1.0.0, the manifest asks for 1.0.1: take it with `mur lock --manifest {} --registry-path {} --update lock-tool`",
-            manifest_arg(&w.dir),
-            w.reg.display()
+            "error[E-RUN-003]: murmur.lock pins lock-tool at 1.0.0, the manifest asks for 1.0.1: take it with `{} --update lock-tool`",
+            lock_command(&w)
         ),
     );
 
@@ -188,9 +196,8 @@ fn other_bytes_another_version_or_an_unpinned_artifact_are_refused_before_anythi
         &w,
         &run,
         &format!(
-            "error[E-RUN-003]: new-tool@1.0.0 is not pinned in murmur.lock: pin it with `mur lock --manifest {} --registry-path {} --update new-tool`",
-            manifest_arg(&w.dir),
-            w.reg.display()
+            "error[E-RUN-003]: new-tool@1.0.0 is not pinned in murmur.lock: pin it with `{} --update new-tool`",
+            lock_command(&w)
         ),
     );
 
@@ -251,9 +258,8 @@ fn locked_never_writes_a_lock_and_refuses_to_run_without_one() {
         &w,
         &run,
         &format!(
-            "error[E-RUN-003]: there is no murmur.lock beside the manifest, and --locked writes none: run `mur lock --manifest {} --registry-path {}` and commit it",
-            manifest_arg(&w.dir),
-            w.reg.display()
+            "error[E-RUN-003]: there is no murmur.lock beside the manifest, and --locked writes none: run `{}` and commit it",
+            lock_command(&w)
         ),
     );
     assert!(!w.dir.join("murmur.lock").exists());

@@ -44,7 +44,8 @@ pub struct RunOptions {
     pub verbose: bool,
     pub containment: Option<Containment>,
     pub explain: bool,
-    /// `--locked`: `murmur.lock` must exist and is never written.
+    /// `--locked`: the manifest's lock (`murmur.lock` beside `murmur.yaml`) must exist and is
+    /// never written.
     pub locked: bool,
 }
 

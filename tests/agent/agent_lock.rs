@@ -354,3 +354,51 @@ fn two_manifests_in_one_directory_keep_locks_of_their_own() {
     assert!(text.contains("name: murmur-driver-anthropic"), "{text}");
     assert_eq!(pins(&w).len(), 2, "murmur.lock is murmur.yaml's alone");
 }
+
+#[test]
+fn a_full_disk_leaves_the_run_unpinned_with_a_warning_and_no_partial_lock() {
+    let p = Provider::start(vec![Step::text("one")]);
+    let w = world("lock-full", &p, "one");
+    let yaml = std::fs::read(w.dir.join("murmur.yaml")).unwrap();
+    let _disk = match common::tmpfs::Tmpfs::mount(&w.dir, "64k") {
+        Ok(m) => m,
+        Err(why) => panic!("mounting a tmpfs was refused: {why}"),
+    };
+    std::fs::write(w.dir.join("murmur.yaml"), &yaml).unwrap();
+    // Fill what is left of the disk.
+    {
+        use std::io::Write;
+        let mut f = std::fs::File::create(w.dir.join("filler")).unwrap();
+        let block = vec![0u8; 4096];
+        while f.write_all(&block).is_ok() {}
+    }
+    let work = w.t.path().join("work");
+    std::fs::create_dir_all(&work).unwrap();
+    let run = run_with(&w, &["--workdir", work.to_str().unwrap()]);
+    run.assert_ok();
+    let warned: Vec<String> = run
+        .stderr()
+        .lines()
+        .filter(|l| l.starts_with("warning[W-RUN-003]"))
+        .map(str::to_string)
+        .collect();
+    assert_eq!(warned.len(), 1, "{}", run.both());
+    assert!(
+        warned[0].starts_with("warning[W-RUN-003]: cannot write murmur.lock (")
+            && warned[0].contains("No space left on device")
+            && warned[0].ends_with("); the artifacts are not pinned"),
+        "{}",
+        warned[0]
+    );
+    let left: Vec<String> = std::fs::read_dir(&w.dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    let mut left = left;
+    left.sort();
+    assert_eq!(
+        left,
+        ["filler", "murmur.yaml"],
+        "no lock, no temp file left behind"
+    );
+}

@@ -70,6 +70,9 @@ pub mod code {
     pub const SEC_NO_COMPLETIONS: &str = "W-SEC-020";
     /// A door that takes no credentials: what any local user can do through it.
     pub const SEC_OPEN_DOOR: &str = "W-SEC-025";
+    /// A capsule's lock (or the directory it is kept in) that another user can write:
+    /// whoever can write it can change which bytes the capsule runs.
+    pub const SEC_SHARED_LOCK: &str = "W-SEC-026";
 }
 
 /// One diagnostic: a code, the manifest key or flag it names, the message, an optional hint.

@@ -212,7 +212,11 @@ fn pinning(opts: &RunOptions, source: &Source) -> Result<Pinning, Diagnostic> {
         return Ok(Pinning::none());
     }
     let manifest = opts.manifest.as_deref().unwrap_or(Path::new("murmur.yaml"));
-    Pinning::open(&source.base, manifest, opts.registry.as_deref(), opts.locked)
+    let pins = Pinning::open(&source.base, manifest, opts.registry.as_deref(), opts.locked)?;
+    if let Some(w) = &pins.warning {
+        eprintln!("{w}");
+    }
+    Ok(pins)
 }
 
 /// Phase 2: probe the host once, decide the class, make the session's identity and plan;

@@ -19,6 +19,8 @@ pub struct Pinning {
     name: String,
     /// The `mur lock` command line for this manifest and registry, for hints.
     command: String,
+    /// Said once at launch: the lock or its directory can be written by another user.
+    pub warning: Option<Diagnostic>,
     /// The lock as read (None: there was none).
     lock: Option<Lock>,
     locked: bool,
@@ -31,6 +33,7 @@ impl Pinning {
             dir: None,
             name: String::new(),
             command: String::new(),
+            warning: None,
             lock: None,
             locked: false,
         }
@@ -67,10 +70,12 @@ impl Pinning {
                 format!("there is no {name} beside the manifest, and --locked writes none: run `{command}` and commit it"),
             ));
         }
+        let warning = shared(&dir, &name);
         Ok(Pinning {
             dir: Some(dir),
             name,
             command,
+            warning,
             lock,
             locked,
         })
@@ -132,4 +137,27 @@ impl Pinning {
             .to_string(),
         })
     }
+}
+
+/// W-SEC-026 when another user can write the lock `name` or the directory `dir` it is kept
+/// in (writable by group or others, or owned by someone else than this user or root).
+fn shared(dir: &Dir, name: &str) -> Option<Diagnostic> {
+    use rustix::fs::{fstat, statat, AtFlags};
+    let uid = rustix::process::geteuid().as_raw();
+    let others = |st_uid: u32, mode: u32| (st_uid != uid && st_uid != 0) || mode & 0o022 != 0;
+    let what = match (
+        fstat(dir.as_fd()),
+        statat(dir.as_fd(), name, AtFlags::SYMLINK_NOFOLLOW),
+    ) {
+        (Ok(d), _) if others(d.st_uid, d.st_mode) => {
+            format!("{}, the directory {name} is kept in,", dir.shown().display())
+        }
+        (_, Ok(f)) if others(f.st_uid, f.st_mode) => name.to_string(),
+        _ => return None,
+    };
+    Some(Diagnostic::new(
+        code::SEC_SHARED_LOCK,
+        name,
+        format!("{what} can be written by another user: whoever can write it can change which bytes this capsule runs"),
+    ))
 }

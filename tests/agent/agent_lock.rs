@@ -402,3 +402,44 @@ fn a_full_disk_leaves_the_run_unpinned_with_a_warning_and_no_partial_lock() {
         "no lock, no temp file left behind"
     );
 }
+
+#[test]
+fn a_lock_another_user_could_write_is_warned_of_at_launch() {
+    use std::os::unix::fs::PermissionsExt;
+    let p = Provider::start(vec![Step::text("one"), Step::text("two"), Step::text("three")]);
+    let w = world("lock-shared", &p, "one");
+    let warned = |run: &common::agent::Run| -> Vec<String> {
+        run.stderr()
+            .lines()
+            .filter(|l| l.starts_with("warning[W-SEC-026]"))
+            .map(str::to_string)
+            .collect()
+    };
+    let first = w.run("go", &[]);
+    first.assert_ok();
+    assert!(warned(&first).is_empty(), "{}", first.both());
+
+    std::fs::set_permissions(&w.dir, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let run = w.run("go", &[]);
+    run.assert_ok();
+    assert_eq!(
+        warned(&run),
+        [format!(
+            "warning[W-SEC-026]: {}, the directory murmur.lock is kept in, can be written by another user: whoever can write it can change which bytes this capsule runs",
+            w.dir.display()
+        )],
+        "{}",
+        run.both()
+    );
+
+    std::fs::set_permissions(&w.dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+    std::fs::set_permissions(w.dir.join("murmur.lock"), std::fs::Permissions::from_mode(0o666)).unwrap();
+    let run = w.run("go", &[]);
+    run.assert_ok();
+    assert_eq!(
+        warned(&run),
+        ["warning[W-SEC-026]: murmur.lock can be written by another user: whoever can write it can change which bytes this capsule runs"],
+        "{}",
+        run.both()
+    );
+}

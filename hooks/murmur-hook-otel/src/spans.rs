@@ -139,45 +139,61 @@ fn event(t: u64, name: &str, attributes: Vec<Value>) -> Value {
     json!({"timeUnixNano": t.to_string(), "name": name, "attributes": attributes})
 }
 
-/// The spans of one task attempt: the task span (child of the session span), and under it
-/// a span per inference turn and per tool or shell call; compaction and a reopen are events
-/// of the task span. `obs` are the attempt's observations in order; a missing start (an
-/// event the runtime's queue dropped) is made up from what there is.
-pub fn attempt_spans(session: &Session, session_id: &str, obs: &[Obs], end: &AttemptEnd<'_>) -> Vec<Value> {
-    let first = obs.iter().find_map(|o| match o {
-        Obs::Start {
-            t,
-            context_id,
-            source,
-            attempt,
-            traceparent,
-            ..
-        } => Some((
-            *t,
-            context_id.as_str(),
-            source.as_str(),
-            *attempt,
-            traceparent.as_deref(),
-        )),
-        _ => None,
-    });
-    let (start, context_id, source, attempt, traceparent) =
-        first.unwrap_or((obs.first().map_or(end.t, Obs::t), "", "", 1, None));
-    let attempt_text = attempt.to_string();
-    let task_span = span_id(&[session_id, "task", end.task_id, &attempt_text]);
+/// What an attempt's start says: when, its context, source, attempt number and caller.
+struct Head<'a> {
+    start: u64,
+    context_id: &'a str,
+    source: &'a str,
+    attempt: u32,
+    traceparent: Option<&'a str>,
+}
+
+/// Step: the attempt's start; a missing one (an event the runtime's queue dropped) is made
+/// up from what there is.
+fn head<'a>(obs: &'a [Obs], end: &AttemptEnd<'_>) -> Head<'a> {
+    obs.iter()
+        .find_map(|o| match o {
+            Obs::Start {
+                t,
+                context_id,
+                source,
+                attempt,
+                traceparent,
+                ..
+            } => Some(Head {
+                start: *t,
+                context_id,
+                source,
+                attempt: *attempt,
+                traceparent: traceparent.as_deref(),
+            }),
+            _ => None,
+        })
+        .unwrap_or(Head {
+            start: obs.first().map_or(end.t, Obs::t),
+            context_id: "",
+            source: "",
+            attempt: 1,
+            traceparent: None,
+        })
+}
+
+/// Step: the task span (child of the session span), with its reopen event and its link to
+/// a caller that is not the session's parent.
+fn task_span(session: &Session, id: String, h: &Head<'_>, end: &AttemptEnd<'_>) -> Span {
     let mut task = Span::new(
         &session.trace_id,
-        task_span.clone(),
+        id,
         Some(session.span_id.clone()),
         "mur.task",
         INTERNAL,
-        (start, end.t),
+        (h.start, end.t),
     );
     task.attributes = vec![
         text("murmur.task.id", end.task_id),
-        text("murmur.context.id", context_id),
-        text("murmur.task.source", source),
-        int("murmur.task.attempt", i64::from(attempt)),
+        text("murmur.context.id", h.context_id),
+        text("murmur.task.source", h.source),
+        int("murmur.task.attempt", i64::from(h.attempt)),
         int("murmur.task.turns", i64::from(end.turns)),
         text("murmur.task.exit_status", end.exit_status),
     ];
@@ -185,23 +201,129 @@ pub fn attempt_spans(session: &Session, session_id: &str, obs: &[Obs], end: &Att
         task.attributes
             .push(json!({"key": "murmur.task.observations_truncated", "value": {"boolValue": true}}));
     }
-    if attempt > 1 {
+    if h.attempt > 1 {
         task.events.push(event(
-            start,
+            h.start,
             "reopen",
-            vec![int("murmur.task.attempt", i64::from(attempt))],
+            vec![int("murmur.task.attempt", i64::from(h.attempt))],
         ));
     }
-    if let Some((trace, span)) = session.link(traceparent) {
+    if let Some((trace, span)) = session.link(h.traceparent) {
         task.links.push(json!({"traceId": trace, "spanId": span}));
     }
     if end.exit_status != "ok" {
         task.error = Some(end.exit_status.to_string());
     }
+    task
+}
+
+/// Where a child span of the task goes: its trace, its parent, and its own id.
+struct Child<'a> {
+    trace_id: &'a str,
+    parent: &'a str,
+    id: String,
+}
+
+/// Step: an inference turn's span, from the last boundary (the task's start or the end of
+/// the call or turn before) to when the turn was seen.
+fn inference_span(
+    c: Child<'_>,
+    from: u64,
+    t: u64,
+    turn: u32,
+    decision: &str,
+    model: &str,
+    usage: (u64, u64),
+) -> Value {
+    let mut s = Span::new(
+        c.trace_id,
+        c.id,
+        Some(c.parent.to_string()),
+        &format!("chat {model}"),
+        CLIENT,
+        (from, t),
+    );
+    s.attributes = vec![
+        text("gen_ai.operation.name", "chat"),
+        text("gen_ai.request.model", model),
+        uint("gen_ai.usage.input_tokens", usage.0),
+        uint("gen_ai.usage.output_tokens", usage.1),
+        int("murmur.turn", i64::from(turn)),
+        text("murmur.decision", decision),
+    ];
+    if decision == "error" {
+        s.error = Some("the driver call failed".into());
+    }
+    s.json()
+}
+
+/// Step: a tool or shell call's span, its duration back from when it was seen, never
+/// before `task_start` (the times are when the hook saw the events).
+fn call_span(c: Child<'_>, task_start: u64, o: &Obs) -> Option<Value> {
+    let Obs::Call {
+        t,
+        shell,
+        turn,
+        name,
+        outcome,
+        exit,
+        ms,
+    } = o
+    else {
+        return None;
+    };
+    let began = t.saturating_sub(ms.saturating_mul(1_000_000)).max(task_start);
+    let title = if *shell {
+        format!("shell {name}")
+    } else {
+        format!("execute_tool {name}")
+    };
+    let mut s = Span::new(
+        c.trace_id,
+        c.id,
+        Some(c.parent.to_string()),
+        &title,
+        INTERNAL,
+        (began, *t),
+    );
+    s.attributes = if *shell {
+        vec![text("murmur.shell.binary", name)]
+    } else {
+        vec![
+            text("gen_ai.operation.name", "execute_tool"),
+            text("gen_ai.tool.name", name),
+        ]
+    };
+    s.attributes.extend([
+        int("murmur.turn", i64::from(*turn)),
+        text("murmur.call.outcome", outcome),
+        uint("murmur.duration_ms", *ms),
+    ]);
+    if let Some(code) = exit {
+        s.attributes.push(int("process.exit.code", i64::from(*code)));
+    }
+    if outcome == "error" {
+        s.error = Some(format!("the call of {} failed", clip(name)));
+    }
+    Some(s.json())
+}
+
+/// The spans of one task attempt: the task span (child of the session span), and under it
+/// a span per inference turn and per tool or shell call; compaction and a reopen are events
+/// of the task span. `obs` are the attempt's observations in order.
+pub fn attempt_spans(session: &Session, session_id: &str, obs: &[Obs], end: &AttemptEnd<'_>) -> Vec<Value> {
+    let h = head(obs, end);
+    let attempt_text = h.attempt.to_string();
+    let task_id = span_id(&[session_id, "task", end.task_id, &attempt_text]);
+    let mut task = task_span(session, task_id.clone(), &h, end);
     let mut spans = Vec::new();
-    let mut boundary = start;
+    let mut boundary = h.start;
     for (index, o) in obs.iter().enumerate() {
-        let id = |what: &str| span_id(&[session_id, end.task_id, &attempt_text, what, &index.to_string()]);
+        let child = |what: &str| Child {
+            trace_id: &session.trace_id,
+            parent: &task_id,
+            id: span_id(&[session_id, end.task_id, &attempt_text, what, &index.to_string()]),
+        };
         match o {
             Obs::Start { .. } => {}
             Obs::Compaction { t, tokens, threshold } => task.events.push(event(
@@ -220,72 +342,19 @@ pub fn attempt_spans(session: &Session, session_id: &str, obs: &[Obs], end: &Att
                 input,
                 output,
             } => {
-                let mut s = Span::new(
-                    &session.trace_id,
-                    id("inference"),
-                    Some(task_span.clone()),
-                    &format!("chat {model}"),
-                    CLIENT,
-                    (boundary, *t),
-                );
-                s.attributes = vec![
-                    text("gen_ai.operation.name", "chat"),
-                    text("gen_ai.request.model", model),
-                    uint("gen_ai.usage.input_tokens", *input),
-                    uint("gen_ai.usage.output_tokens", *output),
-                    int("murmur.turn", i64::from(*turn)),
-                    text("murmur.decision", decision),
-                ];
-                if decision == "error" {
-                    s.error = Some("the driver call failed".into());
-                }
-                spans.push(s.json());
+                spans.push(inference_span(
+                    child("inference"),
+                    boundary,
+                    *t,
+                    *turn,
+                    decision,
+                    model,
+                    (*input, *output),
+                ));
                 boundary = *t;
             }
-            Obs::Call {
-                t,
-                shell,
-                turn,
-                name,
-                outcome,
-                exit,
-                ms,
-            } => {
-                // Never before its task: the times are when the hook saw the events.
-                let began = t.saturating_sub(ms.saturating_mul(1_000_000)).max(start);
-                let title = if *shell {
-                    format!("shell {name}")
-                } else {
-                    format!("execute_tool {name}")
-                };
-                let mut s = Span::new(
-                    &session.trace_id,
-                    id("call"),
-                    Some(task_span.clone()),
-                    &title,
-                    INTERNAL,
-                    (began, *t),
-                );
-                s.attributes = if *shell {
-                    vec![text("murmur.shell.binary", name)]
-                } else {
-                    vec![
-                        text("gen_ai.operation.name", "execute_tool"),
-                        text("gen_ai.tool.name", name),
-                    ]
-                };
-                s.attributes.extend([
-                    int("murmur.turn", i64::from(*turn)),
-                    text("murmur.call.outcome", outcome),
-                    uint("murmur.duration_ms", *ms),
-                ]);
-                if let Some(code) = exit {
-                    s.attributes.push(int("process.exit.code", i64::from(*code)));
-                }
-                if outcome == "error" {
-                    s.error = Some(format!("the call of {} failed", clip(name)));
-                }
-                spans.push(s.json());
+            Obs::Call { t, .. } => {
+                spans.extend(call_span(child("call"), h.start, o));
                 boundary = *t;
             }
         }

@@ -1,7 +1,9 @@
 //! A small blocking HTTP/1.1 client for the runtime's own outbound calls (roost requests,
-//! agent-card fetches, completion posts): plain `http://` only, connect and read timeouts,
-//! a cap on the response size, bodies framed by `content-length` or by the server's close.
+//! agent-card fetches, completion posts: plain `http://` only) and for OCI registries
+//! (`https://` through [`super::tls`] as well): connect and read timeouts, a cap on the
+//! response size, bodies framed by `content-length` or by the server's close.
 
+use super::tls::{Conn, TlsConfig};
 use std::io::{self, Write};
 use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
 use std::time::{Duration, Instant};
@@ -15,6 +17,8 @@ pub struct Options {
     pub read_timeout: Duration,
     /// Largest response (head plus body) accepted, bytes.
     pub max_response: usize,
+    /// The roots an `https://` URL's server is checked against (None: no `https://`).
+    pub tls: Option<TlsConfig>,
 }
 
 impl Default for Options {
@@ -23,6 +27,7 @@ impl Default for Options {
             connect_timeout: Duration::from_secs(5),
             read_timeout: Duration::from_secs(30),
             max_response: 1024 * 1024,
+            tls: None,
         }
     }
 }
@@ -48,7 +53,7 @@ impl ClientResponse {
 /// Why a call failed.
 #[derive(Debug)]
 pub enum ClientError {
-    /// The URL is not `http://host[:port][/path]`.
+    /// The URL is not `http://host[:port][/path]` (or `https://` where that is taken).
     BadUrl(String),
     /// No address could be connected to in time.
     Connect(io::Error),
@@ -63,7 +68,7 @@ pub enum ClientError {
 impl std::fmt::Display for ClientError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            ClientError::BadUrl(u) => write!(f, "not an http:// URL: {u}"),
+            ClientError::BadUrl(u) => write!(f, "not a URL this client calls: {u}"),
             ClientError::Connect(e) => write!(f, "connect failed: {e}"),
             ClientError::Io(e) => write!(f, "request failed: {e}"),
             ClientError::TooLarge => f.write_str("response too large"),
@@ -82,13 +87,30 @@ pub struct Url {
     pub port: u16,
     /// Path and query, starting with `/`.
     pub path: String,
+    /// `https://`.
+    pub tls: bool,
 }
 
 impl Url {
     /// Parse `http://host[:port][/path]`. No userinfo, no fragment, no other scheme.
     pub fn parse(url: &str) -> Result<Url, ClientError> {
+        match url.strip_prefix("http://") {
+            Some(rest) => Url::parse_rest(url, rest, false),
+            None => Err(ClientError::BadUrl(url.to_string())),
+        }
+    }
+
+    /// Parse `http://…` or `https://host[:port][/path]` (port 443 by default).
+    pub fn parse_web(url: &str) -> Result<Url, ClientError> {
+        match url.strip_prefix("https://") {
+            Some(rest) => Url::parse_rest(url, rest, true),
+            None => Url::parse(url),
+        }
+    }
+
+    fn parse_rest(url: &str, rest: &str, tls: bool) -> Result<Url, ClientError> {
         let bad = || ClientError::BadUrl(url.to_string());
-        let rest = url.strip_prefix("http://").ok_or_else(bad)?;
+        let default_port = if tls { 443 } else { 80 };
         let (authority, path) = match rest.find('/') {
             Some(i) => (&rest[..i], &rest[i..]),
             None => (rest, "/"),
@@ -103,14 +125,14 @@ impl Url {
         let (host, port) = if let Some(v6) = authority.strip_prefix('[') {
             let (inside, after) = v6.split_once(']').ok_or_else(bad)?;
             let port = match after {
-                "" => 80,
+                "" => default_port,
                 p => p.strip_prefix(':').and_then(|p| p.parse().ok()).ok_or_else(bad)?,
             };
             (format!("[{inside}]"), port)
         } else {
             match authority.rsplit_once(':') {
                 Some((h, p)) => (h.to_string(), p.parse().map_err(|_| bad())?),
-                None => (authority.to_string(), 80),
+                None => (authority.to_string(), default_port),
             }
         };
         if host.is_empty() || host.contains(char::is_whitespace) {
@@ -120,7 +142,14 @@ impl Url {
             host: host.to_ascii_lowercase(),
             port,
             path: path.to_string(),
+            tls,
         })
+    }
+
+    /// The URL written back: `scheme://host:port/path`.
+    pub fn to_text(&self) -> String {
+        let scheme = if self.tls { "https" } else { "http" };
+        format!("{scheme}://{}{}", self.authority(), self.path)
     }
 
     /// `host:port` as sent in the `host` header.
@@ -138,8 +167,20 @@ pub fn request(
     opts: &Options,
 ) -> Result<ClientResponse, ClientError> {
     let url = Url::parse(url)?;
-    let (mut stream, deadline) = send(method, &url, headers, body, opts)?;
-    read_response(&mut stream, deadline, opts.max_response)
+    request_to(method, &url, headers, body, opts)
+}
+
+/// Send one request to a parsed URL (`https://` too, with `opts.tls`) and read the whole
+/// response.
+pub fn request_to(
+    method: &str,
+    url: &Url,
+    headers: &[(&str, &str)],
+    body: &[u8],
+    opts: &Options,
+) -> Result<ClientResponse, ClientError> {
+    let (mut stream, deadline) = send(method, url, headers, body, opts)?;
+    read_response(&mut stream, deadline, opts.max_response, method == "HEAD")
 }
 
 /// Connect to `url` and send one request; the stream and the deadline of its response.
@@ -149,8 +190,16 @@ fn send(
     headers: &[(&str, &str)],
     body: &[u8],
     opts: &Options,
-) -> Result<(TcpStream, Instant), ClientError> {
-    let mut stream = connect(url, opts.connect_timeout)?;
+) -> Result<(Conn, Instant), ClientError> {
+    let tcp = connect(url, opts.connect_timeout)?;
+    let mut stream = match (url.tls, &opts.tls) {
+        (false, _) => Conn::Plain(tcp),
+        (true, Some(config)) => {
+            let host = url.host.trim_start_matches('[').trim_end_matches(']');
+            Conn::tls(tcp, host, config).map_err(ClientError::Connect)?
+        }
+        (true, None) => return Err(ClientError::BadUrl(url.to_text())),
+    };
     let mut head = format!(
         "{method} {} HTTP/1.1\r\nhost: {}\r\nconnection: close\r\n",
         url.path,
@@ -168,12 +217,14 @@ fn send(
     head.push_str("\r\n");
     let deadline = Instant::now() + opts.read_timeout;
     stream
+        .tcp()
         .set_write_timeout(Some(opts.read_timeout))
         .map_err(ClientError::Io)?;
     // One write for head and body: one segment, one wakeup of the server.
     let mut out = head.into_bytes();
     out.extend_from_slice(body);
     stream.write_all(&out).map_err(ClientError::Io)?;
+    stream.flush().map_err(ClientError::Io)?;
     Ok((stream, deadline))
 }
 
@@ -220,10 +271,13 @@ struct ResponseHead {
     body_len: Option<usize>,
 }
 
+/// Read a response; `head_only`: the answer to a HEAD, whose `content-length` describes a
+/// body that is never sent.
 fn read_response(
-    stream: &mut TcpStream,
+    stream: &mut Conn,
     deadline: Instant,
     cap: usize,
+    head_only: bool,
 ) -> Result<ClientResponse, ClientError> {
     let mut buf: Vec<u8> = Vec::new();
     let mut chunk = [0u8; 8192];
@@ -267,7 +321,12 @@ fn read_response(
         }
         buf.extend_from_slice(&chunk[..n]);
         while parsed.is_none() {
-            parsed = parse_head(&buf, cap)?;
+            parsed = parse_head(&buf, if head_only { usize::MAX } else { cap })?;
+            if head_only {
+                if let Some(h) = parsed.as_mut() {
+                    h.body_len = Some(0);
+                }
+            }
             // An interim 1xx response is skipped; the final one follows it.
             match &parsed {
                 Some(head) if (100..200).contains(&head.status) => {
@@ -347,7 +406,7 @@ fn parse_length(value: &str) -> Result<usize, ClientError> {
 
 #[path = "client_stream.rs"]
 mod stream;
-pub use stream::{get_into, post_held};
+pub use stream::{get_into, get_into_from, post_held};
 
 #[cfg(test)]
 mod tests {

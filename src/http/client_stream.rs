@@ -4,7 +4,7 @@
 //! `content-length` must arrive whole. And a request whose answer never ends (the roost's
 //! `POST /hold`), handed back as its open connection once its head says `200`.
 
-use super::{parse_head, send, ClientError, ClientResponse, Options, ResponseHead, Url};
+use super::{parse_head, send, ClientError, ClientResponse, Conn, Options, ResponseHead, Url};
 use std::io::{self, Read, Write};
 use std::net::TcpStream;
 use std::time::Instant;
@@ -21,8 +21,18 @@ pub fn get_into(
     max_body: u64,
     sink: &mut dyn Write,
 ) -> Result<ClientResponse, ClientError> {
-    let url = Url::parse(url)?;
-    let (mut stream, deadline) = send("GET", &url, headers, &[], opts)?;
+    get_into_from(&Url::parse(url)?, headers, opts, max_body, sink)
+}
+
+/// [`get_into`] for a parsed URL (`https://` too, with `opts.tls`).
+pub fn get_into_from(
+    url: &Url,
+    headers: &[(&str, &str)],
+    opts: &Options,
+    max_body: u64,
+    sink: &mut dyn Write,
+) -> Result<ClientResponse, ClientError> {
+    let (mut stream, deadline) = send("GET", url, headers, &[], opts)?;
     let mut chunk = vec![0u8; 64 * 1024];
     let mut buf: Vec<u8> = Vec::new();
     let head = final_head(&mut stream, deadline, opts, &mut chunk, &mut buf)?;
@@ -67,7 +77,7 @@ pub fn get_into(
 /// `body_len` when the server framed it, else to the close; more than `limit` bytes is
 /// refused. Bytes past a framed body are ignored (the connection is `close`).
 fn pump(
-    stream: &mut TcpStream,
+    stream: &mut Conn,
     deadline: Instant,
     already: &[u8],
     body_len: Option<usize>,
@@ -128,6 +138,10 @@ pub fn post_held(
     if final_head(&mut stream, deadline, opts, &mut chunk, &mut buf)?.status != 200 {
         return Err(ClientError::BadResponse("the hold was refused"));
     }
+    // `Url::parse` took `http://` only, so the connection is plain.
+    let stream = stream
+        .into_plain()
+        .ok_or(ClientError::BadResponse("the hold is not over plain TCP"))?;
     stream.set_read_timeout(None).map_err(ClientError::Io)?;
     Ok(stream)
 }
@@ -136,7 +150,7 @@ pub fn post_held(
 /// dropped from `buf`; what follows the head stays there). No body is declared against a
 /// cap here: the cap depends on the status and is the caller's.
 fn final_head(
-    stream: &mut TcpStream,
+    stream: &mut Conn,
     deadline: Instant,
     opts: &Options,
     chunk: &mut [u8],
@@ -163,7 +177,7 @@ fn final_head(
 }
 
 pub(super) fn read_some(
-    stream: &mut TcpStream,
+    stream: &mut Conn,
     deadline: Instant,
     chunk: &mut [u8],
 ) -> Result<usize, ClientError> {
@@ -175,7 +189,10 @@ pub(super) fn read_some(
                 "response deadline passed",
             )));
         }
-        stream.set_read_timeout(Some(left)).map_err(ClientError::Io)?;
+        stream
+            .tcp()
+            .set_read_timeout(Some(left))
+            .map_err(ClientError::Io)?;
         match stream.read(chunk) {
             Ok(n) => return Ok(n),
             Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,

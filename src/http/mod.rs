@@ -14,6 +14,7 @@ pub mod guard;
 pub mod request;
 pub mod response;
 mod server;
+pub mod tls;
 
 pub use conn::{Body, BODY_CHUNK};
 pub use request::{Refusal, Request};

@@ -123,6 +123,7 @@ impl Roost {
                 connect_timeout: timeout,
                 read_timeout: timeout,
                 max_response: MAX_ANSWER,
+                tls: None,
             },
         })
     }

@@ -36,6 +36,7 @@ pub fn send(
         connect_timeout: timeout,
         read_timeout: timeout,
         max_response: 1024 * 1024,
+        tls: None,
     };
     let url = format!("{}/", url.trim_end_matches('/'));
     let r = client::post_json(&url, headers, &body.to_string(), &opts)

@@ -103,6 +103,7 @@ fn fetch(
         connect_timeout: Duration::from_secs(5),
         read_timeout: Duration::from_secs(120),
         max_response: 64 * 1024,
+        tls: None,
     };
     let url = format!("http://{}/resources/peer/{handle}", peer.authority());
     let got = client::get_into(

@@ -126,6 +126,7 @@ fn card_audience(s: &Share, peer: &Peer) -> Result<String, Refused> {
         connect_timeout: Duration::from_secs(5),
         read_timeout: Duration::from_secs(10),
         max_response: MAX_CARD,
+        tls: None,
     };
     let url = format!("http://{}/.well-known/agent-card.json", peer.authority());
     let card =

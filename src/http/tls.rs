@@ -1,0 +1,97 @@
+//! The client's transport: a plain TCP connection or TLS over one (rustls with the ring
+//! provider, the stack wasmtime-wasi-http already brings), with the roots the caller trusts
+//! (a PEM CA bundle). Only `https://` URLs go through TLS; the server's name is checked
+//! against its certificate by webpki.
+
+use std::io::{self, Read, Write};
+use std::net::TcpStream;
+use std::sync::Arc;
+
+/// A client TLS configuration, built once per process from a CA bundle.
+pub type TlsConfig = Arc<rustls::ClientConfig>;
+
+/// A configuration trusting the certificates of the PEM bundle `pem` (and nothing else).
+/// A bundle with no certificate in it is an error: it would trust nobody, silently.
+pub fn config_from_pem(pem: &[u8]) -> Result<TlsConfig, String> {
+    use rustls::pki_types::pem::PemObject;
+    use rustls::pki_types::CertificateDer;
+    let mut roots = rustls::RootCertStore::empty();
+    for cert in CertificateDer::pem_slice_iter(pem) {
+        let cert = cert.map_err(|e| format!("the CA bundle is not PEM: {e}"))?;
+        roots
+            .add(cert)
+            .map_err(|e| format!("a certificate of the CA bundle is refused: {e}"))?;
+    }
+    if roots.is_empty() {
+        return Err("the CA bundle holds no certificate".into());
+    }
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let config = rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .map_err(|e| format!("TLS setup: {e}"))?
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    Ok(Arc::new(config))
+}
+
+/// One connection of the client.
+pub enum Conn {
+    Plain(TcpStream),
+    Tls(Box<rustls::StreamOwned<rustls::ClientConnection, TcpStream>>),
+}
+
+impl Conn {
+    /// Start TLS with `host` (a DNS name or an IP literal, brackets removed) over `tcp`. The
+    /// handshake itself runs on the first write, under the caller's timeouts.
+    pub fn tls(tcp: TcpStream, host: &str, config: &TlsConfig) -> io::Result<Conn> {
+        let name = rustls::pki_types::ServerName::try_from(host.to_string())
+            .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "not a TLS server name"))?;
+        let conn = rustls::ClientConnection::new(config.clone(), name)
+            .map_err(|e| io::Error::other(format!("TLS setup: {e}")))?;
+        Ok(Conn::Tls(Box::new(rustls::StreamOwned::new(conn, tcp))))
+    }
+
+    /// The TCP connection under it (for timeouts).
+    pub fn tcp(&self) -> &TcpStream {
+        match self {
+            Conn::Plain(s) => s,
+            Conn::Tls(s) => &s.sock,
+        }
+    }
+
+    /// The plain TCP connection, or None for TLS.
+    pub fn into_plain(self) -> Option<TcpStream> {
+        match self {
+            Conn::Plain(s) => Some(s),
+            Conn::Tls(_) => None,
+        }
+    }
+}
+
+impl Read for Conn {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        match self {
+            Conn::Plain(s) => s.read(buf),
+            // A TLS peer that closes without close_notify is an error (rustls says
+            // UnexpectedEof), never the end of a body read to the close: that would let
+            // whoever can reset the TCP connection cut a body short.
+            Conn::Tls(s) => s.read(buf),
+        }
+    }
+}
+
+impl Write for Conn {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        match self {
+            Conn::Plain(s) => s.write(buf),
+            Conn::Tls(s) => s.write(buf),
+        }
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        match self {
+            Conn::Plain(s) => s.flush(),
+            Conn::Tls(s) => s.flush(),
+        }
+    }
+}

@@ -1,4 +1,6 @@
-//! Canonical base64url without padding (RFC 4648 §5), the only encoding inside tokens.
+//! Canonical base64url without padding (RFC 4648 §5), the only encoding inside tokens; and
+//! the padded standard alphabet (§4) that HTTP Basic credentials and `~/.docker/config.json`
+//! use, translated to and from it.
 //!
 //! Decoding is strict: only the URL-safe alphabet, no `=`, no whitespace, a length that is
 //! not 1 mod 4, and zero bits in the unused tail of the last character. Every byte string
@@ -77,9 +79,66 @@ pub fn decode(text: &[u8]) -> Result<Vec<u8>, DecodeError> {
     Ok(out)
 }
 
+/// Encode bytes as padded standard base64 (`+`, `/`, `=`).
+pub fn encode_standard(data: &[u8]) -> String {
+    let mut out: String = encode(data)
+        .chars()
+        .map(|c| match c {
+            '-' => '+',
+            '_' => '/',
+            c => c,
+        })
+        .collect();
+    while out.len() % 4 != 0 {
+        out.push('=');
+    }
+    out
+}
+
+/// Decode padded standard base64 (canonical: a length that is a multiple of 4, at most two
+/// `=` at the end, zero unused bits).
+pub fn decode_standard(text: &[u8]) -> Result<Vec<u8>, DecodeError> {
+    if text.len() % 4 != 0 {
+        return Err(DecodeError::BadLength);
+    }
+    let pad = text.iter().rev().take_while(|&&c| c == b'=').count();
+    if pad > 2 {
+        return Err(DecodeError::BadCharacter);
+    }
+    let body = &text[..text.len() - pad];
+    let mut url = Vec::with_capacity(body.len());
+    for &c in body {
+        url.push(match c {
+            b'+' => b'-',
+            b'/' => b'_',
+            b'-' | b'_' => return Err(DecodeError::BadCharacter),
+            c => c,
+        });
+    }
+    decode(&url)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_standard_alphabet_round_trips_with_padding() {
+        for (raw, text) in [
+            (&b""[..], ""),
+            (b"f", "Zg=="),
+            (b"fo", "Zm8="),
+            (b"foo", "Zm9v"),
+            (&[0xfb, 0xff], "+/8="),
+        ] {
+            assert_eq!(encode_standard(raw), text);
+            assert_eq!(decode_standard(text.as_bytes()).unwrap(), raw);
+        }
+        assert_eq!(decode_standard(b"Zg"), Err(DecodeError::BadLength));
+        assert_eq!(decode_standard(b"-_8="), Err(DecodeError::BadCharacter));
+        assert_eq!(decode_standard(b"Z==="), Err(DecodeError::BadCharacter));
+        assert_eq!(decode_standard(b"Zh=="), Err(DecodeError::NonCanonical));
+    }
 
     #[test]
     fn rfc4648_vectors_round_trip() {

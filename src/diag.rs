@@ -23,6 +23,8 @@ pub mod code {
     pub const REG_INTEGRITY: &str = "E-REG-002";
     pub const REG_VERSION_EXISTS: &str = "E-REG-003";
     pub const REG_RESERVED_VERSION: &str = "E-REG-004";
+    /// A remote (OCI) registry unreachable, refusing, or answering what is not an artifact.
+    pub const REG_REMOTE: &str = "E-REG-005";
     pub const BLD_NAME: &str = "E-BLD-001";
     pub const BLD_REQUIRES_FILES: &str = "E-BLD-002";
     pub const BLD_WASM_PAYLOAD: &str = "E-BLD-003";

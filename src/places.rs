@@ -1,5 +1,6 @@
 //! Where `mur` keeps things on the host, in one place for every command: the session
-//! records, the local registry and the compile cache. Each is read from the environment
+//! records, the local registry, the compile cache and the files the registry commands read
+//! (config, credentials, CA bundle). Each is read from the environment
 //! at the edge; nothing here touches the filesystem.
 
 use std::path::PathBuf;
@@ -31,4 +32,39 @@ pub fn cache_dir() -> Option<PathBuf> {
     var("MURMUR_CACHE_DIR")
         .or_else(|| var("XDG_CACHE_HOME").map(|d| d.join("murmur/compiled")))
         .or_else(|| var("HOME").map(|d| d.join(".cache/murmur/compiled")))
+}
+
+/// The operator's own config (`registry.sources`): `$XDG_CONFIG_HOME/murmur/config.yaml`,
+/// else `$HOME/.config/murmur/config.yaml`.
+pub fn user_config_file() -> Option<PathBuf> {
+    var("XDG_CONFIG_HOME")
+        .map(|d| d.join("murmur/config.yaml"))
+        .or_else(|| var("HOME").map(|h| h.join(".config/murmur/config.yaml")))
+}
+
+/// A project's config, beside its manifest: `<dir>/.murmur/config.yaml`.
+pub const PROJECT_CONFIG: &str = ".murmur/config.yaml";
+
+/// The registry credentials container tools keep: `$REGISTRY_AUTH_FILE`, else
+/// `$DOCKER_CONFIG/config.json`, else `$HOME/.docker/config.json`.
+pub fn registry_auth_file() -> Option<PathBuf> {
+    var("REGISTRY_AUTH_FILE")
+        .or_else(|| var("DOCKER_CONFIG").map(|d| d.join("config.json")))
+        .or_else(|| var("HOME").map(|h| h.join(".docker/config.json")))
+}
+
+/// The CA bundles HTTPS is checked against, in order: `$MURMUR_CA_FILE` alone when set,
+/// else the system's usual bundle paths (the first that exists is taken).
+pub fn ca_files() -> Vec<PathBuf> {
+    match var("MURMUR_CA_FILE") {
+        Some(f) => vec![f],
+        None => [
+            "/etc/ssl/certs/ca-certificates.crt",
+            "/etc/pki/tls/certs/ca-bundle.crt",
+            "/etc/ssl/cert.pem",
+        ]
+        .iter()
+        .map(PathBuf::from)
+        .collect(),
+    }
 }

@@ -34,6 +34,9 @@ enum Command {
     Exec(murmur::commands::exec::ExecOptions),
     Doctor(murmur::commands::doctor::DoctorOptions),
     Lock(murmur::commands::lock::LockOptions),
+    Push(murmur::commands::oci::PushOptions),
+    Pull(murmur::commands::oci::PullOptions),
+    Install(murmur::commands::install::InstallOptions),
     Trace(murmur::commands::trace::TraceOptions),
     Token {
         session: String,
@@ -180,6 +183,77 @@ fn parse_lock(args: &mut Args) -> Result<Command, ArgError> {
         }
     }
     Ok(Command::Lock(o))
+}
+
+/// `mur push NAME@VERSION oci://HOST/REPO[:TAG]`, `mur pull oci://…`: positional words,
+/// `--registry-path`, `--json`.
+fn parse_oci(command: &'static str, args: &mut Args) -> Result<Command, ArgError> {
+    let (mut words, mut registry, mut json) = (Vec::new(), None, false);
+    while let Some(arg) = args.next_arg() {
+        match arg {
+            Arg::Word(w) if words.len() < 2 => words.push(w),
+            Arg::Flag { name, inline } => match name.as_str() {
+                "--registry-path" => registry = Some(args.value(&name, inline)?.into()),
+                "--json" => {
+                    no_value(&name, inline)?;
+                    json = true;
+                }
+                "-h" | "--help" => return help_for(command, &name, inline),
+                _ => return Err(ArgError::Unknown(name)),
+            },
+            other => return Err(unknown(other)),
+        }
+    }
+    let mut words = words.into_iter();
+    if command == "push" {
+        let (Some(artifact), Some(to)) = (words.next(), words.next()) else {
+            return Err(ArgError::MissingValue(
+                "push NAME@VERSION oci://HOST/REPO[:TAG]".into(),
+            ));
+        };
+        return Ok(Command::Push(murmur::commands::oci::PushOptions {
+            artifact,
+            to,
+            registry,
+            json,
+        }));
+    }
+    let from = words
+        .next()
+        .ok_or_else(|| ArgError::MissingValue("pull oci://HOST/REPO:TAG".into()))?;
+    if let Some(extra) = words.next() {
+        return Err(ArgError::Unknown(extra));
+    }
+    Ok(Command::Pull(murmur::commands::oci::PullOptions {
+        from,
+        registry,
+        json,
+    }))
+}
+
+/// `mur install [--manifest PATH] [--registry-path DIR] [--locked] [--json]`.
+fn parse_install(args: &mut Args) -> Result<Command, ArgError> {
+    let mut o = murmur::commands::install::InstallOptions::default();
+    while let Some(arg) = args.next_arg() {
+        let Arg::Flag { name, inline } = arg else {
+            return Err(unknown(arg));
+        };
+        match name.as_str() {
+            "--manifest" => o.manifest = Some(manifest_file(args.value(&name, inline)?.into())),
+            "--registry-path" => o.registry = Some(args.value(&name, inline)?.into()),
+            "--locked" | "--json" => {
+                no_value(&name, inline)?;
+                if name == "--locked" {
+                    o.locked = true;
+                } else {
+                    o.json = true;
+                }
+            }
+            "-h" | "--help" => return help_for("install", &name, inline),
+            _ => return Err(ArgError::Unknown(name)),
+        }
+    }
+    Ok(Command::Install(o))
 }
 
 fn parse_token(args: &mut Args) -> Result<Command, ArgError> {
@@ -432,6 +506,9 @@ fn parse(mut args: Args) -> Result<Command, ArgError> {
         "trace" => parse_trace(&mut args)?,
         "token" => parse_token(&mut args)?,
         "lock" => parse_lock(&mut args)?,
+        "push" => parse_oci("push", &mut args)?,
+        "pull" => parse_oci("pull", &mut args)?,
+        "install" => parse_install(&mut args)?,
         "eval" => parse_eval(&mut args)?,
         "doctor" => {
             let o = opts(&mut args, &["--manifest", "--registry-path", "--json"])?;
@@ -510,6 +587,9 @@ fn run(cmd: Command) -> Result<String, Diagnostic> {
             unreachable!("dispatched in main")
         }
         Command::Lock(o) => commands::lock::lock(&o),
+        Command::Push(o) => commands::oci::push(&o),
+        Command::Pull(o) => commands::oci::pull(&o),
+        Command::Install(o) => commands::install::install(&o),
         Command::Doctor(o) => {
             let (out, code) = commands::doctor::doctor(&o, &exe())?;
             if code != 0 {

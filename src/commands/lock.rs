@@ -32,7 +32,7 @@ struct Pinned {
 
 /// Step: the artifacts the manifest declares, as (name, version); one without a version is
 /// refused, as `mur run` refuses it.
-fn declared(path: &Path) -> Result<Vec<(String, String)>, Diagnostic> {
+pub(crate) fn declared(path: &Path) -> Result<Vec<(String, String)>, Diagnostic> {
     let loaded = manifest::load_file(path, Resolve::AllButApiKey(&manifest::process_env))?;
     loaded
         .manifest

@@ -1,9 +1,10 @@
-//! The local artifact registry and the `.mur.zip` archive.
+//! The local artifact registry, the `.mur.zip` archive, and remote OCI registries.
 
 pub mod archive;
 pub mod cache;
 mod crc32;
 pub mod lockfile;
+pub mod oci;
 pub mod payload;
 pub mod store;
 

@@ -159,6 +159,16 @@ fn read_capped(path: &Path) -> std::io::Result<Vec<u8>> {
     }
 }
 
+/// A regular file's bytes, at most `max` of them (a larger file is an error; a FIFO is
+/// never waited on): a published version's `meta.json`, the operator's config files.
+pub fn read_small(path: &Path, max: u64) -> std::io::Result<Vec<u8>> {
+    let mut bytes = Vec::new();
+    match read_bounded(path, &mut bytes, max)? {
+        None => Ok(bytes),
+        Some(_) => Err(std::io::Error::other(format!("larger than {max} bytes"))),
+    }
+}
+
 /// `path` opened for reading, non-blocking, and kept only when it is a regular file: a FIFO
 /// planted in the registry can neither hang the reader nor be read as an artifact.
 fn open_regular(path: &Path) -> std::io::Result<(std::fs::File, u64)> {

@@ -9,6 +9,7 @@ mod cli;
 mod eval;
 mod lock;
 mod manifest_table;
+mod oci;
 mod records_full;
 mod registry;
 mod run;

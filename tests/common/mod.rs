@@ -116,6 +116,7 @@ pub mod agent_door;
 pub mod capsule;
 pub mod delegation;
 pub mod door;
+pub mod oci;
 pub mod peer;
 pub mod probe;
 pub mod provider;

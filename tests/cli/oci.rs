@@ -1,0 +1,713 @@
+//! `mur push`, `mur pull` and `mur install` against registries on 127.0.0.1: the CNCF
+//! distribution registry over plain HTTP and over TLS (push, pull by tag and by digest,
+//! install from a source, the lock written and then enforced when the tag moves), and a
+//! registry that lies (bytes that are not their digest, a manifest of another shape, an
+//! endless body, a redirect to plain HTTP, a token flow whose secrets must never show).
+
+use crate::common;
+
+use common::capsule::repo;
+use common::oci::{answer, mur, start, Liar, Reply, Seen};
+use common::TempDir;
+use murmur::registry::oci::manifest::{build, Blob};
+use murmur::registry::sha256_hex;
+use std::path::{Path, PathBuf};
+
+const DRIVER: &str = "murmur-driver-openai";
+
+fn shipped() -> Vec<u8> {
+    std::fs::read(repo("artifacts/murmur-driver-openai-1.0.0.mur.zip")).unwrap()
+}
+
+fn text(out: &std::process::Output) -> (Option<i32>, String, String) {
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// Publish the archive `zip` into a fresh local registry `<t>/<name>`.
+fn registry_with(t: &TempDir, name: &str, zip: &Path) -> PathBuf {
+    let reg = t.path().join(name);
+    std::fs::create_dir_all(&reg).unwrap();
+    let (code, out, err) = text(&mur(
+        t,
+        &[
+            "publish",
+            zip.to_str().unwrap(),
+            "--registry-path",
+            reg.to_str().unwrap(),
+        ],
+        &[],
+    ));
+    assert_eq!(code, Some(0), "{out}{err}");
+    reg
+}
+
+/// The archive bytes a local registry holds for the driver, if any.
+fn installed(reg: &Path) -> Option<Vec<u8>> {
+    std::fs::read(
+        reg.join(DRIVER)
+            .join("1.0.0")
+            .join(format!("{DRIVER}-1.0.0.mur.zip")),
+    )
+    .ok()
+}
+
+/// Every file under `dir`.
+fn files(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    if let Ok(rd) = std::fs::read_dir(dir) {
+        for e in rd.flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                out.extend(files(&p));
+            } else {
+                out.push(p);
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn an_artifact_pushed_is_pulled_back_by_tag_and_by_digest_byte_for_byte() {
+    let t = TempDir::new("oci-http");
+    let r = start(&t, false);
+    let zip = repo("artifacts/murmur-driver-openai-1.0.0.mur.zip");
+    let reg1 = registry_with(&t, "reg1", &zip);
+    let repo_url = r.url("murmur/murmur-driver-openai");
+    let (code, out, err) = text(&mur(
+        &t,
+        &[
+            "push",
+            &format!("{DRIVER}@1.0.0"),
+            &repo_url,
+            "--registry-path",
+            reg1.to_str().unwrap(),
+            "--json",
+        ],
+        &[],
+    ));
+    assert_eq!(code, Some(0), "{out}{err}");
+    let pushed: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
+    assert_eq!(pushed["sha256"].as_str(), Some(sha256_hex(&shipped()).as_str()));
+    assert_eq!(pushed["to"].as_str(), Some(format!("{repo_url}:1.0.0").as_str()));
+    let digest = pushed["digest"].as_str().unwrap().to_string();
+
+    for (name, from) in [
+        ("reg2", format!("{repo_url}:1.0.0")),
+        ("reg3", format!("{repo_url}@{digest}")),
+    ] {
+        let reg = t.path().join(name);
+        let (code, out, err) = text(&mur(
+            &t,
+            &["pull", &from, "--registry-path", reg.to_str().unwrap()],
+            &[],
+        ));
+        assert_eq!(code, Some(0), "{out}{err}");
+        assert!(
+            out.starts_with(&format!("installed {DRIVER}@1.0.0 from {from}\n")),
+            "{out}"
+        );
+        assert_eq!(installed(&reg).as_deref(), Some(shipped().as_slice()), "{name}");
+        let sidecar = std::fs::read_to_string(
+            reg.join(DRIVER)
+                .join("1.0.0")
+                .join(format!("{DRIVER}-1.0.0.sha256")),
+        )
+        .unwrap();
+        assert_eq!(sidecar.trim(), sha256_hex(&shipped()));
+    }
+    let again = text(&mur(
+        &t,
+        &[
+            "pull",
+            &format!("{repo_url}:1.0.0"),
+            "--registry-path",
+            t.path().join("reg2").to_str().unwrap(),
+        ],
+        &[],
+    ));
+    assert!(
+        again.0 == Some(0) && again.1.starts_with("already installed"),
+        "{again:?}"
+    );
+
+    // Another OCI client reads what was pushed: the manifest's shape and media types.
+    let skopeo = std::process::Command::new("skopeo")
+        .args([
+            "inspect",
+            "--raw",
+            "--tls-verify=false",
+            &format!("docker://{}/murmur/murmur-driver-openai:1.0.0", r.host),
+        ])
+        .output()
+        .expect("skopeo is not installed (apt-get install skopeo; .ci/run does)");
+    assert!(skopeo.status.success(), "{skopeo:?}");
+    let m: serde_json::Value = serde_json::from_slice(&skopeo.stdout).unwrap();
+    assert_eq!(m["mediaType"], "application/vnd.oci.image.manifest.v1+json");
+    assert_eq!(
+        m["config"]["mediaType"],
+        "application/vnd.murmur.artifact.config.v1+json"
+    );
+    assert_eq!(
+        m["layers"][0]["mediaType"],
+        "application/vnd.murmur.artifact.layer.v1+zip"
+    );
+    assert_eq!(
+        m["layers"][0]["digest"].as_str(),
+        Some(format!("sha256:{}", sha256_hex(&shipped())).as_str())
+    );
+    assert_eq!(format!("sha256:{}", sha256_hex(&skopeo.stdout)), digest);
+}
+
+#[test]
+fn over_tls_the_registry_is_trusted_only_through_the_operators_ca() {
+    let t = TempDir::new("oci-tls");
+    let r = start(&t, true);
+    let ca = r.ca.clone().unwrap();
+    let ca_env = [("MURMUR_CA_FILE", ca.to_str().unwrap())];
+    let reg1 = registry_with(&t, "reg1", &repo("artifacts/murmur-driver-openai-1.0.0.mur.zip"));
+    let target = r.url("murmur/murmur-driver-openai:1.0.0");
+    assert!(target.starts_with("oci://127.0.0.1:"), "{target}");
+    let push = text(&mur(
+        &t,
+        &[
+            "push",
+            &format!("{DRIVER}@1.0.0"),
+            &target,
+            "--registry-path",
+            reg1.to_str().unwrap(),
+        ],
+        &ca_env,
+    ));
+    assert_eq!(push.0, Some(0), "{push:?}");
+    let reg2 = t.path().join("reg2");
+    let pull = text(&mur(
+        &t,
+        &["pull", &target, "--registry-path", reg2.to_str().unwrap()],
+        &ca_env,
+    ));
+    assert_eq!(pull.0, Some(0), "{pull:?}");
+    assert_eq!(installed(&reg2).as_deref(), Some(shipped().as_slice()));
+
+    // Without the operator's CA the system's roots do not vouch for it: refused, nothing filed.
+    let reg3 = t.path().join("reg3");
+    let (code, out, err) = text(&mur(
+        &t,
+        &["pull", &target, "--registry-path", reg3.to_str().unwrap()],
+        &[],
+    ));
+    assert_eq!(code, Some(1), "{out}{err}");
+    assert!(
+        err.starts_with("error[E-REG-005]: ") && err.contains("certificate"),
+        "{err}"
+    );
+    assert!(files(&reg3).is_empty());
+    // A CA file that is not PEM is said to be so.
+    let junk = t.path().join("junk.pem");
+    std::fs::write(&junk, "not a certificate\n").unwrap();
+    let (code, _, err) = text(&mur(
+        &t,
+        &["pull", &target, "--registry-path", reg3.to_str().unwrap()],
+        &[("MURMUR_CA_FILE", junk.to_str().unwrap())],
+    ));
+    assert_eq!(code, Some(1));
+    assert!(err.contains("holds no certificate"), "{err}");
+    // Plain HTTP is taken only to loopback, refused before any connection.
+    let (code, _, err) = text(&mur(
+        &t,
+        &[
+            "pull",
+            "oci+http://registry.example/a:1",
+            "--registry-path",
+            reg3.to_str().unwrap(),
+        ],
+        &[],
+    ));
+    assert_eq!(code, Some(1));
+    assert!(
+        err.starts_with(
+            "error[E-MAN-003]: oci+http://registry.example/a:1: plain HTTP is taken only to a loopback host"
+        ),
+        "{err}"
+    );
+}
+
+/// A copy of the driver with the same name and version but other bytes.
+fn altered_driver(t: &TempDir) -> PathBuf {
+    let dir = t.path().join("altered");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::copy(
+        repo("drivers/murmur-driver-openai/capsule.wasm"),
+        dir.join("capsule.wasm"),
+    )
+    .unwrap();
+    let m = std::fs::read_to_string(repo("drivers/murmur-driver-openai/murmur.yaml")).unwrap();
+    let m = m.replace("description: \"", "description: \"(altered) ");
+    std::fs::write(dir.join("murmur.yaml"), m).unwrap();
+    let out_zip = t.path().join("altered-1.0.0.mur.zip");
+    let (code, out, err) = text(&mur(
+        t,
+        &["build", dir.to_str().unwrap(), "-o", out_zip.to_str().unwrap()],
+        &[],
+    ));
+    assert_eq!(code, Some(0), "{out}{err}");
+    out_zip
+}
+
+#[test]
+fn install_fetches_what_the_manifest_lacks_pins_it_and_a_moved_tag_changes_nothing() {
+    let t = TempDir::new("oci-install");
+    let r = start(&t, false);
+    let original = sha256_hex(&shipped());
+    let reg1 = registry_with(&t, "reg1", &repo("artifacts/murmur-driver-openai-1.0.0.mur.zip"));
+    let repo_url = r.url("murmur/murmur-driver-openai");
+    let push = text(&mur(
+        &t,
+        &[
+            "push",
+            &format!("{DRIVER}@1.0.0"),
+            &repo_url,
+            "--registry-path",
+            reg1.to_str().unwrap(),
+        ],
+        &[],
+    ));
+    assert_eq!(push.0, Some(0), "{push:?}");
+
+    let capsule = t.path().join("capsule");
+    std::fs::create_dir_all(capsule.join(".murmur")).unwrap();
+    std::fs::copy(repo("examples/agent/murmur.yaml"), capsule.join("murmur.yaml")).unwrap();
+    std::fs::write(
+        capsule.join(".murmur/config.yaml"),
+        format!(
+            "registry:\n  sources:\n    - prefix: \"murmur-\"\n      repository: {}\n",
+            r.url("murmur")
+        ),
+    )
+    .unwrap();
+    let manifest = capsule.join("murmur.yaml");
+    let install = |reg: &str, extra: &[&str]| {
+        let mut args = vec![
+            "install",
+            "--manifest",
+            manifest.to_str().unwrap(),
+            "--registry-path",
+            reg,
+        ];
+        args.extend_from_slice(extra);
+        text(&mur(&t, &args, &[]))
+    };
+    let reg2 = t.path().join("reg2");
+    let (code, out, err) = install(reg2.to_str().unwrap(), &[]);
+    assert_eq!(code, Some(0), "{out}{err}");
+    assert!(
+        out.contains(&format!("installed {DRIVER}@1.0.0 from {repo_url}:1.0.0\n")),
+        "{out}"
+    );
+    assert!(out.contains("murmur.lock (1 artifacts pinned)"), "{out}");
+    assert_eq!(installed(&reg2).as_deref(), Some(shipped().as_slice()));
+    let lock = std::fs::read_to_string(capsule.join("murmur.lock")).unwrap();
+    assert!(lock.contains(&format!("sha256: {original}")), "{lock}");
+    // Nothing missing: nothing fetched, the lock as it was.
+    let (code, out, _) = install(reg2.to_str().unwrap(), &[]);
+    assert_eq!((code, out.as_str()), (Some(0), "every artifact is installed\n"));
+
+    // The tag moves to other bytes under the same name and version.
+    let altered = altered_driver(&t);
+    let moved = sha256_hex(&std::fs::read(&altered).unwrap());
+    assert_ne!(moved, original);
+    let reg_alt = registry_with(&t, "reg-alt", &altered);
+    let push = text(&mur(
+        &t,
+        &[
+            "push",
+            &format!("{DRIVER}@1.0.0"),
+            &repo_url,
+            "--registry-path",
+            reg_alt.to_str().unwrap(),
+        ],
+        &[],
+    ));
+    assert_eq!(push.0, Some(0), "{push:?}");
+
+    // With the lock, the pinned digest is fetched: the moved tag changes nothing.
+    let reg3 = t.path().join("reg3");
+    let (code, out, err) = install(reg3.to_str().unwrap(), &["--locked"]);
+    assert_eq!(code, Some(0), "{out}{err}");
+    assert!(
+        out.contains(&format!("from {repo_url}@sha256:{original}")),
+        "{out}"
+    );
+    assert_eq!(installed(&reg3).as_deref(), Some(shipped().as_slice()));
+    assert_eq!(
+        std::fs::read_to_string(capsule.join("murmur.lock")).unwrap(),
+        lock
+    );
+    // The moved tag itself is refused against what is installed, naming both hashes.
+    let (code, _, err) = text(&mur(
+        &t,
+        &[
+            "pull",
+            &format!("{repo_url}:1.0.0"),
+            "--registry-path",
+            reg3.to_str().unwrap(),
+        ],
+        &[],
+    ));
+    assert_eq!(code, Some(1));
+    assert!(
+        err.starts_with("error[E-REG-002]: ") && err.contains(&original) && err.contains(&moved),
+        "{err}"
+    );
+    assert_eq!(installed(&reg3).as_deref(), Some(shipped().as_slice()));
+    // And `mur run --locked` refuses the moved bytes wherever they were installed.
+    let reg4 = t.path().join("reg4");
+    let pull = text(&mur(
+        &t,
+        &[
+            "pull",
+            &format!("{repo_url}:1.0.0"),
+            "--registry-path",
+            reg4.to_str().unwrap(),
+        ],
+        &[],
+    ));
+    assert_eq!(pull.0, Some(0), "{pull:?}");
+    let (code, _, err) = install(reg4.to_str().unwrap(), &["--locked"]);
+    assert_eq!(
+        (code, err.as_str()),
+        (Some(0), ""),
+        "an installed artifact is not fetched again"
+    );
+    let run = text(&mur(
+        &t,
+        &[
+            "run",
+            "--manifest",
+            manifest.to_str().unwrap(),
+            "--registry-path",
+            reg4.to_str().unwrap(),
+            "--locked",
+            "--task",
+            "hi",
+        ],
+        &[],
+    ));
+    assert_eq!(run.0, Some(1), "{run:?}");
+    assert!(
+        run.2.contains("E-REG-002") && run.2.contains(&original) && run.2.contains(&moved),
+        "{}",
+        run.2
+    );
+
+    // --locked without a lock, and an artifact no source matches, are coded refusals.
+    std::fs::remove_file(capsule.join("murmur.lock")).unwrap();
+    let (code, _, err) = install(t.path().join("reg5").to_str().unwrap(), &["--locked"]);
+    assert_eq!(code, Some(1));
+    assert!(
+        err.starts_with("error[E-RUN-003]: --locked: there is no murmur.lock"),
+        "{err}"
+    );
+    std::fs::write(capsule.join(".murmur/config.yaml"), "registry:\n  sources: []\n").unwrap();
+    let (code, _, err) = install(t.path().join("reg5").to_str().unwrap(), &[]);
+    assert_eq!(code, Some(1));
+    assert!(err.starts_with(&format!("error[E-REG-005]: {DRIVER} is not in the local registry and no registry.sources entry matches it")), "{err}");
+    assert!(!capsule.join("murmur.lock").exists());
+}
+
+/// The driver as a well-formed artifact: manifest text, its digest, meta.json, archive.
+struct Parts {
+    manifest: String,
+    digest: String,
+    meta: Vec<u8>,
+    zip: Vec<u8>,
+}
+
+fn parts() -> Parts {
+    let zip = shipped();
+    let meta = format!(r#"{{"meta": {{"name": "{DRIVER}", "version": "1.0.0"}}}}"#).into_bytes();
+    let blob = |b: &[u8]| Blob {
+        digest: format!("sha256:{}", sha256_hex(b)),
+        size: b.len() as u64,
+    };
+    let manifest = build(&blob(&meta), &blob(&zip), "x.mur.zip");
+    Parts {
+        digest: format!("sha256:{}", sha256_hex(manifest.as_bytes())),
+        manifest,
+        meta,
+        zip,
+    }
+}
+
+/// The honest answer of a registry holding `p` (None: not found).
+fn honest(p: &Parts, req: &Seen) -> Reply {
+    let zip_digest = format!("sha256:{}", sha256_hex(&p.zip));
+    let meta_digest = format!("sha256:{}", sha256_hex(&p.meta));
+    if req.path.contains("/manifests/") {
+        answer(
+            "200 OK",
+            &[("content-type", "application/vnd.oci.image.manifest.v1+json")],
+            p.manifest.as_bytes(),
+        )
+    } else if req.path.ends_with(&zip_digest) {
+        answer("200 OK", &[], &p.zip)
+    } else if req.path.ends_with(&meta_digest) {
+        answer("200 OK", &[], &p.meta)
+    } else {
+        answer(
+            "404 Not Found",
+            &[],
+            b"{\"errors\":[{\"code\":\"BLOB_UNKNOWN\"}]}",
+        )
+    }
+}
+
+#[test]
+fn a_registry_that_lies_is_refused_with_a_code_and_nothing_is_installed() {
+    let t = TempDir::new("oci-lies");
+    let elsewhere = Liar::start(|_| answer("200 OK", &[], b"x"));
+    let elsewhere_host = elsewhere.host.clone();
+    type Lie = Box<dyn Fn(&Parts, &Seen) -> Reply + Send + Sync>;
+    let lies: Vec<(&str, &str, Lie, &str)> = vec![
+        ("other bytes", ":1.0.0", Box::new(|p: &Parts, r: &Seen| {
+            if r.path.contains("/blobs/") && !r.path.ends_with(&sha256_hex(&p.meta)) {
+                let mut bad = p.zip.clone();
+                bad[100] ^= 1;
+                answer("200 OK", &[], &bad)
+            } else {
+                honest(p, r)
+            }
+        }), "error[E-REG-002]: the archive blob asked for as sha256:"),
+        ("another shape", ":1.0.0", Box::new(|p: &Parts, r: &Seen| {
+            if r.path.contains("/manifests/") {
+                let m = p.manifest.replace("application/vnd.murmur.artifact.layer.v1+zip", "application/vnd.oci.image.layer.v1.tar+gzip");
+                answer("200 OK", &[], m.as_bytes())
+            } else {
+                honest(p, r)
+            }
+        }), "error[E-REG-005]: not a murmur artifact: the manifest's layer is not of media type application/vnd.murmur.artifact.layer.v1+zip"),
+        ("an endless body", ":1.0.0", Box::new(|p: &Parts, r: &Seen| {
+            if r.path.ends_with(&sha256_hex(&p.zip)) {
+                Reply::Endless
+            } else {
+                honest(p, r)
+            }
+        }), "error[E-REG-002]: the archive blob sha256:"),
+        ("a manifest that is not its digest", "@sha256:0000000000000000000000000000000000000000000000000000000000000000", Box::new(honest), "error[E-REG-002]: the manifest asked for as sha256:0000"),
+    ];
+    for (what, target, lie, expected) in lies {
+        let p = parts();
+        let liar = Liar::start(move |r| lie(&p, r));
+        let reg = t.path().join(format!("reg-{}", what.replace(' ', "-")));
+        let (code, out, err) = text(&mur(
+            &t,
+            &[
+                "pull",
+                &format!("{}{target}", liar.url("m/d")),
+                "--registry-path",
+                reg.to_str().unwrap(),
+            ],
+            &[],
+        ));
+        assert_eq!(code, Some(1), "{what}: {out}{err}");
+        assert!(err.starts_with(expected), "{what}: {err}");
+        assert!(files(&reg).is_empty(), "{what}: {:?}", files(&reg));
+        if what == "another shape" {
+            let seen = liar.seen.lock().unwrap();
+            assert!(
+                seen.iter().all(|s| !s.path.contains("/blobs/")),
+                "no blob is fetched: {seen:?}"
+            );
+        }
+    }
+
+    // A redirect of a blob to plain HTTP elsewhere is not followed.
+    let p = parts();
+    let to = format!("http://{elsewhere_host}/storage/blob");
+    let liar = Liar::start(move |r| {
+        if r.path.contains("/blobs/") && !r.path.ends_with(&sha256_hex(&p.meta)) {
+            answer("307 Temporary Redirect", &[("location", to.as_str())], b"")
+        } else {
+            honest(&p, r)
+        }
+    });
+    let reg = t.path().join("reg-redirect");
+    let (code, _, err) = text(&mur(
+        &t,
+        &[
+            "pull",
+            &liar.url("m/d:1.0.0"),
+            "--registry-path",
+            reg.to_str().unwrap(),
+        ],
+        &[],
+    ));
+    assert_eq!(code, Some(1));
+    assert!(
+        err.starts_with(&format!(
+            "error[E-REG-005]: a redirect to plain HTTP ({elsewhere_host}) refused"
+        )),
+        "{err}"
+    );
+    assert!(elsewhere.seen.lock().unwrap().is_empty());
+    assert!(files(&reg).is_empty());
+
+    // The honest registry, asked by the manifest's digest, is believed.
+    let p = parts();
+    let digest = p.digest.clone();
+    let liar = Liar::start(move |r| honest(&p, r));
+    let reg = t.path().join("reg-honest");
+    let (code, out, err) = text(&mur(
+        &t,
+        &[
+            "pull",
+            &liar.url(&format!("m/d@{digest}")),
+            "--registry-path",
+            reg.to_str().unwrap(),
+        ],
+        &[],
+    ));
+    assert_eq!(code, Some(0), "{out}{err}");
+    assert_eq!(installed(&reg).as_deref(), Some(shipped().as_slice()));
+
+    // A registry that is busy for a moment is tried again.
+    let p = parts();
+    let busy = std::sync::atomic::AtomicUsize::new(0);
+    let liar = Liar::start(move |r| {
+        if r.path.contains("/manifests/") && busy.fetch_add(1, std::sync::atomic::Ordering::SeqCst) < 2 {
+            answer("503 Service Unavailable", &[("retry-after", "0")], b"")
+        } else {
+            honest(&p, r)
+        }
+    });
+    let reg = t.path().join("reg-busy");
+    let (code, out, err) = text(&mur(
+        &t,
+        &[
+            "pull",
+            &liar.url("m/d:1.0.0"),
+            "--registry-path",
+            reg.to_str().unwrap(),
+        ],
+        &[],
+    ));
+    assert_eq!(code, Some(0), "{out}{err}");
+    assert_eq!(installed(&reg).as_deref(), Some(shipped().as_slice()));
+}
+
+#[test]
+fn a_token_protected_registry_gets_the_operators_credentials_which_never_show() {
+    let t = TempDir::new("oci-token");
+    let p = parts();
+    let listener_host = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
+    let host = listener_host.clone();
+    let liar = Liar::start(move |r| {
+        let realm = format!(
+            "Bearer realm=\"http://{}/token\",service=\"liar\"",
+            host.lock().unwrap()
+        );
+        if r.path.starts_with("/token?") {
+            let basic = format!("Basic {}", murmur::b64::encode_standard(b"ann:pw-SECRET"));
+            return if r.authorization.as_deref() == Some(basic.as_str())
+                && r.path == "/token?service=liar&scope=repository%3Am%2Fd%3Apull"
+            {
+                answer("200 OK", &[], b"{\"token\": \"tok-SECRET\"}")
+            } else {
+                answer("401 Unauthorized", &[], b"")
+            };
+        }
+        if r.authorization.as_deref() != Some("Bearer tok-SECRET") {
+            return answer(
+                "401 Unauthorized",
+                &[("www-authenticate", realm.as_str())],
+                b"{\"errors\":[{\"code\":\"UNAUTHORIZED\"}]}",
+            );
+        }
+        honest(&p, r)
+    });
+    *listener_host.lock().unwrap() = liar.host.clone();
+
+    // No credentials: refused with a hint, nothing installed.
+    let reg = t.path().join("reg-anon");
+    let (code, out, err) = text(&mur(
+        &t,
+        &[
+            "pull",
+            &liar.url("m/d:1.0.0"),
+            "--registry-path",
+            reg.to_str().unwrap(),
+        ],
+        &[],
+    ));
+    assert_eq!(code, Some(1), "{out}{err}");
+    assert!(
+        err.starts_with("error[E-REG-005]: the registry asks for credentials and none are configured for it"),
+        "{err}"
+    );
+    assert!(files(&reg).is_empty());
+
+    let auth_file = t.path().join("auth.json");
+    let auth = murmur::b64::encode_standard(b"ann:pw-SECRET");
+    std::fs::write(
+        &auth_file,
+        format!(r#"{{"auths": {{"{}": {{"auth": "{auth}"}}}}}}"#, liar.host),
+    )
+    .unwrap();
+    let env = [("REGISTRY_AUTH_FILE", auth_file.to_str().unwrap())];
+    let reg = t.path().join("reg-auth");
+    let (code, out, err) = text(&mur(
+        &t,
+        &[
+            "pull",
+            &liar.url("m/d:1.0.0"),
+            "--registry-path",
+            reg.to_str().unwrap(),
+            "--json",
+        ],
+        &env,
+    ));
+    assert_eq!(code, Some(0), "{out}{err}");
+    assert_eq!(installed(&reg).as_deref(), Some(shipped().as_slice()));
+    assert!(!out.contains("SECRET") && !err.contains("SECRET"), "{out}{err}");
+    let seen = liar.seen.lock().unwrap();
+    assert!(seen.iter().any(|s| s.path.starts_with("/token?")));
+    assert!(
+        seen.iter()
+            .filter(|s| s.path.contains("/blobs/"))
+            .all(|s| s.authorization.as_deref() == Some("Bearer tok-SECRET")),
+        "{seen:?}"
+    );
+    drop(seen);
+
+    // Wrong credentials: refused, and still no secret in the words.
+    std::fs::write(
+        &auth_file,
+        format!(
+            r#"{{"auths": {{"{}": {{"auth": "{}"}}}}}}"#,
+            liar.host,
+            murmur::b64::encode_standard(b"ann:wrong-SECRET")
+        ),
+    )
+    .unwrap();
+    let reg = t.path().join("reg-wrong");
+    let (code, out, err) = text(&mur(
+        &t,
+        &[
+            "pull",
+            &liar.url("m/d:1.0.0"),
+            "--registry-path",
+            reg.to_str().unwrap(),
+        ],
+        &env,
+    ));
+    assert_eq!(code, Some(1));
+    assert!(
+        err.starts_with("error[E-REG-005]: the token realm refused the credentials (401)"),
+        "{err}"
+    );
+    assert!(!out.contains("SECRET") && !err.contains("SECRET"), "{out}{err}");
+}

@@ -99,8 +99,10 @@ fn config_error(path: &Path, why: String) -> Diagnostic {
 
 /// Step: where `full` comes from: the first source with the longest matching prefix.
 fn source_of(sources: &[Source], full: &str) -> Result<Reference, Diagnostic> {
+    // `max_by_key` keeps the last of equals: reversed, the first listed wins a tie.
     let best = sources
         .iter()
+        .rev()
         .filter(|s| full.starts_with(&s.prefix))
         .max_by_key(|s| s.prefix.len());
     let s = best.ok_or_else(|| {
@@ -169,6 +171,18 @@ pub fn install(o: &InstallOptions) -> Result<String, Diagnostic> {
         }
     }
     if !o.locked && old.as_ref() != Some(&lock) {
+        // The fetches took a while: a lock written meanwhile (`mur lock`, a first `mur run`)
+        // keeps its pins, and only what it lacks is added.
+        let now = lockfile::read(&dir, &file)?;
+        if now != old {
+            let mut merged = now.unwrap_or_default();
+            for p in lock.pins() {
+                if merged.get(&p.name).is_none() {
+                    merged.set(p.clone());
+                }
+            }
+            lock = merged;
+        }
         lockfile::write(&dir, &file, &lock, Existing::Replace)
             .map_err(|e| Diagnostic::new(code::IO_READ, &file, format!("cannot write {file}: {e}")))?;
         out.push_str(&if o.json {
@@ -195,13 +209,11 @@ fn fetch_one(
     file: &str,
 ) -> Result<Option<(oci::Pulled, String)>, Diagnostic> {
     let name = store::ArtifactName::parse(full)?;
-    if store::locate(root, &name, version).dir.exists() {
-        return Ok(None);
-    }
+    let key = format!("artifacts[{full}]");
     if let Some(p) = pin.filter(|p| p.version != version) {
         return Err(Diagnostic::new(
             code::RUN_LOCK,
-            format!("artifacts[{full}]"),
+            key,
             format!(
                 "{file} pins {full}@{}, the manifest asks for {version}",
                 p.version
@@ -214,40 +226,58 @@ fn fetch_one(
     if locked && pin.is_none() {
         return Err(Diagnostic::new(
             code::RUN_LOCK,
-            format!("artifacts[{full}]"),
+            key,
             format!("--locked: {file} does not pin {full}"),
         ));
     }
+    if store::locate(root, &name, version).dir.exists() {
+        // Installed already: it must be the pinned bytes, as `mur run` will require.
+        if let Some(p) = pin {
+            let have = store::resolve(root, full, version, Resolve::Nothing)?;
+            if have.sha256 != p.sha256 {
+                return Err(Diagnostic::new(
+                    code::REG_INTEGRITY,
+                    key,
+                    format!(
+                        "{full}@{version} in the local registry has sha256 {}, {file} pins sha256 {}",
+                        have.sha256, p.sha256
+                    ),
+                ));
+            }
+        }
+        return Ok(None);
+    }
     let r = source_of(sources, full)?;
     let mut s = session(&r, false)?;
-    let (pulled, from) = match pin {
+    Ok(Some(match pin {
         Some(p) => (
             oci::pull_pinned(&mut s, root, full, version, &p.sha256)?,
             r.at(Target::Digest(format!("sha256:{}", p.sha256))).to_text(),
         ),
         None => (
-            oci::pull(&mut s, root, &Target::Tag(version.to_string()))?,
+            oci::pull(
+                &mut s,
+                root,
+                &Target::Tag(version.to_string()),
+                Some((full, version)),
+            )?,
             r.at(Target::Tag(version.to_string())).to_text(),
         ),
-    };
-    if pulled.full != full || pulled.version != version {
-        return Err(Diagnostic::new(
-            code::REG_INTEGRITY,
-            format!("artifacts[{full}]"),
-            format!(
-                "{} tagged {version} holds {}@{}",
-                r.to_text(),
-                pulled.full,
-                pulled.version
-            ),
-        ));
-    }
-    Ok(Some((pulled, from)))
+    }))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn of_equal_prefixes_the_first_listed_wins() {
+        let s = parse_sources(
+            "registry:\n  sources:\n    - {prefix: a, repository: 'oci://one.example/x'}\n    - {prefix: a, repository: 'oci://two.example/x'}\n",
+        )
+        .unwrap();
+        assert_eq!(source_of(&s, "ab").unwrap().host, "one.example");
+    }
 
     #[test]
     fn sources_parse_and_the_longest_prefix_wins() {

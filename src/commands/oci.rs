@@ -143,7 +143,7 @@ pub fn pull(o: &PullOptions) -> Result<String, Diagnostic> {
     })?;
     let root = o.registry.clone().unwrap_or_else(store::default_root);
     let mut s = session(&r, false)?;
-    let p = oci::pull(&mut s, &root, &target)?;
+    let p = oci::pull(&mut s, &root, &target, None)?;
     Ok(pulled_line(&p, &r.to_text(), o.json))
 }
 

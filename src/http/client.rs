@@ -158,6 +158,9 @@ impl Url {
     }
 }
 
+/// The largest body sent in one write with its head.
+const SMALL_BODY: usize = 64 * 1024;
+
 /// Send one request and read the whole response.
 pub fn request(
     method: &str,
@@ -198,7 +201,8 @@ fn send(
             let host = url.host.trim_start_matches('[').trim_end_matches(']');
             Conn::tls(tcp, host, config).map_err(ClientError::Connect)?
         }
-        (true, None) => return Err(ClientError::BadUrl(url.to_text())),
+        // The origin only: a presigned URL's query is a credential.
+        (true, None) => return Err(ClientError::BadUrl(format!("https://{}/", url.authority()))),
     };
     let mut head = format!(
         "{method} {} HTTP/1.1\r\nhost: {}\r\nconnection: close\r\n",
@@ -216,14 +220,21 @@ fn send(
     }
     head.push_str("\r\n");
     let deadline = Instant::now() + opts.read_timeout;
-    stream
-        .tcp()
-        .set_write_timeout(Some(opts.read_timeout))
+    // Both ways bounded from the start: a TLS handshake reads inside the first write.
+    let tcp = stream.tcp();
+    tcp.set_write_timeout(Some(opts.read_timeout))
+        .and_then(|()| tcp.set_read_timeout(Some(opts.read_timeout)))
         .map_err(ClientError::Io)?;
-    // One write for head and body: one segment, one wakeup of the server.
-    let mut out = head.into_bytes();
-    out.extend_from_slice(body);
-    stream.write_all(&out).map_err(ClientError::Io)?;
+    if body.len() <= SMALL_BODY {
+        // One write for head and body: one segment, one wakeup of the server.
+        let mut out = head.into_bytes();
+        out.extend_from_slice(body);
+        stream.write_all(&out).map_err(ClientError::Io)?;
+    } else {
+        // A large body (an archive uploaded) is not copied next to its head.
+        stream.write_all(head.as_bytes()).map_err(ClientError::Io)?;
+        stream.write_all(body).map_err(ClientError::Io)?;
+    }
     stream.flush().map_err(ClientError::Io)?;
     Ok((stream, deadline))
 }

@@ -135,32 +135,67 @@ fn an_artifact_pushed_is_pulled_back_by_tag_and_by_digest_byte_for_byte() {
         "{again:?}"
     );
 
-    // Another OCI client reads what was pushed: the manifest's shape and media types.
-    let skopeo = std::process::Command::new("skopeo")
-        .args([
-            "inspect",
-            "--raw",
-            "--tls-verify=false",
-            &format!("docker://{}/murmur/murmur-driver-openai:1.0.0", r.host),
-        ])
+    // Another OCI client copies what was pushed unchanged (same manifest digest, the layer
+    // the archive's bytes), and what it pushes in the documented layout `mur pull` takes.
+    let layout = t.path().join("layout");
+    skopeo(&[
+        "copy",
+        "--src-tls-verify=false",
+        &format!("docker://{}/murmur/murmur-driver-openai:1.0.0", r.host),
+        &format!("oci:{}:1.0.0", layout.display()),
+    ]);
+    let index: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(layout.join("index.json")).unwrap()).unwrap();
+    assert_eq!(index["manifests"][0]["digest"].as_str(), Some(digest.as_str()));
+    let blob = |hex: &str| std::fs::read(layout.join("blobs/sha256").join(hex)).unwrap();
+    assert_eq!(blob(&sha256_hex(&shipped())), shipped());
+
+    let theirs = t.path().join("theirs");
+    let p = parts();
+    write_layout(&theirs, &p);
+    skopeo(&[
+        "copy",
+        "--dest-tls-verify=false",
+        &format!("oci:{}:1.0.0", theirs.display()),
+        &format!("docker://{}/elsewhere/driver:1.0.0", r.host),
+    ]);
+    let reg = t.path().join("reg4");
+    let (code, out, err) = text(&mur(
+        &t,
+        &[
+            "pull",
+            &r.url("elsewhere/driver:1.0.0"),
+            "--registry-path",
+            reg.to_str().unwrap(),
+        ],
+        &[],
+    ));
+    assert_eq!(code, Some(0), "{out}{err}");
+    assert_eq!(installed(&reg).as_deref(), Some(shipped().as_slice()));
+}
+
+/// Run skopeo (installed by .ci/run), which must succeed.
+fn skopeo(args: &[&str]) {
+    let out = std::process::Command::new("skopeo")
+        .args(args)
         .output()
         .expect("skopeo is not installed (apt-get install skopeo; .ci/run does)");
-    assert!(skopeo.status.success(), "{skopeo:?}");
-    let m: serde_json::Value = serde_json::from_slice(&skopeo.stdout).unwrap();
-    assert_eq!(m["mediaType"], "application/vnd.oci.image.manifest.v1+json");
-    assert_eq!(
-        m["config"]["mediaType"],
-        "application/vnd.murmur.artifact.config.v1+json"
-    );
-    assert_eq!(
-        m["layers"][0]["mediaType"],
-        "application/vnd.murmur.artifact.layer.v1+zip"
-    );
-    assert_eq!(
-        m["layers"][0]["digest"].as_str(),
-        Some(format!("sha256:{}", sha256_hex(&shipped())).as_str())
-    );
-    assert_eq!(format!("sha256:{}", sha256_hex(&skopeo.stdout)), digest);
+    assert!(out.status.success(), "skopeo {args:?}: {out:?}");
+}
+
+/// An OCI image layout (the image-spec's directory form) holding `p` tagged 1.0.0.
+fn write_layout(dir: &Path, p: &Parts) {
+    let blobs = dir.join("blobs/sha256");
+    std::fs::create_dir_all(&blobs).unwrap();
+    for b in [p.manifest.as_bytes(), &p.meta, &p.zip] {
+        std::fs::write(blobs.join(sha256_hex(b)), b).unwrap();
+    }
+    std::fs::write(dir.join("oci-layout"), r#"{"imageLayoutVersion":"1.0.0"}"#).unwrap();
+    let index = serde_json::json!({"schemaVersion": 2, "manifests": [{
+        "mediaType": "application/vnd.oci.image.manifest.v1+json",
+        "digest": p.digest, "size": p.manifest.len(),
+        "annotations": {"org.opencontainers.image.ref.name": "1.0.0"}}]});
+    std::fs::write(dir.join("index.json"), index.to_string()).unwrap();
 }
 
 #[test]
@@ -377,11 +412,12 @@ fn install_fetches_what_the_manifest_lacks_pins_it_and_a_moved_tag_changes_nothi
         &[],
     ));
     assert_eq!(pull.0, Some(0), "{pull:?}");
+    // `mur install --locked` checks what is installed against the pin, as `mur run` does.
     let (code, _, err) = install(reg4.to_str().unwrap(), &["--locked"]);
-    assert_eq!(
-        (code, err.as_str()),
-        (Some(0), ""),
-        "an installed artifact is not fetched again"
+    assert_eq!(code, Some(1));
+    assert!(
+        err.starts_with("error[E-REG-002]: ") && err.contains(&original) && err.contains(&moved),
+        "{err}"
     );
     let run = text(&mur(
         &t,
@@ -672,7 +708,11 @@ fn a_token_protected_registry_gets_the_operators_credentials_which_never_show() 
     ));
     assert_eq!(code, Some(0), "{out}{err}");
     assert_eq!(installed(&reg).as_deref(), Some(shipped().as_slice()));
-    assert!(!out.contains("SECRET") && !err.contains("SECRET"), "{out}{err}");
+    let secrets = ["SECRET", &murmur::b64::encode_standard(b"ann:pw-SECRET")[..]];
+    assert!(
+        secrets.iter().all(|x| !out.contains(x) && !err.contains(x)),
+        "{out}{err}"
+    );
     let seen = liar.seen.lock().unwrap();
     assert!(seen.iter().any(|s| s.path.starts_with("/token?")));
     assert!(
@@ -710,4 +750,57 @@ fn a_token_protected_registry_gets_the_operators_credentials_which_never_show() 
         "{err}"
     );
     assert!(!out.contains("SECRET") && !err.contains("SECRET"), "{out}{err}");
+}
+
+#[test]
+fn install_refuses_a_source_that_holds_another_artifact_and_files_nothing() {
+    let t = TempDir::new("oci-other");
+    let mut p = parts();
+    p.meta = br#"{"meta": {"name": "acme/tool", "version": "1.0.0"}}"#.to_vec();
+    let blob = |b: &[u8]| Blob {
+        digest: format!("sha256:{}", sha256_hex(b)),
+        size: b.len() as u64,
+    };
+    p.manifest = build(&blob(&p.meta), &blob(&p.zip), "x.mur.zip");
+    let liar = Liar::start(move |r| honest(&p, r));
+    let capsule = t.path().join("capsule");
+    std::fs::create_dir_all(capsule.join(".murmur")).unwrap();
+    std::fs::copy(repo("examples/agent/murmur.yaml"), capsule.join("murmur.yaml")).unwrap();
+    std::fs::write(
+        capsule.join(".murmur/config.yaml"),
+        format!(
+            "registry:\n  sources:\n    - prefix: \"\"\n      repository: {}\n",
+            liar.url("m")
+        ),
+    )
+    .unwrap();
+    let reg = t.path().join("reg");
+    let manifest = capsule.join("murmur.yaml");
+    let (code, out, err) = text(&mur(
+        &t,
+        &[
+            "install",
+            "--manifest",
+            manifest.to_str().unwrap(),
+            "--registry-path",
+            reg.to_str().unwrap(),
+        ],
+        &[],
+    ));
+    assert_eq!(code, Some(1), "{out}{err}");
+    assert!(
+        err.starts_with(&format!(
+            "error[E-REG-002]: {} holds acme/tool@1.0.0, not {DRIVER}@1.0.0",
+            liar.url("m/murmur-driver-openai")
+        )),
+        "{err}"
+    );
+    assert!(files(&reg).is_empty(), "{:?}", files(&reg));
+    assert!(!capsule.join("murmur.lock").exists());
+    let seen = liar.seen.lock().unwrap();
+    let zip = sha256_hex(&shipped());
+    assert!(
+        seen.iter().all(|s| !s.path.ends_with(&zip)),
+        "the archive is never fetched: {seen:?}"
+    );
 }

@@ -26,9 +26,6 @@ const MAX_REDIRECTS: u32 = 3;
 const MAX_SMALL: usize = 64 * 1024;
 /// Blobs larger than this print a progress line.
 const PROGRESS_FROM: u64 = 1 << 20;
-/// The size past which a blob's deadline grows no more (a blob known only by its digest
-/// has the archive bound as its size).
-const MAX_TIMED_BLOB: u64 = 64 << 20;
 
 /// A registry conversation for one repository.
 pub struct Session {
@@ -151,7 +148,7 @@ impl Session {
                 headers.push(("authorization", a.as_str()));
             }
             // A blob arrives at no less than 64 KiB/s, or the transfer is given up.
-            let seconds = 30 + blob.size.min(MAX_TIMED_BLOB) / (64 * 1024);
+            let seconds = 30 + blob.size / (64 * 1024);
             let opts = self.opts(MAX_SMALL, Duration::from_secs(seconds));
             let mut sink = Verifier::new(blob, what, exact, self.progress.as_deref_mut());
             let got = client::get_into_from(&url, &headers, &opts, blob.size, &mut sink);
@@ -197,15 +194,12 @@ impl Session {
     /// Where a redirect leads: HTTPS anywhere, or the registry's own origin.
     fn redirect(&self, from: &Url, location: Option<&str>) -> Result<Url, Diagnostic> {
         let location = location.ok_or_else(|| remote(&self.reference, "a redirect without a location"))?;
-        let to = if location.starts_with('/') {
-            Url {
-                path: location.to_string(),
-                ..from.clone()
-            }
-        } else {
-            Url::parse_web(location)
-                .map_err(|_| remote(&self.reference, "a redirect to a URL that is not http(s)"))?
-        };
+        let to = self.resolve(from, location).ok_or_else(|| {
+            remote(
+                &self.reference,
+                "a redirect to a location that is not an http(s) URL or path",
+            )
+        })?;
         let same_origin = to.tls == self.base.tls && to.authority() == self.base.authority();
         if !to.tls && !same_origin {
             return Err(remote(
@@ -217,6 +211,19 @@ impl Session {
             ));
         }
         Ok(to)
+    }
+
+    /// A `location` header against the URL it answered: an absolute `http(s)://` URL, or a
+    /// path (`/…`, never `//host`) checked as strictly as a URL's, in ASCII.
+    fn resolve(&self, from: &Url, location: &str) -> Option<Url> {
+        if !location.is_ascii() || location.starts_with("//") {
+            return None;
+        }
+        if location.starts_with('/') {
+            let scheme = if from.tls { "https" } else { "http" };
+            return Url::parse_web(&format!("{scheme}://{}{location}", from.authority())).ok();
+        }
+        Url::parse_web(location).ok()
     }
 
     /// Whether the registry holds a blob already (HEAD).
@@ -279,11 +286,9 @@ impl Session {
 
     /// The path (and query) of an upload location, which must be the registry's own.
     fn same_origin_path(&self, location: &str) -> Result<String, Diagnostic> {
-        if location.starts_with('/') {
-            return Ok(location.to_string());
-        }
-        let to = Url::parse_web(location)
-            .map_err(|_| remote(&self.reference, "an upload location that is not a URL"))?;
+        let to = self
+            .resolve(&self.base, location)
+            .ok_or_else(|| remote(&self.reference, "an upload location that is not a URL or path"))?;
         if to.tls != self.base.tls || to.authority() != self.base.authority() {
             return Err(remote(&self.reference, "an upload location on another host"));
         }
@@ -291,7 +296,8 @@ impl Session {
     }
 
     /// One request to the registry with its authorization; a `401` earns a token once,
-    /// and `429`, `5xx` and broken connections are tried again with backoff.
+    /// and a GET or HEAD meeting `429`, `5xx` or a broken connection is tried again with
+    /// backoff. A POST or PUT is sent once: an upload location is spent by its first use.
     fn exchange(
         &mut self,
         method: &str,
@@ -301,6 +307,11 @@ impl Session {
         max: usize,
     ) -> Answer {
         let url = self.url(path);
+        let retries = if matches!(method, "GET" | "HEAD") {
+            RETRIES
+        } else {
+            0
+        };
         let mut attempt = 0;
         let mut authenticated = false;
         loop {
@@ -316,12 +327,12 @@ impl Session {
                     self.authenticate(&r)?;
                     authenticated = true;
                 }
-                Ok(r) if (r.status == 429 || r.status >= 500) && attempt < RETRIES => {
+                Ok(r) if (r.status == 429 || r.status >= 500) && attempt < retries => {
                     attempt += 1;
                     backoff(attempt, r.header("retry-after"));
                 }
                 Ok(r) => return Ok(r),
-                Err(e) if transient(&e) && attempt < RETRIES => {
+                Err(e) if transient(&e) && attempt < retries => {
                     attempt += 1;
                     backoff(attempt, None);
                 }
@@ -361,10 +372,11 @@ impl Session {
     fn token(&mut self, realm: &str, service: Option<&str>) -> Result<String, Diagnostic> {
         let mut url = Url::parse_web(realm)
             .map_err(|_| remote(&self.reference, "the token realm is not an http(s) URL"))?;
-        if !url.tls && !loopback(&url.authority()) {
+        // Credentials travel in clear only where the registry itself is plain loopback HTTP.
+        if !url.tls && (self.base.tls || !loopback(&url.authority())) {
             return Err(remote(
                 &self.reference,
-                "the token realm is plain HTTP to a host that is not loopback",
+                "the token realm is plain HTTP; that is taken only from a registry that is plain HTTP on loopback",
             ));
         }
         let actions = if self.push { "pull,push" } else { "pull" };
@@ -433,8 +445,16 @@ impl Session {
 
 /// Whether a failed call may succeed if tried again.
 fn transient(e: &ClientError) -> bool {
-    matches!(e, ClientError::Connect(_) | ClientError::Io(_))
-        || matches!(e, ClientError::BadResponse("connection closed early"))
+    match e {
+        ClientError::Connect(_) => true,
+        // A deadline that passed is not tried again: the transfer would start from byte 0.
+        ClientError::Io(io) => !matches!(
+            io.kind(),
+            std::io::ErrorKind::TimedOut | std::io::ErrorKind::WouldBlock
+        ),
+        ClientError::BadResponse(why) => *why == "connection closed early",
+        _ => false,
+    }
 }
 
 /// Sleep before attempt `n` (1-based): the server's `Retry-After` seconds when it gave a
@@ -494,7 +514,8 @@ impl<'a> Verifier<'a> {
         progress: Option<&'a mut (dyn Write + 'static)>,
     ) -> Verifier<'a> {
         let progress = progress
-            .filter(|_| exact && blob.size > PROGRESS_FROM)
+            // A blob known by its digest only may be large too: its lines count bytes alone.
+            .filter(|_| !exact || blob.size > PROGRESS_FROM)
             .map(|p| p as &mut dyn Write);
         Verifier {
             blob,
@@ -509,14 +530,21 @@ impl<'a> Verifier<'a> {
 
     fn line(&mut self) {
         let (got, size) = (self.bytes.len() as u64, self.blob.size);
+        if got <= PROGRESS_FROM {
+            return;
+        }
+        let of = if self.exact {
+            format!(" of {}", size / 1024)
+        } else {
+            String::new()
+        };
+        let short = self.blob.digest.get(..19).unwrap_or(&self.blob.digest);
         if let Some(p) = self.progress.as_mut() {
             let _ = writeln!(
                 p,
-                "mur: pulling the {} {}: {} of {} KiB",
+                "mur: pulling the {} {short}: {}{of} KiB",
                 self.what,
-                &self.blob.digest[..19.min(self.blob.digest.len())],
-                got / 1024,
-                size / 1024
+                got / 1024
             );
         }
     }

@@ -72,27 +72,37 @@ pub fn push(
 }
 
 /// Fetch the artifact a tag or manifest digest names: its manifest judged, its meta.json
-/// (which names it) and its archive checked against their digests, then published.
-pub fn pull(session: &mut Session, root: &Path, target: &Target) -> Result<Pulled, Diagnostic> {
+/// (which names it) and its archive checked against their digests, then published. With
+/// `expect` (a full name and version), a meta.json naming anything else is refused before
+/// the archive is fetched, so a source can never file an artifact it was not asked for.
+pub fn pull(
+    session: &mut Session,
+    root: &Path,
+    target: &Target,
+    expect: Option<(&str, &str)>,
+) -> Result<Pulled, Diagnostic> {
     let text = match target {
         Target::Tag(t) | Target::Digest(t) => t.clone(),
     };
     let (bytes, _digest) = session.manifest(&text)?;
-    let m = manifest::parse(&bytes, MAX_ARCHIVE_BYTES).map_err(|why| {
-        Diagnostic::new(
-            code::REG_REMOTE,
-            session.reference().to_text(),
-            format!("not a murmur artifact: {why}"),
-        )
-    })?;
+    let refused = |why: String| Diagnostic::new(code::REG_REMOTE, session.reference().to_text(), why);
+    let m = manifest::parse(&bytes, MAX_ARCHIVE_BYTES)
+        .map_err(|why| refused(format!("not a murmur artifact: {why}")))?;
     let meta = session.blob(&m.config, "meta.json")?;
-    let (full, version) = named_by(&meta).map_err(|why| {
-        Diagnostic::new(
-            code::REG_REMOTE,
-            session.reference().to_text(),
-            format!("its meta.json: {why}"),
-        )
-    })?;
+    let refused = |why: String| Diagnostic::new(code::REG_REMOTE, session.reference().to_text(), why);
+    let (full, version) = named_by(&meta).map_err(|why| refused(format!("its meta.json: {why}")))?;
+    if let Some((want, want_version)) = expect {
+        if (full.as_str(), version.as_str()) != (want, want_version) {
+            return Err(Diagnostic::new(
+                code::REG_INTEGRITY,
+                session.reference().to_text(),
+                format!(
+                    "{} holds {full}@{version}, not {want}@{want_version}",
+                    session.reference().to_text()
+                ),
+            ));
+        }
+    }
     let archive = session.blob(&m.layer, "archive")?;
     file(root, &archive, &full, &version)
 }

@@ -136,7 +136,6 @@ pub fn install(o: &InstallOptions) -> Result<String, Diagnostic> {
         _ => PathBuf::from("."),
     };
     let file = file_name_for(&path);
-    let declared = super::lock::declared(&path)?;
     let dir = Dir::open(&base).map_err(|e| {
         Diagnostic::new(
             code::IO_READ,
@@ -152,6 +151,7 @@ pub fn install(o: &InstallOptions) -> Result<String, Diagnostic> {
             format!("--locked: there is no {file} to install from"),
         ));
     }
+    let declared = super::lock::declared(&path, old.as_ref())?;
     let sources = sources(&base)?;
     let mut out = String::new();
     let mut lock = old.clone().unwrap_or_default();

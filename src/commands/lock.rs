@@ -30,12 +30,13 @@ struct Pinned {
     was: Option<String>,
 }
 
-/// Step: the artifacts the manifest declares, as (name, version); one without a version is
-/// refused, as `mur run` refuses it.
-pub(crate) fn declared(path: &Path) -> Result<Vec<(String, String)>, Diagnostic> {
+/// Step: what the lock pins, as (name, version): every artifact the manifest declares (one
+/// without a version is refused, as `mur run` refuses it), then each `spawn.allow` capsule
+/// the lock `old` already pins (at its pinned version: a delegation pinned it first).
+pub(crate) fn declared(path: &Path, old: Option<&Lock>) -> Result<Vec<(String, String)>, Diagnostic> {
     let loaded = manifest::load_file(path, Resolve::AllButApiKey(&manifest::process_env))?;
-    loaded
-        .manifest
+    let m = &loaded.manifest;
+    let mut out = m
         .artifacts
         .iter()
         .map(|a| match &a.version {
@@ -46,7 +47,14 @@ pub(crate) fn declared(path: &Path) -> Result<Vec<(String, String)>, Diagnostic>
                 format!("artifact {} has no version to pin", a.name),
             )),
         })
-        .collect()
+        .collect::<Result<Vec<_>, _>>()?;
+    for child in &m.capabilities.spawn_allow {
+        let pinned = old.and_then(|l| l.get(child));
+        if let (Some(p), false) = (pinned, out.iter().any(|(n, _)| n == child)) {
+            out.push((child.clone(), p.version.clone()));
+        }
+    }
+    Ok(out)
 }
 
 /// Step: which artifacts to pin: all of them, or the one `--update` names.
@@ -115,7 +123,6 @@ pub fn lock(o: &LockOptions) -> Result<String, Diagnostic> {
         _ => PathBuf::from("."),
     };
     let file = file_name_for(&path);
-    let declared = declared(&path)?;
     let dir = Dir::open(&base).map_err(|e| {
         Diagnostic::new(
             code::IO_READ,
@@ -124,6 +131,7 @@ pub fn lock(o: &LockOptions) -> Result<String, Diagnostic> {
         )
     })?;
     let old = lockfile::read(&dir, &file)?;
+    let declared = declared(&path, old.as_ref())?;
     let mut lock = match (&o.update, &old) {
         (Some(_), Some(l)) => l.clone(),
         (Some(_), None) => {

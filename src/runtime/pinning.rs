@@ -161,3 +161,75 @@ fn shared(dir: &Dir, name: &str) -> Option<Diagnostic> {
         format!("{what} can be written by another user: whoever can write it can change which bytes this capsule runs"),
     ))
 }
+
+/// The lock as a delegation meets it: a capsule of `spawn.allow` the roost approved is
+/// pinned in the parent's lock by name, version and sha256 the first time it runs, and
+/// checked against that pin every later time (another version is E-RUN-003, other bytes
+/// E-REG-002), so a child swapped in the registry is refused as a swapped driver is. The
+/// lock is read again at each delegation (the launch may have written it since).
+pub struct ChildPins {
+    dir: Dir,
+    name: String,
+    locked: bool,
+}
+
+impl ChildPins {
+    /// Whether `capsule@version` (archive sha256 `sha256`, the roost's approved digest) may
+    /// run as a child; a first delegation of it is pinned (unless `--locked`). The line
+    /// to trace when the pin could not be written.
+    pub fn admit(&self, capsule: &str, version: &str, sha256: &str) -> Result<Option<String>, String> {
+        let file = &self.name;
+        let lock = read(&self.dir, file).map_err(|d| d.message)?;
+        match lock.as_ref().map(|l| l.check(capsule, version, sha256)) {
+            Some(Ok(())) => return Ok(None),
+            Some(Err(Mismatch::Version { locked })) => {
+                return Err(format!(
+                    "{}: {file} pins the child capsule {capsule} at {locked}, the delegation asks for {version}",
+                    code::RUN_LOCK
+                ))
+            }
+            Some(Err(Mismatch::Bytes { locked })) => {
+                return Err(format!(
+                    "{}: {capsule}@{version} in the registry has sha256 {sha256}, {file} pins sha256 {locked}: other bytes under the same name and version",
+                    code::REG_INTEGRITY
+                ))
+            }
+            Some(Err(Mismatch::Missing)) | None if self.locked => {
+                return Err(format!(
+                    "{}: --locked: {file} does not pin the child capsule {capsule}",
+                    code::RUN_LOCK
+                ))
+            }
+            Some(Err(Mismatch::Missing)) | None => {}
+        }
+        let mut lock = lock.unwrap_or_default();
+        lock.set(Pin {
+            name: capsule.to_string(),
+            version: version.to_string(),
+            sha256: sha256.to_string(),
+        });
+        Ok(match write(&self.dir, file, &lock, Existing::Replace) {
+            Ok(_) => None,
+            Err(e) => Some(
+                Diagnostic::new(
+                    code::RUN_LOCK_UNWRITTEN,
+                    file,
+                    format!("cannot pin {capsule}@{version} in {file} ({e}); the child runs unpinned"),
+                )
+                .to_string(),
+            ),
+        })
+    }
+}
+
+impl Pinning {
+    /// The lock for the session's delegations (None for a capsule run from the registry).
+    pub fn for_children(&self) -> Option<ChildPins> {
+        let dir = self.dir.as_ref()?.try_clone().ok()?;
+        Some(ChildPins {
+            dir,
+            name: self.name.clone(),
+            locked: self.locked,
+        })
+    }
+}

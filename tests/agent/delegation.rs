@@ -13,6 +13,7 @@ use crate::common;
 mod approvals;
 mod bounds;
 mod launch;
+mod pins;
 mod watch;
 
 use common::agent::request_bytes;

@@ -22,7 +22,7 @@ use crate::diag::{code, Diagnostic};
 use crate::manifest::lock::Pin;
 use crate::manifest::model::{ArtifactRuntime, Inference, Manifest};
 use crate::runtime::delegation;
-use crate::runtime::pinning::Pinning;
+use crate::runtime::pinning::{ChildPins, Pinning};
 use crate::runtime::serve::{door_workdir, peer_key, Opened as Launching, Start, TaskRunner};
 use crate::runtime::wasm::{self, cache, credential::Credential, sink::Sink, tool::PreparedTool as Linked};
 use serde_json::json;
@@ -48,7 +48,14 @@ pub struct PreparedAgent {
     /// Each resolved artifact's linked WASM tool, in the same order.
     tools: Vec<Option<Linked>>,
     hooks: Vec<hooks::load::Linked>,
+    origin: Origin,
+}
+
+/// Where the session's artifacts and delegated children come from, and the lock that pins
+/// the children.
+pub struct Origin {
     registry: PathBuf,
+    children: Option<Arc<ChildPins>>,
 }
 
 impl PreparedAgent {
@@ -107,7 +114,10 @@ pub fn prepare(
         driver: Some(driver),
         tools,
         hooks,
-        registry: registry.to_path_buf(),
+        origin: Origin {
+            registry: registry.to_path_buf(),
+            children: pins.for_children().map(Arc::new),
+        },
     })
 }
 
@@ -252,7 +262,7 @@ pub fn assemble(
         s,
         linked,
         &p.resolved,
-        &p.registry,
+        &p.origin,
         runner,
         &staged.manifests,
         &mut guests,
@@ -545,14 +555,14 @@ fn toolbox(
     s: &mut Launching<'_>,
     linked: Vec<Option<Linked>>,
     resolved: &[Resolved],
-    registry: &Path,
+    origin: &Origin,
     runner: Runner,
     staged_manifests: &[(String, String)],
     guests: &mut Guests,
     peer_key: &Option<Arc<crate::token::Key>>,
 ) -> Result<(Toolbox, Listed), Diagnostic> {
     let mut toolbox = Toolbox::new(runner);
-    let mut runtime_specs = runtime_tools(s, &mut toolbox, registry, peer_key)?;
+    let mut runtime_specs = runtime_tools(s, &mut toolbox, origin, peer_key)?;
     for spec in &runtime_specs {
         toolbox.offer(spec.clone());
     }
@@ -605,7 +615,7 @@ fn toolbox(
 fn runtime_tools(
     s: &mut Launching<'_>,
     toolbox: &mut Toolbox,
-    registry: &Path,
+    origin: &Origin,
     peer_key: &Option<Arc<crate::token::Key>>,
 ) -> Result<Vec<ToolSpec>, Diagnostic> {
     let o = &*s;
@@ -626,7 +636,8 @@ fn runtime_tools(
                 door_url: format!("http://127.0.0.1:{port}"),
                 work: door_workdir(&o.layout)?,
                 work_path: o.layout.preopen.clone(),
-                registry: registry.to_path_buf(),
+                registry: origin.registry.clone(),
+                child_pins: origin.children.clone(),
                 env_allow: caps.env_allow.clone(),
                 spawn_allow: caps.spawn_allow.clone(),
                 deadline: delegation::deadline(m, &|k: &str| std::env::var(k).ok()),

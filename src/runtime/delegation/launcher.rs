@@ -50,6 +50,9 @@ pub struct Parent {
     pub work_path: PathBuf,
     /// The registry the parent resolves from (the child resolves from the same one).
     pub registry: PathBuf,
+    /// The parent's lock, which pins each child capsule (None: the parent runs from the
+    /// registry and has no lock).
+    pub child_pins: Option<Arc<crate::runtime::pinning::ChildPins>>,
     /// `capabilities.env.allow` and `capabilities.spawn.allow` of the parent's manifest.
     pub env_allow: Vec<String>,
     pub spawn_allow: Vec<String>,
@@ -349,6 +352,12 @@ impl Launcher {
                 if approved.is_empty() { "none given" } else { approved },
                 resolved.sha256
             ));
+        }
+        // The parent's lock pins the child as it pins the parent's own artifacts.
+        if let Some(pins) = &self.parent.child_pins {
+            if let Some(warning) = pins.admit(ask.capsule, ask.version, &resolved.sha256)? {
+                eprintln!("{warning}");
+            }
         }
         let theirs = &resolved.loaded.manifest.capabilities.env_allow;
         let mut env: Vec<(String, String)> = self

@@ -108,6 +108,7 @@ fn main() {
             .arg("serve")
             .arg(base.join("config.yml"))
             .stdout(Stdio::null())
+            .stderr(Stdio::null())
             .spawn()
             .expect("docker-registry (apt-get install docker-registry)"),
     );

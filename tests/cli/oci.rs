@@ -804,3 +804,74 @@ fn install_refuses_a_source_that_holds_another_artifact_and_files_nothing() {
         "the archive is never fetched: {seen:?}"
     );
 }
+
+#[test]
+fn a_blob_over_a_mebibyte_prints_progress_and_arrives_whole() {
+    let t = TempDir::new("oci-progress");
+    let r = start(&t, false);
+    let dir = t.path().join("big");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::copy(repo("examples/hello/capsule.wasm"), dir.join("capsule.wasm")).unwrap();
+    std::fs::write(
+        dir.join("murmur.yaml"),
+        "name: big\nversion: 1.0.0\nrequires_files: [data.bin]\n",
+    )
+    .unwrap();
+    // 3 MiB that do not compress: the archive stays over 1 MiB.
+    let mut x: u64 = 0x2545_f491_4f6c_dd1d;
+    let data: Vec<u8> = (0..3 << 20)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x as u8
+        })
+        .collect();
+    std::fs::write(dir.join("data.bin"), &data).unwrap();
+    let zip = t.path().join("big-1.0.0.mur.zip");
+    let built = text(&mur(
+        &t,
+        &["build", dir.to_str().unwrap(), "-o", zip.to_str().unwrap()],
+        &[],
+    ));
+    assert_eq!(built.0, Some(0), "{built:?}");
+    let reg1 = registry_with(&t, "reg1", &zip);
+    let push = text(&mur(
+        &t,
+        &[
+            "push",
+            "big@1.0.0",
+            &r.url("bench/big"),
+            "--registry-path",
+            reg1.to_str().unwrap(),
+        ],
+        &[],
+    ));
+    assert_eq!(push.0, Some(0), "{push:?}");
+    assert!(push.2.starts_with("mur: pushing the archive ("), "{}", push.2);
+    let reg2 = t.path().join("reg2");
+    let (code, out, err) = text(&mur(
+        &t,
+        &[
+            "pull",
+            &r.url("bench/big:1.0.0"),
+            "--registry-path",
+            reg2.to_str().unwrap(),
+        ],
+        &[],
+    ));
+    assert_eq!(code, Some(0), "{out}{err}");
+    let bytes = std::fs::read(&zip).unwrap();
+    let short = &format!("sha256:{}", sha256_hex(&bytes))[..19];
+    let total = bytes.len() / 1024;
+    let last = err.lines().last().unwrap_or_default();
+    assert_eq!(
+        last,
+        format!("mur: pulling the archive {short}: {total} of {total} KiB"),
+        "{err}"
+    );
+    assert_eq!(
+        std::fs::read(reg2.join("big/1.0.0/big-1.0.0.mur.zip")).unwrap(),
+        bytes
+    );
+}

@@ -119,12 +119,12 @@ pub const COMMANDS: &[Help] = &[
     },
     Help {
         name: "lock",
-        usage: "mur lock [--manifest PATH] [--registry-path DIR] [--update NAME] [--accept-changed NAME] [--json]",
+        usage: "mur lock [--manifest PATH] [--registry-path DIR] [--update NAME[@VERSION]] [--accept-changed NAME] [--json]",
         about: "pin every artifact the manifest declares in its lock (murmur.lock beside murmur.yaml), by name, version and sha256",
         flags: &[
             ("--manifest PATH", "the capsule's manifest (default ./murmur.yaml)"),
             REGISTRY,
-            ("--update NAME", "take only NAME as the registry has it now, keeping every other pin (default: pin them all)"),
+            ("--update NAME", "take only NAME as the registry has it now, keeping every other pin (default: pin them all); NAME@VERSION moves a spawn.allow capsule's pin to VERSION"),
             ("--accept-changed NAME", "trust other bytes under a version the lock pins for NAME (default: refused, E-REG-002)"),
             JSON,
             HELP,

@@ -7,8 +7,7 @@
 
 use super::oci::{pulled_line, session};
 use crate::diag::{code, Diagnostic};
-use crate::fsx::Dir;
-use crate::manifest::lock::{file_name_for, Pin};
+use crate::manifest::lock::Pin;
 use crate::manifest::Resolve;
 use crate::places;
 use crate::registry::lockfile::{self, Existing};
@@ -129,21 +128,14 @@ fn source_of(sources: &[Source], full: &str) -> Result<Reference, Diagnostic> {
 
 /// Fetch what is missing; pin it.
 pub fn install(o: &InstallOptions) -> Result<String, Diagnostic> {
-    let path = o.manifest.clone().unwrap_or_else(|| PathBuf::from("murmur.yaml"));
     let root = o.registry.clone().unwrap_or_else(store::default_root);
-    let base = match path.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
-        _ => PathBuf::from("."),
-    };
-    let file = file_name_for(&path);
-    let dir = Dir::open(&base).map_err(|e| {
-        Diagnostic::new(
-            code::IO_READ,
-            &file,
-            format!("cannot open the manifest's directory: {e}"),
-        )
-    })?;
-    let old = lockfile::read(&dir, &file)?;
+    let super::lock::LockPlace {
+        path,
+        base,
+        file,
+        dir,
+        old,
+    } = super::lock::LockPlace::of(o.manifest.clone())?;
     if o.locked && old.is_none() {
         return Err(Diagnostic::new(
             code::RUN_LOCK,
@@ -155,7 +147,7 @@ pub fn install(o: &InstallOptions) -> Result<String, Diagnostic> {
     let sources = sources(&base)?;
     let mut out = String::new();
     let mut lock = old.clone().unwrap_or_default();
-    for (full, version) in &declared {
+    for (full, version) in &declared.pins {
         let pin = old.as_ref().and_then(|l| l.get(full)).cloned();
         let pulled = fetch_one(&root, &sources, full, version, pin.as_ref(), o.locked, &file)?;
         if let Some((p, from)) = &pulled {

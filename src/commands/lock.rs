@@ -30,13 +30,21 @@ struct Pinned {
     was: Option<String>,
 }
 
-/// Step: what the lock pins, as (name, version): every artifact the manifest declares (one
-/// without a version is refused, as `mur run` refuses it), then each `spawn.allow` capsule
-/// the lock `old` already pins (at its pinned version: a delegation pinned it first).
-pub(crate) fn declared(path: &Path, old: Option<&Lock>) -> Result<Vec<(String, String)>, Diagnostic> {
+/// What a manifest has the lock pin.
+pub(crate) struct Declared {
+    /// (name, version): every artifact the manifest declares, then each `spawn.allow`
+    /// capsule the old lock pins, at its pinned version (a delegation pinned it first).
+    pub pins: Vec<(String, String)>,
+    /// The manifest's `spawn.allow`.
+    pub children: Vec<String>,
+}
+
+/// Step: what the lock pins; an artifact without a version is refused, as `mur run`
+/// refuses it.
+pub(crate) fn declared(path: &Path, old: Option<&Lock>) -> Result<Declared, Diagnostic> {
     let loaded = manifest::load_file(path, Resolve::AllButApiKey(&manifest::process_env))?;
     let m = &loaded.manifest;
-    let mut out = m
+    let mut pins = m
         .artifacts
         .iter()
         .map(|a| match &a.version {
@@ -48,31 +56,40 @@ pub(crate) fn declared(path: &Path, old: Option<&Lock>) -> Result<Vec<(String, S
             )),
         })
         .collect::<Result<Vec<_>, _>>()?;
-    for child in &m.capabilities.spawn_allow {
+    let children = m.capabilities.spawn_allow.clone();
+    for child in &children {
         let pinned = old.and_then(|l| l.get(child));
-        if let (Some(p), false) = (pinned, out.iter().any(|(n, _)| n == child)) {
-            out.push((child.clone(), p.version.clone()));
+        if let (Some(p), false) = (pinned, pins.iter().any(|(n, _)| n == child)) {
+            pins.push((child.clone(), p.version.clone()));
         }
     }
-    Ok(out)
+    Ok(Declared { pins, children })
 }
 
 /// Step: which artifacts to pin: all of them, or the one `--update` names.
-fn wanted<'a>(
-    update: Option<&str>,
-    declared: &'a [(String, String)],
-) -> Result<Vec<&'a (String, String)>, Diagnostic> {
-    let Some(name) = update else {
-        return Ok(declared.iter().collect());
+fn wanted(update: Option<&str>, declared: &Declared) -> Result<Vec<(String, String)>, Diagnostic> {
+    let Some(update) = update else {
+        return Ok(declared.pins.clone());
     };
-    let one = declared.iter().find(|(n, _)| n == name).ok_or_else(|| {
+    // A child capsule's version is the operator's to move: `--update NAME@VERSION`.
+    if let Some((name, version)) = update.split_once('@') {
+        if !declared.children.iter().any(|c| c == name) {
+            return Err(Diagnostic::new(
+                code::RUN_LOCK,
+                "capabilities.spawn.allow",
+                format!("NAME@VERSION moves a spawn.allow capsule's pin, and {name} is not one; an artifact's version comes from the manifest"),
+            ));
+        }
+        return Ok(vec![(name.to_string(), version.to_string())]);
+    }
+    let one = declared.pins.iter().find(|(n, _)| n == update).ok_or_else(|| {
         Diagnostic::new(
             code::RUN_LOCK,
             "artifacts",
-            format!("the manifest declares no artifact {name} (with a version) to pin"),
+            format!("the manifest declares no artifact {update} (with a version) to pin, and the lock pins no child capsule {update}"),
         )
     })?;
-    Ok(vec![one])
+    Ok(vec![one.clone()])
 }
 
 /// Step: the pin of `name@version` as the registry holds it (its bytes hashed against its
@@ -114,23 +131,56 @@ fn pin_of(
     })
 }
 
+/// Where a manifest's lock lives, and the lock there now (shared by `mur lock` and
+/// `mur install`).
+pub(crate) struct LockPlace {
+    /// The manifest (default `./murmur.yaml`).
+    pub path: PathBuf,
+    /// Its directory.
+    pub base: PathBuf,
+    /// The lock's file name.
+    pub file: String,
+    pub dir: Dir,
+    pub old: Option<Lock>,
+}
+
+impl LockPlace {
+    /// Step: the manifest's directory opened and its lock read.
+    pub fn of(manifest: Option<PathBuf>) -> Result<LockPlace, Diagnostic> {
+        let path = manifest.unwrap_or_else(|| PathBuf::from("murmur.yaml"));
+        let base = match path.parent() {
+            Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+            _ => PathBuf::from("."),
+        };
+        let file = file_name_for(&path);
+        let dir = Dir::open(&base).map_err(|e| {
+            Diagnostic::new(
+                code::IO_READ,
+                &file,
+                format!("cannot open the manifest's directory: {e}"),
+            )
+        })?;
+        let old = lockfile::read(&dir, &file)?;
+        Ok(LockPlace {
+            path,
+            base,
+            file,
+            dir,
+            old,
+        })
+    }
+}
+
 /// Write the lock; what was pinned, as text or JSON.
 pub fn lock(o: &LockOptions) -> Result<String, Diagnostic> {
-    let path = o.manifest.clone().unwrap_or_else(|| PathBuf::from("murmur.yaml"));
     let root = o.registry.clone().unwrap_or_else(registry::default_root);
-    let base = match path.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
-        _ => PathBuf::from("."),
-    };
-    let file = file_name_for(&path);
-    let dir = Dir::open(&base).map_err(|e| {
-        Diagnostic::new(
-            code::IO_READ,
-            &file,
-            format!("cannot open the manifest's directory: {e}"),
-        )
-    })?;
-    let old = lockfile::read(&dir, &file)?;
+    let LockPlace {
+        path,
+        base,
+        file,
+        dir,
+        old,
+    } = LockPlace::of(o.manifest.clone())?;
     let declared = declared(&path, old.as_ref())?;
     let mut lock = match (&o.update, &old) {
         (Some(_), Some(l)) => l.clone(),
@@ -144,14 +194,34 @@ pub fn lock(o: &LockOptions) -> Result<String, Diagnostic> {
         (None, _) => Lock::default(),
     };
     let mut pinned = Vec::new();
+    let mut kept = Vec::new();
     for (name, version) in wanted(o.update.as_deref(), &declared)? {
-        let p = pin_of(&root, old.as_ref(), name, version, o, &file)?;
+        let p = match pin_of(&root, old.as_ref(), &name, &version, o, &file) {
+            Ok(p) => p,
+            // A child pinned by a delegation but not installed here keeps its pin.
+            Err(d) if d.code == code::REG_NOT_INSTALLED && o.update.is_none() => {
+                if let Some(p) = old.as_ref().and_then(|l| l.get(&name)) {
+                    lock.set(p.clone());
+                    kept.push(format!("kept the child capsule {name}@{version}'s pin: it is not in the local registry (mur install fetches it)"));
+                    continue;
+                }
+                return Err(d);
+            }
+            Err(d) => return Err(d),
+        };
         lock.set(p.pin.clone());
         pinned.push(p);
     }
     lockfile::write(&dir, &file, &lock, Existing::Replace)
         .map_err(|e| Diagnostic::new(code::IO_READ, &file, format!("cannot write {file}: {e}")))?;
-    Ok(report(&base.join(&file), &pinned, lock.pins().len(), o.json))
+    let mut out = report(&base.join(&file), &pinned, lock.pins().len(), o.json);
+    if !o.json {
+        for k in kept {
+            out.push_str(&k);
+            out.push('\n');
+        }
+    }
+    Ok(out)
 }
 
 /// Step: what was written.
@@ -182,4 +252,32 @@ fn report(written: &Path, pinned: &[Pinned], total: usize, json: bool) -> String
         written.display()
     ));
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{wanted, Declared};
+
+    #[test]
+    fn only_a_child_capsules_pin_moves_to_a_version_named_on_the_command_line() {
+        let d = Declared {
+            pins: vec![("drv".into(), "1.0.0".into()), ("courier".into(), "0.1.0".into())],
+            children: vec!["courier".into(), "other".into()],
+        };
+        assert_eq!(wanted(None, &d).unwrap(), d.pins);
+        assert_eq!(
+            wanted(Some("courier"), &d).unwrap(),
+            vec![("courier".into(), "0.1.0".into())]
+        );
+        assert_eq!(
+            wanted(Some("courier@0.2.0"), &d).unwrap(),
+            vec![("courier".into(), "0.2.0".into())]
+        );
+        assert_eq!(
+            wanted(Some("other@1.0.0"), &d).unwrap(),
+            vec![("other".into(), "1.0.0".into())]
+        );
+        assert_eq!(wanted(Some("drv@2.0.0"), &d).unwrap_err().code, "E-RUN-003");
+        assert_eq!(wanted(Some("nothing"), &d).unwrap_err().code, "E-RUN-003");
+    }
 }

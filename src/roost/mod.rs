@@ -9,7 +9,7 @@
 mod api;
 pub mod flags;
 mod hold;
-mod messages;
+pub mod messages;
 pub mod state;
 
 pub use api::{APPROVAL_TTL_MS, MAX_RESOLVE_BYTES};

@@ -82,6 +82,8 @@ struct Source {
     component: Result<Vec<u8>, Diagnostic>,
     /// The archive a registry capsule came from (its packed files are its only files).
     archive: Option<Vec<u8>>,
+    /// The sha256 of those bytes, as read.
+    sha256: Option<String>,
 }
 
 /// What phase 3 prepares from.
@@ -140,6 +142,7 @@ fn from_path(path: &Path) -> Result<Source, Diagnostic> {
         base,
         component,
         archive: None,
+        sha256: None,
     })
 }
 
@@ -154,6 +157,7 @@ fn from_registry(root: &Path, name: &str, version: &str) -> Result<Source, Diagn
         base: PathBuf::from("."),
         component,
         archive: Some(resolved.bytes),
+        sha256: Some(resolved.sha256),
     })
 }
 
@@ -286,7 +290,7 @@ fn decide(opts: &RunOptions, source: &Source) -> Result<Option<Decided>, Diagnos
         eprintln!("{w}");
     }
     let process_env = |k: &str| std::env::var(k).ok();
-    let standing = delegation::registration::settle(m, &session_id, &process_env)?;
+    let standing = delegation::registration::settle(m, &session_id, &process_env, source.sha256.as_deref())?;
     Ok(Some(Decided {
         declared: decision.declared,
         achieved: decision.achieved,

@@ -166,43 +166,63 @@ fn shared(dir: &Dir, name: &str) -> Option<Diagnostic> {
 /// pinned in the parent's lock by name, version and sha256 the first time it runs, and
 /// checked against that pin every later time (another version is E-RUN-003, other bytes
 /// E-REG-002), so a child swapped in the registry is refused as a swapped driver is. The
-/// lock is read again at each delegation (the launch may have written it since).
+/// lock is read again at each delegation (the launch may have written it since), and the
+/// session's delegations take their turns at it (no pin of one is lost to another's write).
 pub struct ChildPins {
     dir: Dir,
     name: String,
     locked: bool,
+    /// The parent's own artifacts as this session resolved them: a lock removed while the
+    /// session runs is written again with them, not with the child's pin alone.
+    seed: Vec<Pin>,
+    turn: std::sync::Mutex<()>,
 }
 
 impl ChildPins {
+    /// Before the roost is asked: a version other than the pinned one, or (with
+    /// `--locked`) a child the lock does not pin, is refused here.
+    pub fn precheck(&self, capsule: &str, version: &str) -> Result<(), String> {
+        let file = &self.name;
+        let lock = read(&self.dir, file).map_err(|d| d.message)?;
+        match lock.as_ref().and_then(|l| l.get(capsule)) {
+            Some(p) if p.version != version => Err(format!(
+                "{}: {file} pins the child capsule {capsule} at {}, the delegation asks for {version} (to move it: `mur lock --update {capsule}@{version}`)",
+                code::RUN_LOCK,
+                p.version
+            )),
+            None if self.locked => Err(format!(
+                "{}: --locked: {file} does not pin the child capsule {capsule}",
+                code::RUN_LOCK
+            )),
+            _ => Ok(()),
+        }
+    }
+
     /// Whether `capsule@version` (archive sha256 `sha256`, the roost's approved digest) may
-    /// run as a child; a first delegation of it is pinned (unless `--locked`). The line
-    /// to trace when the pin could not be written.
+    /// run as a child; a first delegation of it is pinned (unless `--locked`). The warning
+    /// to show when the pin could not be written (the child then runs unpinned).
     pub fn admit(&self, capsule: &str, version: &str, sha256: &str) -> Result<Option<String>, String> {
+        let _turn = self.turn.lock().unwrap_or_else(|p| p.into_inner());
+        self.precheck(capsule, version)?;
         let file = &self.name;
         let lock = read(&self.dir, file).map_err(|d| d.message)?;
         match lock.as_ref().map(|l| l.check(capsule, version, sha256)) {
             Some(Ok(())) => return Ok(None),
-            Some(Err(Mismatch::Version { locked })) => {
-                return Err(format!(
-                    "{}: {file} pins the child capsule {capsule} at {locked}, the delegation asks for {version}",
-                    code::RUN_LOCK
-                ))
-            }
             Some(Err(Mismatch::Bytes { locked })) => {
                 return Err(format!(
                     "{}: {capsule}@{version} in the registry has sha256 {sha256}, {file} pins sha256 {locked}: other bytes under the same name and version",
                     code::REG_INTEGRITY
                 ))
             }
-            Some(Err(Mismatch::Missing)) | None if self.locked => {
-                return Err(format!(
-                    "{}: --locked: {file} does not pin the child capsule {capsule}",
-                    code::RUN_LOCK
-                ))
-            }
-            Some(Err(Mismatch::Missing)) | None => {}
+            _ => {}
         }
-        let mut lock = lock.unwrap_or_default();
+        let mut lock = lock.unwrap_or_else(|| {
+            let mut l = Lock::default();
+            for p in &self.seed {
+                l.set(p.clone());
+            }
+            l
+        });
         lock.set(Pin {
             name: capsule.to_string(),
             version: version.to_string(),
@@ -223,13 +243,29 @@ impl ChildPins {
 }
 
 impl Pinning {
-    /// The lock for the session's delegations (None for a capsule run from the registry).
-    pub fn for_children(&self) -> Option<ChildPins> {
-        let dir = self.dir.as_ref()?.try_clone().ok()?;
-        Some(ChildPins {
+    /// The lock for the session's delegations (None for a capsule run from the registry);
+    /// `seed` is the parent's own artifacts as resolved. Failing to hold the directory is
+    /// an error, never children run unchecked.
+    pub fn for_children(&self, seed: Vec<Pin>) -> Result<Option<ChildPins>, Diagnostic> {
+        let Some(dir) = self.dir.as_ref() else {
+            return Ok(None);
+        };
+        let dir = dir.try_clone().map_err(|e| {
+            Diagnostic::new(
+                code::RUN_LOCK,
+                &self.name,
+                format!(
+                    "cannot hold the directory of {} for the delegations' pins: {e}",
+                    self.name
+                ),
+            )
+        })?;
+        Ok(Some(ChildPins {
             dir,
             name: self.name.clone(),
             locked: self.locked,
-        })
+            seed,
+            turn: std::sync::Mutex::new(()),
+        }))
     }
 }

@@ -45,6 +45,15 @@ fn registry_with(t: &TempDir, name: &str, zip: &Path) -> PathBuf {
     reg
 }
 
+/// `mur pull FROM --registry-path REG` with `env`: (exit code, stdout, stderr).
+fn pull(t: &TempDir, from: &str, reg: &Path, env: &[(&str, &str)]) -> (Option<i32>, String, String) {
+    text(&mur(
+        t,
+        &["pull", from, "--registry-path", reg.to_str().unwrap()],
+        env,
+    ))
+}
+
 /// The archive bytes a local registry holds for the driver, if any.
 fn installed(reg: &Path) -> Option<Vec<u8>> {
     std::fs::read(
@@ -101,11 +110,7 @@ fn an_artifact_pushed_is_pulled_back_by_tag_and_by_digest_byte_for_byte() {
         ("reg3", format!("{repo_url}@{digest}")),
     ] {
         let reg = t.path().join(name);
-        let (code, out, err) = text(&mur(
-            &t,
-            &["pull", &from, "--registry-path", reg.to_str().unwrap()],
-            &[],
-        ));
+        let (code, out, err) = pull(&t, &from, &reg, &[]);
         assert_eq!(code, Some(0), "{out}{err}");
         assert!(
             out.starts_with(&format!("installed {DRIVER}@1.0.0 from {from}\n")),
@@ -120,16 +125,7 @@ fn an_artifact_pushed_is_pulled_back_by_tag_and_by_digest_byte_for_byte() {
         .unwrap();
         assert_eq!(sidecar.trim(), sha256_hex(&shipped()));
     }
-    let again = text(&mur(
-        &t,
-        &[
-            "pull",
-            &format!("{repo_url}:1.0.0"),
-            "--registry-path",
-            t.path().join("reg2").to_str().unwrap(),
-        ],
-        &[],
-    ));
+    let again = pull(&t, &format!("{repo_url}:1.0.0"), &t.path().join("reg2"), &[]);
     assert!(
         again.0 == Some(0) && again.1.starts_with("already installed"),
         "{again:?}"
@@ -160,16 +156,7 @@ fn an_artifact_pushed_is_pulled_back_by_tag_and_by_digest_byte_for_byte() {
         &format!("docker://{}/elsewhere/driver:1.0.0", r.host),
     ]);
     let reg = t.path().join("reg4");
-    let (code, out, err) = text(&mur(
-        &t,
-        &[
-            "pull",
-            &r.url("elsewhere/driver:1.0.0"),
-            "--registry-path",
-            reg.to_str().unwrap(),
-        ],
-        &[],
-    ));
+    let (code, out, err) = pull(&t, &r.url("elsewhere/driver:1.0.0"), &reg, &[]);
     assert_eq!(code, Some(0), "{out}{err}");
     assert_eq!(installed(&reg).as_deref(), Some(shipped().as_slice()));
 }
@@ -220,21 +207,13 @@ fn over_tls_the_registry_is_trusted_only_through_the_operators_ca() {
     ));
     assert_eq!(push.0, Some(0), "{push:?}");
     let reg2 = t.path().join("reg2");
-    let pull = text(&mur(
-        &t,
-        &["pull", &target, "--registry-path", reg2.to_str().unwrap()],
-        &ca_env,
-    ));
-    assert_eq!(pull.0, Some(0), "{pull:?}");
+    let pulled = pull(&t, &target, &reg2, &ca_env);
+    assert_eq!(pulled.0, Some(0), "{pulled:?}");
     assert_eq!(installed(&reg2).as_deref(), Some(shipped().as_slice()));
 
     // Without the operator's CA the system's roots do not vouch for it: refused, nothing filed.
     let reg3 = t.path().join("reg3");
-    let (code, out, err) = text(&mur(
-        &t,
-        &["pull", &target, "--registry-path", reg3.to_str().unwrap()],
-        &[],
-    ));
+    let (code, out, err) = pull(&t, &target, &reg3, &[]);
     assert_eq!(code, Some(1), "{out}{err}");
     assert!(
         err.starts_with("error[E-REG-005]: ") && err.contains("certificate"),
@@ -252,16 +231,7 @@ fn over_tls_the_registry_is_trusted_only_through_the_operators_ca() {
     assert_eq!(code, Some(1));
     assert!(err.contains("holds no certificate"), "{err}");
     // Plain HTTP is taken only to loopback, refused before any connection.
-    let (code, _, err) = text(&mur(
-        &t,
-        &[
-            "pull",
-            "oci+http://registry.example/a:1",
-            "--registry-path",
-            reg3.to_str().unwrap(),
-        ],
-        &[],
-    ));
+    let (code, _, err) = pull(&t, "oci+http://registry.example/a:1", &reg3, &[]);
     assert_eq!(code, Some(1));
     assert!(
         err.starts_with(
@@ -383,16 +353,7 @@ fn install_fetches_what_the_manifest_lacks_pins_it_and_a_moved_tag_changes_nothi
         lock
     );
     // The moved tag itself is refused against what is installed, naming both hashes.
-    let (code, _, err) = text(&mur(
-        &t,
-        &[
-            "pull",
-            &format!("{repo_url}:1.0.0"),
-            "--registry-path",
-            reg3.to_str().unwrap(),
-        ],
-        &[],
-    ));
+    let (code, _, err) = pull(&t, &format!("{repo_url}:1.0.0"), &reg3, &[]);
     assert_eq!(code, Some(1));
     assert!(
         err.starts_with("error[E-REG-002]: ") && err.contains(&original) && err.contains(&moved),
@@ -401,17 +362,8 @@ fn install_fetches_what_the_manifest_lacks_pins_it_and_a_moved_tag_changes_nothi
     assert_eq!(installed(&reg3).as_deref(), Some(shipped().as_slice()));
     // And `mur run --locked` refuses the moved bytes wherever they were installed.
     let reg4 = t.path().join("reg4");
-    let pull = text(&mur(
-        &t,
-        &[
-            "pull",
-            &format!("{repo_url}:1.0.0"),
-            "--registry-path",
-            reg4.to_str().unwrap(),
-        ],
-        &[],
-    ));
-    assert_eq!(pull.0, Some(0), "{pull:?}");
+    let pulled = pull(&t, &format!("{repo_url}:1.0.0"), &reg4, &[]);
+    assert_eq!(pulled.0, Some(0), "{pulled:?}");
     // `mur install --locked` checks what is installed against the pin, as `mur run` does.
     let (code, _, err) = install(reg4.to_str().unwrap(), &["--locked"]);
     assert_eq!(code, Some(1));
@@ -539,16 +491,7 @@ fn a_registry_that_lies_is_refused_with_a_code_and_nothing_is_installed() {
         let p = parts();
         let liar = Liar::start(move |r| lie(&p, r));
         let reg = t.path().join(format!("reg-{}", what.replace(' ', "-")));
-        let (code, out, err) = text(&mur(
-            &t,
-            &[
-                "pull",
-                &format!("{}{target}", liar.url("m/d")),
-                "--registry-path",
-                reg.to_str().unwrap(),
-            ],
-            &[],
-        ));
+        let (code, out, err) = pull(&t, &format!("{}{target}", liar.url("m/d")), &reg, &[]);
         assert_eq!(code, Some(1), "{what}: {out}{err}");
         assert!(err.starts_with(expected), "{what}: {err}");
         assert!(files(&reg).is_empty(), "{what}: {:?}", files(&reg));
@@ -572,16 +515,7 @@ fn a_registry_that_lies_is_refused_with_a_code_and_nothing_is_installed() {
         }
     });
     let reg = t.path().join("reg-redirect");
-    let (code, _, err) = text(&mur(
-        &t,
-        &[
-            "pull",
-            &liar.url("m/d:1.0.0"),
-            "--registry-path",
-            reg.to_str().unwrap(),
-        ],
-        &[],
-    ));
+    let (code, _, err) = pull(&t, &liar.url("m/d:1.0.0"), &reg, &[]);
     assert_eq!(code, Some(1));
     assert!(
         err.starts_with(&format!(
@@ -597,16 +531,7 @@ fn a_registry_that_lies_is_refused_with_a_code_and_nothing_is_installed() {
     let digest = p.digest.clone();
     let liar = Liar::start(move |r| honest(&p, r));
     let reg = t.path().join("reg-honest");
-    let (code, out, err) = text(&mur(
-        &t,
-        &[
-            "pull",
-            &liar.url(&format!("m/d@{digest}")),
-            "--registry-path",
-            reg.to_str().unwrap(),
-        ],
-        &[],
-    ));
+    let (code, out, err) = pull(&t, &liar.url(&format!("m/d@{digest}")), &reg, &[]);
     assert_eq!(code, Some(0), "{out}{err}");
     assert_eq!(installed(&reg).as_deref(), Some(shipped().as_slice()));
 
@@ -621,16 +546,7 @@ fn a_registry_that_lies_is_refused_with_a_code_and_nothing_is_installed() {
         }
     });
     let reg = t.path().join("reg-busy");
-    let (code, out, err) = text(&mur(
-        &t,
-        &[
-            "pull",
-            &liar.url("m/d:1.0.0"),
-            "--registry-path",
-            reg.to_str().unwrap(),
-        ],
-        &[],
-    ));
+    let (code, out, err) = pull(&t, &liar.url("m/d:1.0.0"), &reg, &[]);
     assert_eq!(code, Some(0), "{out}{err}");
     assert_eq!(installed(&reg).as_deref(), Some(shipped().as_slice()));
 }
@@ -669,16 +585,7 @@ fn a_token_protected_registry_gets_the_operators_credentials_which_never_show() 
 
     // No credentials: refused with a hint, nothing installed.
     let reg = t.path().join("reg-anon");
-    let (code, out, err) = text(&mur(
-        &t,
-        &[
-            "pull",
-            &liar.url("m/d:1.0.0"),
-            "--registry-path",
-            reg.to_str().unwrap(),
-        ],
-        &[],
-    ));
+    let (code, out, err) = pull(&t, &liar.url("m/d:1.0.0"), &reg, &[]);
     assert_eq!(code, Some(1), "{out}{err}");
     assert!(
         err.starts_with("error[E-REG-005]: the registry asks for credentials and none are configured for it"),
@@ -734,16 +641,7 @@ fn a_token_protected_registry_gets_the_operators_credentials_which_never_show() 
     )
     .unwrap();
     let reg = t.path().join("reg-wrong");
-    let (code, out, err) = text(&mur(
-        &t,
-        &[
-            "pull",
-            &liar.url("m/d:1.0.0"),
-            "--registry-path",
-            reg.to_str().unwrap(),
-        ],
-        &env,
-    ));
+    let (code, out, err) = pull(&t, &liar.url("m/d:1.0.0"), &reg, &env);
     assert_eq!(code, Some(1));
     assert!(
         err.starts_with("error[E-REG-005]: the token realm refused the credentials (401)"),
@@ -850,16 +748,7 @@ fn a_blob_over_a_mebibyte_prints_progress_and_arrives_whole() {
     assert_eq!(push.0, Some(0), "{push:?}");
     assert!(push.2.starts_with("mur: pushing the archive ("), "{}", push.2);
     let reg2 = t.path().join("reg2");
-    let (code, out, err) = text(&mur(
-        &t,
-        &[
-            "pull",
-            &r.url("bench/big:1.0.0"),
-            "--registry-path",
-            reg2.to_str().unwrap(),
-        ],
-        &[],
-    ));
+    let (code, out, err) = pull(&t, &r.url("bench/big:1.0.0"), &reg2, &[]);
     assert_eq!(code, Some(0), "{out}{err}");
     let bytes = std::fs::read(&zip).unwrap();
     let short = &format!("sha256:{}", sha256_hex(&bytes))[..19];

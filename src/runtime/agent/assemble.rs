@@ -61,15 +61,20 @@ pub struct Origin {
 impl PreparedAgent {
     /// Every resolved artifact as `murmur.lock` pins it.
     pub fn pins(&self) -> Vec<Pin> {
-        self.resolved
-            .iter()
-            .map(|r| Pin {
-                name: r.entry.name.clone(),
-                version: r.entry.version.clone().unwrap_or_default(),
-                sha256: r.sha256.clone(),
-            })
-            .collect()
+        pins_of(&self.resolved)
     }
+}
+
+/// Resolved artifacts as `murmur.lock` pins them.
+fn pins_of(resolved: &[Resolved]) -> Vec<Pin> {
+    resolved
+        .iter()
+        .map(|r| Pin {
+            name: r.entry.name.clone(),
+            version: r.entry.version.clone().unwrap_or_default(),
+            sha256: r.sha256.clone(),
+        })
+        .collect()
 }
 
 /// Refuse what cannot run, and link every component, before the session starts.
@@ -105,6 +110,7 @@ pub fn prepare(
     let driver = Linked::new(&engine, driver_component, &driver_name).map_err(no_driver)?;
     let tools = link_tools(&engine, &resolved)?;
     let hooks = hooks::load::link(&engine, &resolved)?;
+    let children = pins.for_children(pins_of(&resolved))?.map(Arc::new);
     Ok(PreparedAgent {
         driver_name,
         prompt,
@@ -116,7 +122,7 @@ pub fn prepare(
         hooks,
         origin: Origin {
             registry: registry.to_path_buf(),
-            children: pins.for_children().map(Arc::new),
+            children,
         },
     })
 }

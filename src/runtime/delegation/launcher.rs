@@ -224,6 +224,10 @@ impl Launcher {
                 "the version is longer than {MAX_VERSION} bytes or holds a control character"
             ));
         }
+        // A version the lock does not pin is refused before the roost holds a slot for it.
+        if let Some(pins) = &self.parent.child_pins {
+            pins.precheck(ask.capsule, ask.version)?;
+        }
         // The handle must be one the child can read (a context id an A2A client chose may
         // hold what `MURMUR_SPAWNER` refuses): checked with the child's own parser.
         let handle = Spawner {

@@ -45,6 +45,20 @@ fn refused(why: impl Into<String>) -> Diagnostic {
     Diagnostic::new(code::RUN_ROOST, "MURMUR_ROOST_URL", why)
 }
 
+/// The archive this process loaded must be the one the approval names (its `digest`; the
+/// roost verified the approval's MAC when this session registered with it).
+fn approved_bytes(approval: &str, loaded: &str, coords: &str) -> Result<(), Diagnostic> {
+    let payload = crate::token::shape(crate::token::Kind::Approval, approval)
+        .map_err(|_| refused("the spawn approval on standard input is malformed"))?;
+    let approved = payload.get("digest").and_then(|d| d.as_str()).unwrap_or_default();
+    if approved.eq_ignore_ascii_case(loaded) {
+        return Ok(());
+    }
+    Err(refused(crate::roost::messages::wrong_bytes(
+        coords, approved, loaded,
+    )))
+}
+
 /// The approval a delegating parent wrote on standard input: one line, trimmed.
 fn approval_from_stdin() -> Result<String, Diagnostic> {
     let (tx, rx) = std::sync::mpsc::channel();
@@ -81,11 +95,13 @@ fn approval_from_stdin() -> Result<String, Diagnostic> {
     Ok(line)
 }
 
-/// Settle delegation for session `session_id` of `m`. `env` reads the process environment.
+/// Settle delegation for session `session_id` of `m`. `env` reads the process environment;
+/// `loaded` is the sha256 of the archive this process runs (a capsule from the registry).
 pub fn settle(
     m: &Manifest,
     session_id: &str,
     env: &dyn Fn(&str) -> Option<String>,
+    loaded: Option<&str>,
 ) -> Result<Standing, Diagnostic> {
     let spawner = Spawner::from_env(env("MURMUR_SPAWNER").as_deref())?;
     let approval = match &spawner {
@@ -117,6 +133,12 @@ pub fn settle(
             None
         }
     };
+    // The roost compared the approval with the registry as it read it; these are the bytes
+    // this process read, possibly earlier. Checked once the hold is up, so the roost frees
+    // the session when this refusal ends the process.
+    if let (Some(a), Some(sha)) = (approval.as_deref(), loaded) {
+        approved_bytes(a, sha, &format!("{}@{}", m.name, m.version))?;
+    }
     Ok(Standing {
         spawner,
         registration: Some(Registration {
@@ -153,5 +175,32 @@ impl Drop for Registration {
     /// A session that ends on an error path is reported `failed`.
     fn drop(&mut self) {
         self.deregister(false);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::approved_bytes;
+    use crate::token::{mint, Domain, Key};
+
+    #[test]
+    fn a_child_runs_only_the_bytes_its_approval_names() {
+        let key = Key::generate().unwrap();
+        let (old, new) = ("a".repeat(64), "b".repeat(64));
+        let approval = mint(
+            &key,
+            Domain::Approval,
+            &serde_json::json!({"v": 1, "sid": "ses_x", "name": "courier", "version": "0.1.0",
+                                "digest": old, "depth": 1, "exp": 1, "jti": "j"}),
+        );
+        assert!(approved_bytes(&approval, &old, "courier@0.1.0").is_ok());
+        assert!(approved_bytes(&approval, &old.to_uppercase(), "courier@0.1.0").is_ok());
+        let d = approved_bytes(&approval, &new, "courier@0.1.0").unwrap_err();
+        assert_eq!(d.code, "E-RUN-019");
+        assert_eq!(
+            d.message,
+            crate::roost::messages::wrong_bytes("courier@0.1.0", &old, &new)
+        );
+        assert!(approved_bytes("msa1.garbage", &old, "c@1").is_err());
     }
 }

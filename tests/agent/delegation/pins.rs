@@ -9,10 +9,10 @@ use crate::common::delegation::*;
 use crate::common::provider::Provider;
 use std::path::Path;
 
-/// `mur run` of the manifest at `manifest` with `task`, to its end.
-fn run_manifest(f: &Formation, manifest: &Path, task: &str) -> Ended {
+/// `mur run` of the manifest at `manifest` with `task` (and `extra` arguments), to its end.
+fn run_manifest(f: &Formation, manifest: &Path, task: &str, extra: &[&str]) -> Ended {
     let wd = f.workdir("boss");
-    let args: Vec<String> = [
+    let mut args: Vec<String> = [
         "run",
         "--manifest",
         manifest.to_str().unwrap(),
@@ -27,7 +27,34 @@ fn run_manifest(f: &Formation, manifest: &Path, task: &str) -> Ended {
     .iter()
     .map(|s| s.to_string())
     .collect();
+    args.extend(extra.iter().map(|s| s.to_string()));
     f.run_to_end(&args, &f.env(), None)
+}
+
+/// The output of the one failed delegation of session `sid`.
+fn refusal(f: &Formation, run: &Ended) -> String {
+    let failed: Vec<_> = delegations(f, &run.sid())
+        .into_iter()
+        .filter(|e| e["status"] == "failed")
+        .collect();
+    assert_eq!(failed.len(), 1, "{}\n{}", run.both(), f.dump());
+    failed[0]["output"].as_str().unwrap_or_default().to_string()
+}
+
+/// `mur lock ARGS` for the parent's manifest; its exit code and output.
+fn mur_lock(f: &Formation, manifest: &Path, args: &[&str]) -> std::process::Output {
+    std::process::Command::new(MUR)
+        .args([
+            "lock",
+            "--manifest",
+            manifest.to_str().unwrap(),
+            "--registry-path",
+            f.reg.to_str().unwrap(),
+        ])
+        .args(args)
+        .env("HOME", &f.home)
+        .output()
+        .unwrap()
 }
 
 /// The delegation events of session `sid`.
@@ -54,7 +81,7 @@ fn a_child_is_pinned_at_its_first_delegation_and_other_bytes_are_refused_after()
     let manifest = dir.join("murmur.yaml");
     std::fs::write(&manifest, boss.yaml(&p)).unwrap();
 
-    let first = run_manifest(&f, &manifest, "send the courier");
+    let first = run_manifest(&f, &manifest, "send the courier", &[]);
     assert_eq!(first.code, Some(0), "{}\n{}", first.both(), f.dump());
     let started: Vec<_> = delegations(&f, &first.sid())
         .into_iter()
@@ -88,14 +115,8 @@ fn a_child_is_pinned_at_its_first_delegation_and_other_bytes_are_refused_after()
     let new = f.publish_yaml(&Cap::leaf("courier").yaml(&p), &[("notes.md", b"other bytes")]);
     assert_ne!(old, new);
     let couriers = requests_of(&p, "courier").len();
-    let second = run_manifest(&f, &manifest, "send the courier again");
-    let sid = second.sid();
-    let refused: Vec<_> = delegations(&f, &sid)
-        .into_iter()
-        .filter(|e| e["status"] == "failed")
-        .collect();
-    assert_eq!(refused.len(), 1, "{}\n{}", second.both(), f.dump());
-    let why = refused[0]["output"].as_str().unwrap_or_default();
+    let second = run_manifest(&f, &manifest, "send the courier again", &[]);
+    let why = refusal(&f, &second);
     assert!(
         why.contains(&format!(
             "E-REG-002: courier@{V} in the registry has sha256 {new}, murmur.lock pins sha256 {old}"
@@ -104,4 +125,53 @@ fn a_child_is_pinned_at_its_first_delegation_and_other_bytes_are_refused_after()
     );
     assert_eq!(requests_of(&p, "courier").len(), couriers, "no child ran");
     assert_eq!(std::fs::read_to_string(dir.join("murmur.lock")).unwrap(), lock);
+
+    // A pin at another version is refused before the roost is asked; the operator moves it
+    // with `mur lock --update NAME@VERSION`, and the child runs again.
+    let moved = lock.replace(
+        &format!("resolved_version: {V}\n    sha256: {old}"),
+        &format!("resolved_version: 9.9.9\n    sha256: {old}"),
+    );
+    assert_ne!(moved, lock);
+    std::fs::write(dir.join("murmur.lock"), &moved).unwrap();
+    let third = run_manifest(&f, &manifest, "send the courier once more", &[]);
+    let why = refusal(&f, &third);
+    assert!(
+        why.contains(&format!("E-RUN-003: murmur.lock pins the child capsule courier at 9.9.9, the delegation asks for {V} (to move it: `mur lock --update courier@{V}`)")),
+        "{why}"
+    );
+    let out = mur_lock(&f, &manifest, &["--update", &format!("courier@{V}")]);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let repinned = std::fs::read_to_string(dir.join("murmur.lock")).unwrap();
+    assert!(
+        repinned.contains(&format!("resolved_version: {V}\n    sha256: {new}")),
+        "{repinned}"
+    );
+    let fourth = run_manifest(&f, &manifest, "send the courier at last", &[]);
+    let started = delegations(&f, &fourth.sid())
+        .into_iter()
+        .filter(|e| e["status"] == "started")
+        .count();
+    assert_eq!(started, 1, "{}\n{}", fourth.both(), f.dump());
+
+    // With --locked, a child the lock does not pin is refused.
+    let unpinned = repinned.replace(
+        &format!("  - name: courier\n    resolved_version: {V}\n    sha256: {new}\n"),
+        "",
+    );
+    assert!(
+        unpinned.contains("murmur-driver-openai") && !unpinned.contains("courier"),
+        "{unpinned}"
+    );
+    std::fs::write(dir.join("murmur.lock"), &unpinned).unwrap();
+    let fifth = run_manifest(&f, &manifest, "send the courier locked", &["--locked"]);
+    let why = refusal(&f, &fifth);
+    assert!(
+        why.contains("E-RUN-003: --locked: murmur.lock does not pin the child capsule courier"),
+        "{why}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(dir.join("murmur.lock")).unwrap(),
+        unpinned
+    );
 }

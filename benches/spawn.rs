@@ -1,6 +1,10 @@
 //! The cost of one contained spawn: the median over 50 spawns of `/bin/true`, from the
 //! call to the spawn function to the child's exit, for each class this host backs, beside a
-//! plain `std::process::Command`. Printed, never asserted.
+//! plain `std::process::Command`. Then `mur exec --containment CLASS -- true` from process
+//! start to exit, wall time and CPU of the whole process tree (GNU time), beside one
+//! `bwrap --unshare-all` run of `true` (bubblewrap installed with apt-get when missing), with
+//! the probe cached and not, and beside another build of `mur` when MURMUR_BASELINE_MUR names
+//! one, alternated in one run. Printed, never asserted.
 //!
 //! `cargo bench --bench spawn`
 
@@ -84,5 +88,145 @@ fn main() {
             .collect();
         println!("  {:<22}  {}", class.as_str(), ms(median(times)));
     }
+    exec_startup(&work);
     let _ = std::fs::remove_dir_all(&work);
+}
+
+/// Run `args` under GNU time: (wall ms, CPU ms of the process and the children it waited for).
+fn timed(args: &[&str], env: &[(&str, &str)]) -> (f64, f64) {
+    let t = Instant::now();
+    let out = Command::new("/usr/bin/time")
+        .args(["-f", "@@ %U %S"])
+        .args(args)
+        .envs(env.iter().copied())
+        .stdout(Stdio::null())
+        .output()
+        .unwrap();
+    let wall = t.elapsed().as_secs_f64() * 1e3;
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{args:?}: {err}");
+    let line = err
+        .lines()
+        .rev()
+        .find_map(|l| l.strip_prefix("@@ "))
+        .expect("GNU time's output");
+    let cpu: f64 = line.split(' ').filter_map(|v| v.parse::<f64>().ok()).sum();
+    (wall, cpu * 1e3)
+}
+
+fn med(mut v: Vec<f64>) -> f64 {
+    v.sort_by(|a, b| a.partial_cmp(b).unwrap());
+    v[v.len() / 2]
+}
+
+/// One measured command: its label, argv and environment.
+type Row = (String, Vec<String>, Vec<(String, String)>);
+
+/// `mur exec` start-up against bubblewrap.
+fn exec_startup(work: &Path) {
+    const N: usize = 21;
+    if Command::new("bwrap").arg("--version").output().is_err() {
+        let _ = Command::new("apt-get")
+            .args(["install", "-y", "-qq", "bubblewrap"])
+            .output();
+    }
+    let dir = work.join("exec");
+    std::fs::create_dir_all(dir.join("cache")).unwrap();
+    std::fs::write(
+        dir.join("murmur.yaml"),
+        "name: b\nversion: 0.1.0\ncapabilities:\n  shell:\n    allow: [\"true\"]\n",
+    )
+    .unwrap();
+    let d = dir.display().to_string();
+    let manifest = format!("{d}/murmur.yaml");
+    let cache = format!("{d}/cache");
+    let bwrap: Vec<String> = [
+        "bwrap",
+        "--unshare-all",
+        "--die-with-parent",
+        "--ro-bind",
+        "/usr",
+        "/usr",
+        "--symlink",
+        "usr/bin",
+        "/bin",
+        "--symlink",
+        "usr/lib",
+        "/lib",
+        "--symlink",
+        "usr/lib64",
+        "/lib64",
+        "--proc",
+        "/proc",
+        "--dev",
+        "/dev",
+        "--bind",
+        &d,
+        &d,
+        "--chdir",
+        &d,
+        "true",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    let have_bwrap = Command::new("bwrap").arg("--version").output().is_ok();
+    let baseline = std::env::var("MURMUR_BASELINE_MUR").ok();
+    let mut rows: Vec<Row> = Vec::new();
+    if have_bwrap {
+        rows.push(("bwrap --unshare-all true".into(), bwrap, vec![]));
+    }
+    let mur = env!("CARGO_BIN_EXE_mur").to_string();
+    let mut bins = vec![("this build", mur)];
+    if let Some(b) = &baseline {
+        bins.push(("baseline", b.clone()));
+    }
+    for (label, bin) in &bins {
+        for class in ["sealed", "scoped", "advisory"] {
+            let args: Vec<String> = [
+                bin.as_str(),
+                "exec",
+                "--manifest",
+                &manifest,
+                "--workdir",
+                &d,
+                "--containment",
+                class,
+                "--",
+                "true",
+            ]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+            rows.push((
+                format!("{label}: mur exec {class}"),
+                args.clone(),
+                vec![("MURMUR_CACHE_DIR".into(), cache.clone())],
+            ));
+            if class == "sealed" && *label == "this build" {
+                rows.push((
+                    format!("{label}: mur exec {class}, probe not cached"),
+                    args,
+                    vec![("MURMUR_CACHE_DIR".into(), "/proc/murmur-no-probe-cache".into())],
+                ));
+            }
+        }
+    }
+    let mut got: Vec<(Vec<f64>, Vec<f64>)> = vec![(Vec::new(), Vec::new()); rows.len()];
+    for _ in 0..N {
+        for (i, (_, args, env)) in rows.iter().enumerate() {
+            let a: Vec<&str> = args.iter().map(String::as_str).collect();
+            let e: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+            let (w, c) = timed(&a, &e);
+            got[i].0.push(w);
+            got[i].1.push(c);
+        }
+    }
+    println!("start-up of one command to its exit, median of {N}, alternated (CPU: the whole process tree)");
+    if !have_bwrap {
+        println!("  bwrap: not installed (apt-get install bubblewrap)");
+    }
+    for ((label, _, _), (w, c)) in rows.iter().zip(got) {
+        println!("  {label:<44} wall {:>6.1} ms   CPU {:>6.1} ms", med(w), med(c));
+    }
 }

@@ -7,7 +7,7 @@
 use crate::containment::child_policy::{env_present, ChildPolicy, PolicyInputs, Stdios, DEFAULT_PATH};
 use crate::containment::class::{self, Class};
 use crate::containment::host_env::{identity, resolve_binary};
-use crate::containment::{egress, probe};
+use crate::containment::{egress, probe_cache};
 use crate::diag::{code, Diagnostic};
 use crate::fsx::Dir;
 use crate::manifest::{self, Manifest, Resolve};
@@ -30,9 +30,11 @@ pub fn exec(o: ExecOptions, exe: &Path) -> Result<u8, Diagnostic> {
     let m = load(&manifest_path)?;
     let host_path = std::env::var("PATH").unwrap_or_else(|_| DEFAULT_PATH.into());
     let (cmd, args) = command(&o, &m, &host_path)?;
-    let report = probe::probe(
+    let report = probe_cache::probe(
         exe,
         m.capabilities.containment.max(o.containment.unwrap_or_default()),
+        crate::places::cache_dir().as_deref(),
+        crate::clock::now_ms(),
     );
     let decision = class::decide(
         m.capabilities.containment,
@@ -40,16 +42,13 @@ pub fn exec(o: ExecOptions, exe: &Path) -> Result<u8, Diagnostic> {
         m.capabilities.workdir_exec,
         &report,
     );
-    // The session's network namespace and relay first, for the same rules a capsule's shell
-    // tools get: a host that cannot make the namespace refuses whatever the class (E-CAP-005).
-    let (egress, net_events) = egress::start(exe, &m.subprocess_rules())?;
+    let (net, printed) = network(exe, &m, &decision, &report)?;
     if let Some(refusal) = decision.refusal_for(m.capabilities.unix_sockets) {
         return Err(refusal);
     }
     if decision.achieved == Class::Advisory {
         eprintln!("{}", egress::advisory_warning());
     }
-    let printed = print_refusals(net_events);
     let session_id = crate::ids::session_id()?;
     let work = workdir(&o, &manifest_path, &session_id)?;
     let work = scoped(work, m.capabilities.filesystem_scope.as_deref())?;
@@ -67,7 +66,7 @@ pub fn exec(o: ExecOptions, exe: &Path) -> Result<u8, Diagnostic> {
             .and_then(|i| i.api_key.as_ref())
             .and_then(|k| k.secret()),
         host_path,
-        net: Some(std::sync::Arc::new(egress)),
+        net,
     })?;
     for w in &warnings {
         eprintln!("{w}");
@@ -75,8 +74,37 @@ pub fn exec(o: ExecOptions, exe: &Path) -> Result<u8, Diagnostic> {
     let code = run(&policy, &cmd, args);
     // The relay stops with the policy; its last refusals are printed before `mur` exits.
     drop(policy);
-    let _ = printed.recv_timeout(std::time::Duration::from_secs(1));
+    if let Some(printed) = printed {
+        let _ = printed.recv_timeout(std::time::Duration::from_secs(1));
+    }
     code
+}
+
+/// Step: the command's network. The session's namespace and relay, for the same rules a
+/// capsule's shell tools get, whenever there are rules or the child is not contained: a
+/// host that cannot make the namespace refuses whatever the class (E-CAP-005). A contained
+/// command with no rule needs no relay: it gets a loopback-only namespace of its own when it
+/// starts, and the probe has already said the host can make one (else E-CAP-005 too).
+type Network = (
+    Option<std::sync::Arc<egress::Egress>>,
+    Option<std::sync::mpsc::Receiver<()>>,
+);
+
+fn network(
+    exe: &Path,
+    m: &Manifest,
+    decision: &class::Decision,
+    report: &class::HostReport,
+) -> Result<Network, Diagnostic> {
+    let rules = m.subprocess_rules();
+    if rules.is_empty() && decision.achieved != Class::Advisory {
+        return match &report.netns {
+            Ok(()) => Ok((None, None)),
+            Err(why) => Err(egress::refusal(why.clone())),
+        };
+    }
+    let (egress, events) = egress::start(exe, &rules)?;
+    Ok((Some(std::sync::Arc::new(egress)), Some(print_refusals(events))))
 }
 
 /// The manifest, its warnings printed.

@@ -23,6 +23,7 @@ pub mod egress;
 pub mod elf;
 pub mod host_env;
 pub mod probe;
+pub mod probe_cache;
 pub mod rules;
 pub mod runtime_dirs;
 pub mod sealed;

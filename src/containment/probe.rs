@@ -19,6 +19,16 @@ fn errno_text(call: &str, e: &std::io::Error) -> String {
 /// floor, so the rest cannot change the decision): an `advisory` floor starts no process,
 /// and only a `sealed` one composes a trial root.
 pub fn probe(exe: &std::path::Path, floor: Class) -> HostReport {
+    let mut report = probe_raw(exe, floor);
+    if let Ok(spec) = std::env::var("MURMUR_PROBE_DENY") {
+        report.apply_simulated_denials(&spec);
+    }
+    report
+}
+
+/// [`probe`] without `MURMUR_PROBE_DENY`'s simulated denials: the host's own answer, as the
+/// probe cache keeps it.
+pub fn probe_raw(exe: &std::path::Path, floor: Class) -> HostReport {
     if floor == Class::Advisory {
         let skipped = || Err::<(), _>("not probed: the floor is advisory".to_string());
         return HostReport {
@@ -45,15 +55,11 @@ pub fn probe(exe: &std::path::Path, floor: Class) -> HostReport {
         pids_cgroup: Err(why.clone()),
         sealed: Err(why),
     };
-    let mut report = match out {
+    match out {
         Ok(o) => serde_json::from_slice::<HostReport>(&o.stdout)
             .unwrap_or_else(|_| failed(format!("the probe child failed ({})", o.status))),
         Err(e) => failed(errno_text("spawn of the probe child", &e)),
-    };
-    if let Ok(spec) = std::env::var("MURMUR_PROBE_DENY") {
-        report.apply_simulated_denials(&spec);
     }
-    report
 }
 
 /// The probe child: run every check on itself and print the report. Called by `mur __probe`.

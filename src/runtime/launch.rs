@@ -232,8 +232,12 @@ fn decide(opts: &RunOptions, source: &Source) -> Result<Option<Decided>, Diagnos
     let m = &source.manifest;
     let caps = &m.capabilities;
     let exe = std::env::current_exe().unwrap_or_else(|_| PathBuf::from("/proc/self/exe"));
-    let report =
-        crate::containment::probe::probe(&exe, caps.containment.max(opts.containment.unwrap_or_default()));
+    let report = crate::containment::probe_cache::probe(
+        &exe,
+        caps.containment.max(opts.containment.unwrap_or_default()),
+        crate::places::cache_dir().as_deref(),
+        crate::clock::now_ms(),
+    );
     let decision: Decision =
         crate::containment::class::decide(caps.containment, opts.containment, caps.workdir_exec, &report);
     let session_id = session::new_session_id()?;

@@ -10,4 +10,5 @@ mod common;
 mod containment;
 mod doctor;
 mod exec_parity;
+mod exec_start;
 mod run_hostile;

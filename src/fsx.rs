@@ -403,11 +403,30 @@ impl Dir {
     /// Read the regular file `rel`, at most `cap` bytes (a larger file is refused, whatever
     /// its size does while it is read).
     pub fn read(&self, rel: &str, cap: u64) -> Result<Vec<u8>, FsError> {
+        self.read_checked(rel, cap, false)
+    }
+
+    /// [`Dir::read`] of a file that must be this user's and writable by no one else, judged
+    /// on the descriptor it is read from (a cache entry believed only from its owner).
+    pub fn read_own(&self, rel: &str, cap: u64) -> Result<Vec<u8>, FsError> {
+        self.read_checked(rel, cap, true)
+    }
+
+    fn read_checked(&self, rel: &str, cap: u64, own: bool) -> Result<Vec<u8>, FsError> {
         let (parent, name) = self.parent_of(rel, false)?;
         let d = parent.as_ref().unwrap_or(self);
         let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC | OFlags::NONBLOCK;
         let fd = rfs::openat(&d.fd, name, flags, Mode::empty())
             .map_err(|e| d.classify(name, e, "regular file"))?;
+        if own {
+            let st = rfs::fstat(&fd).map_err(|e| io_at(&d.shown_join(name), e))?;
+            if st.st_uid != rustix::process::geteuid().as_raw() || st.st_mode & 0o022 != 0 {
+                return Err(FsError::WrongType {
+                    path: d.shown_join(name).display().to_string(),
+                    expected: "file of this user that no other user can write",
+                });
+            }
+        }
         let f = d.regular(fd, name)?;
         let mut out = Vec::new();
         f.take(cap.saturating_add(1))
@@ -465,6 +484,14 @@ pub fn check_private_root(root: &Path) -> Result<(), FsError> {
         Err(FsError::Io { err, .. }) if err.kind() == io::ErrorKind::NotFound => Ok(()),
         Err(e) => Err(e),
     }
+}
+
+/// Open the directory `root` and judge that same descriptor as [`check_private_root`]
+/// judges a path: no second resolution of the path between the check and its use.
+pub fn open_private(root: &Path) -> Result<Dir, FsError> {
+    let dir = Dir::open(root)?;
+    owned_unshared(&dir)?;
+    Ok(dir)
 }
 
 fn owned_unshared(dir: &Dir) -> Result<(), FsError> {

@@ -42,13 +42,16 @@ pub fn exec(o: ExecOptions, exe: &Path) -> Result<u8, Diagnostic> {
         m.capabilities.workdir_exec,
         &report,
     );
-    let (net, printed) = network(exe, &m, &decision, &report)?;
+    // The session's network namespace and relay first, for the same rules a capsule's shell
+    // tools get: a host that cannot make the namespace refuses whatever the class (E-CAP-005).
+    let (egress, net_events) = egress::start(exe, &m.subprocess_rules())?;
     if let Some(refusal) = decision.refusal_for(m.capabilities.unix_sockets) {
         return Err(refusal);
     }
     if decision.achieved == Class::Advisory {
         eprintln!("{}", egress::advisory_warning());
     }
+    let printed = print_refusals(net_events);
     let session_id = crate::ids::session_id()?;
     let work = workdir(&o, &manifest_path, &session_id)?;
     let work = scoped(work, m.capabilities.filesystem_scope.as_deref())?;
@@ -66,7 +69,7 @@ pub fn exec(o: ExecOptions, exe: &Path) -> Result<u8, Diagnostic> {
             .and_then(|i| i.api_key.as_ref())
             .and_then(|k| k.secret()),
         host_path,
-        net,
+        net: Some(std::sync::Arc::new(egress)),
     })?;
     for w in &warnings {
         eprintln!("{w}");
@@ -74,37 +77,8 @@ pub fn exec(o: ExecOptions, exe: &Path) -> Result<u8, Diagnostic> {
     let code = run(&policy, &cmd, args);
     // The relay stops with the policy; its last refusals are printed before `mur` exits.
     drop(policy);
-    if let Some(printed) = printed {
-        let _ = printed.recv_timeout(std::time::Duration::from_secs(1));
-    }
+    let _ = printed.recv_timeout(std::time::Duration::from_secs(1));
     code
-}
-
-/// Step: the command's network. The session's namespace and relay, for the same rules a
-/// capsule's shell tools get, whenever there are rules or the child is not contained: a
-/// host that cannot make the namespace refuses whatever the class (E-CAP-005). A contained
-/// command with no rule needs no relay: it gets a loopback-only namespace of its own when it
-/// starts, and the probe has already said the host can make one (else E-CAP-005 too).
-type Network = (
-    Option<std::sync::Arc<egress::Egress>>,
-    Option<std::sync::mpsc::Receiver<()>>,
-);
-
-fn network(
-    exe: &Path,
-    m: &Manifest,
-    decision: &class::Decision,
-    report: &class::HostReport,
-) -> Result<Network, Diagnostic> {
-    let rules = m.subprocess_rules();
-    if rules.is_empty() && decision.achieved != Class::Advisory {
-        return match &report.netns {
-            Ok(()) => Ok((None, None)),
-            Err(why) => Err(egress::refusal(why.clone())),
-        };
-    }
-    let (egress, events) = egress::start(exe, &rules)?;
-    Ok((Some(std::sync::Arc::new(egress)), Some(print_refusals(events))))
 }
 
 /// The manifest, its warnings printed.

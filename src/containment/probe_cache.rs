@@ -1,17 +1,21 @@
 //! The host probe's answer kept for the next launch: what the kernel backs does not change
-//! within one boot of one kernel for one `mur` binary and user, so `mur exec` and `mur run`
-//! read the last report instead of starting the throwaway probe children again. The entry is
-//! keyed by the boot id, the kernel release and version, the binary's identity (device,
-//! inode, size, modification time), the effective uid and the floor probed; it lives in the
-//! compile cache's directory, which must be this user's (or root's) and writable by no one
-//! else, as must the entry itself; it is refreshed after an hour or when anything in its key
-//! changes. A forged entry could only claim less than the host backs (a refusal) or more (a
-//! spawn that then fails to enter its sandbox): the class a child gets never rests on it
-//! alone. `mur doctor` always probes afresh.
+//! within one boot of one kernel for one `mur` binary, user and execution context, so
+//! `mur exec` and `mur run` read the last report instead of starting the throwaway probe
+//! children again. The entry is keyed by the boot id, the kernel, the binary's identity, the
+//! effective uid and gid, the floor probed, and the context that decides what may be made
+//! (the process's namespaces and cgroup, its seccomp and no-new-privileges state, the user
+//! namespace sysctls and the security modules); it lives in the compile cache's directory,
+//! which must be this user's (or root's) and writable by no one else, as must the entry
+//! itself (both judged on the descriptors read); it is believed for an hour, and only a
+//! report where every mechanism probed works is kept (a failure may be of the moment). A
+//! forged entry can claim less than the host backs (a refusal) or more (a spawn that then
+//! fails to enter its sandbox), and skips the probe's own checks that a landlock ruleset and
+//! a seccomp filter really deny: whoever can write the user's cache can also replace its
+//! compiled components, which run as native code. `mur doctor` always probes afresh.
 
 use super::class::{Class, HostReport};
 use super::probe;
-use crate::fsx::{self, Dir};
+use crate::fsx;
 use serde::{Deserialize, Serialize};
 use std::os::unix::fs::MetadataExt;
 use std::path::Path;
@@ -29,35 +33,37 @@ struct Entry {
 }
 
 /// The probe's report for `floor`, from the cache in `dir` when a fresh entry matches,
-/// else probed and stored. `MURMUR_PROBE_DENY` applies to either (the stored report is the
-/// host's own).
+/// else probed (and stored when every mechanism works). `MURMUR_PROBE_DENY` applies to
+/// either: the stored report is the host's own.
 pub fn probe(exe: &Path, floor: Class, dir: Option<&Path>, now_ms: u64) -> HostReport {
-    if floor == Class::Advisory {
-        return probe::probe(exe, floor);
-    }
-    let Some((dir, key)) = dir.and_then(|d| Some((d, key(exe, floor)?))) else {
+    let found = match (floor, dir) {
+        (Class::Advisory, _) | (_, None) => None,
+        (_, Some(d)) => key(exe, floor).map(|k| (d, entry_name(&k), k)),
+    };
+    let Some((dir, name, key)) = found else {
         return probe::probe(exe, floor);
     };
-    let name = entry_name(&key);
-    if let Some(mut report) = cached(dir, &name, &key, now_ms) {
-        if let Ok(spec) = std::env::var("MURMUR_PROBE_DENY") {
-            report.apply_simulated_denials(&spec);
+    let mut report = match cached(dir, &name, &key, now_ms) {
+        Some(r) => r,
+        None => {
+            let r = probe::probe_raw(exe, floor);
+            if works(&r) {
+                store(dir, &name, &key, now_ms, &r);
+            }
+            r
         }
-        return report;
-    }
-    let report = probe::probe_raw(exe, floor);
-    // A probe child that could not run or answer says nothing about the host: not kept.
-    let ran = [&report.landlock, &report.seccomp, &report.netns, &report.pids_cgroup, &report.sealed]
-        .iter()
-        .all(|r| !matches!(r, Err(e) if e.starts_with("the probe child failed") || e.starts_with("spawn of the probe child")));
-    if ran {
-        store(dir, &name, &key, now_ms, &report);
-    }
-    let mut report = report;
+    };
     if let Ok(spec) = std::env::var("MURMUR_PROBE_DENY") {
         report.apply_simulated_denials(&spec);
     }
     report
+}
+
+/// Every mechanism probed works (those beyond the floor are "not probed").
+fn works(r: &HostReport) -> bool {
+    [&r.landlock, &r.seccomp, &r.netns, &r.pids_cgroup, &r.sealed]
+        .iter()
+        .all(|m| !matches!(m, Err(e) if !e.starts_with("not probed")))
 }
 
 /// `probe-<the first 16 hex digits of sha256(key)>.json`.
@@ -68,35 +74,59 @@ fn entry_name(key: &str) -> String {
     format!("probe-{hex}.json")
 }
 
-/// What the report depends on, as one line; None when any part cannot be read (then
-/// nothing is cached).
+/// What the report depends on, as one line; None when a part that must be there cannot be
+/// read (then nothing is cached).
 fn key(exe: &Path, floor: Class) -> Option<String> {
     let read = |p: &str| std::fs::read_to_string(p).ok().map(|s| s.trim().to_string());
+    let optional = |p: &str| read(p).unwrap_or_else(|| "-".into());
     let boot = read("/proc/sys/kernel/random/boot_id")?;
     let release = read("/proc/sys/kernel/osrelease")?;
     let version = read("/proc/sys/kernel/version")?;
     let m = std::fs::metadata(exe).ok()?;
-    let uid = rustix::process::geteuid().as_raw();
+    let (uid, gid) = (
+        rustix::process::geteuid().as_raw(),
+        rustix::process::getegid().as_raw(),
+    );
+    let ns: Vec<String> = ["user", "mnt", "pid", "net", "cgroup"]
+        .iter()
+        .map(|n| {
+            std::fs::read_link(format!("/proc/self/ns/{n}"))
+                .map(|l| l.display().to_string())
+                .unwrap_or_default()
+        })
+        .collect();
+    let status = read("/proc/self/status")?;
+    let flags: Vec<&str> = status
+        .lines()
+        .filter(|l| l.starts_with("Seccomp:") || l.starts_with("NoNewPrivs:"))
+        .collect();
+    let context = [
+        "/proc/self/cgroup",
+        "/proc/sys/user/max_user_namespaces",
+        "/proc/sys/user/max_net_namespaces",
+        "/proc/sys/kernel/unprivileged_userns_clone",
+        "/proc/sys/kernel/apparmor_restrict_unprivileged_userns",
+        "/sys/kernel/security/lsm",
+        "/proc/self/attr/current",
+    ]
+    .map(optional)
+    .join("|");
     Some(format!(
-        "v1 boot={boot} kernel={release} {version} exe={}:{}:{}:{}.{} uid={uid} floor={}",
+        "v1 boot={boot} kernel={release} {version} exe={}:{}:{}:{}.{} uid={uid} gid={gid} floor={} ns={} flags={} context={context}",
         m.dev(),
         m.ino(),
         m.size(),
         m.mtime(),
         m.mtime_nsec(),
-        floor.as_str()
+        floor.as_str(),
+        ns.join(","),
+        flags.join(","),
     ))
 }
 
 /// A fresh entry for `key`, if the directory and the entry are this user's alone.
 fn cached(dir: &Path, name: &str, key: &str, now_ms: u64) -> Option<HostReport> {
-    fsx::check_private_root(dir).ok()?;
-    let d = Dir::open(dir).ok()?;
-    let st = rustix::fs::statat(d.as_fd(), name, rustix::fs::AtFlags::SYMLINK_NOFOLLOW).ok()?;
-    if st.st_uid != rustix::process::geteuid().as_raw() || st.st_mode & 0o022 != 0 {
-        return None;
-    }
-    let bytes = d.read(name, MAX_ENTRY).ok()?;
+    let bytes = fsx::open_private(dir).ok()?.read_own(name, MAX_ENTRY).ok()?;
     let e: Entry = serde_json::from_slice(&bytes).ok()?;
     let fresh = now_ms >= e.at_ms && now_ms - e.at_ms < FRESH_MS;
     (e.key == key && fresh).then_some(e.report)
@@ -106,16 +136,13 @@ fn cached(dir: &Path, name: &str, key: &str, now_ms: u64) -> Option<HostReport> 
 /// probe, nothing else).
 fn store(dir: &Path, name: &str, key: &str, now_ms: u64, report: &HostReport) {
     use std::os::unix::fs::DirBuilderExt;
-    if std::fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(dir)
-        .is_err()
-        || fsx::check_private_root(dir).is_err()
-    {
+    let made = std::fs::DirBuilder::new().recursive(true).mode(0o700).create(dir);
+    let Ok(d) = made
+        .map_err(|_| ())
+        .and_then(|()| fsx::open_private(dir).map_err(|_| ()))
+    else {
         return;
-    }
-    let Ok(d) = Dir::open(dir) else { return };
+    };
     let entry = Entry {
         key: key.to_string(),
         at_ms: now_ms,

@@ -1,7 +1,7 @@
 //! The cost of one contained spawn: the median over 50 spawns of `/bin/true`, from the
 //! call to the spawn function to the child's exit, for each class this host backs, beside a
 //! plain `std::process::Command`. Then `mur exec --containment CLASS -- true` from process
-//! start to exit, wall time and CPU of the whole process tree (GNU time), beside one
+//! start to exit, wall time and CPU of the whole process tree (`perf stat`'s task-clock), beside one
 //! `bwrap --unshare-all` run of `true` (bubblewrap installed with apt-get when missing), with
 //! the probe cached and not, and beside another build of `mur` when MURMUR_BASELINE_MUR names
 //! one, alternated in one run. Printed, never asserted.
@@ -92,26 +92,27 @@ fn main() {
     let _ = std::fs::remove_dir_all(&work);
 }
 
-/// Run `args` under GNU time: (wall ms, CPU ms of the process and the children it waited for).
+/// Run `args` under `perf stat` (task-clock counts the process and every descendant, in
+/// microseconds): (wall ms, CPU ms).
 fn timed(args: &[&str], env: &[(&str, &str)]) -> (f64, f64) {
     let t = Instant::now();
-    let out = Command::new("/usr/bin/time")
-        .args(["-f", "@@ %U %S"])
+    let out = Command::new("perf")
+        .args(["stat", "-x", ",", "-e", "task-clock", "--"])
         .args(args)
         .envs(env.iter().copied())
         .stdout(Stdio::null())
         .output()
-        .unwrap();
+        .expect("perf (apt-get install linux-perf)");
     let wall = t.elapsed().as_secs_f64() * 1e3;
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{args:?}: {err}");
-    let line = err
+    let cpu = err
         .lines()
-        .rev()
-        .find_map(|l| l.strip_prefix("@@ "))
-        .expect("GNU time's output");
-    let cpu: f64 = line.split(' ').filter_map(|v| v.parse::<f64>().ok()).sum();
-    (wall, cpu * 1e3)
+        .find(|l| l.contains(",task-clock"))
+        .and_then(|l| l.split(',').next())
+        .and_then(|v| v.trim().parse::<f64>().ok())
+        .expect("perf's task-clock");
+    (wall, cpu)
 }
 
 fn med(mut v: Vec<f64>) -> f64 {

@@ -1,6 +1,7 @@
 //! The roost's parsed-artifact cache: a republished archive is resolved from its new bytes on
 //! the very next request, a cache fed more distinct artifacts than it may hold stays within
-//! its bounds, and an archive beyond the per-request bound is refused on its size.
+//! its bounds, an archive beyond the per-request bound is refused on its size, and one
+//! rewritten in place (size and modification time kept) is hashed again.
 
 use crate::common;
 
@@ -100,6 +101,7 @@ fn a_cache_fed_more_distinct_artifacts_than_it_may_hold_stays_within_its_bounds(
                 Resolve::Nothing,
                 &mut cache,
                 MAX_RESOLVE_BYTES,
+                murmur::clock::now_ms(),
                 |l| l.manifest.name,
             )
             .unwrap();
@@ -126,6 +128,7 @@ fn a_cache_fed_more_distinct_artifacts_than_it_may_hold_stays_within_its_bounds(
             Resolve::Nothing,
             &mut small,
             MAX_RESOLVE_BYTES,
+            murmur::clock::now_ms(),
             |_| (),
         )
         .unwrap();
@@ -198,4 +201,58 @@ fn a_fifo_in_place_of_a_sidecar_is_refused_without_hanging_the_loop() {
         )
     );
     assert_eq!(d.call("GET", "/health", &[], ""), (200, "{}".into()));
+}
+
+#[test]
+fn an_archive_rewritten_in_place_with_its_old_size_and_mtime_is_hashed_again() {
+    let tmp = TempDir::new("roost-cache-inplace");
+    let reg = tmp.path();
+    let sha = publish(reg, "w", V, "");
+    let archive = reg.join("w").join(V).join(format!("w-{V}.mur.zip"));
+    let mut cache: ParsedCache<String> = ParsedCache::new(CACHE_ENTRIES, CACHE_BYTES);
+    // As seen long after the publish: its change time has settled, so its hash is kept.
+    let later = murmur::clock::now_ms() + 60_000;
+    let resolve = |cache: &mut ParsedCache<String>| {
+        registry::resolve_cached(
+            reg,
+            "w",
+            V,
+            Resolve::Nothing,
+            cache,
+            MAX_RESOLVE_BYTES,
+            later,
+            |l| l.manifest.name,
+        )
+    };
+    assert_eq!(resolve(&mut cache).unwrap().sha256, sha);
+    assert_eq!(resolve(&mut cache).unwrap().sha256, sha);
+
+    // Other bytes of the same size, the modification time put back: only the change time
+    // (which no user can set) tells, and the next resolve hashes the file again.
+    let before = std::fs::metadata(&archive).unwrap();
+    let mut bytes = std::fs::read(&archive).unwrap();
+    let at = bytes.len() - 1;
+    bytes[at] ^= 0xff;
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    std::fs::write(&archive, &bytes).unwrap();
+    std::fs::File::options()
+        .write(true)
+        .open(&archive)
+        .unwrap()
+        .set_modified(before.modified().unwrap())
+        .unwrap();
+    let after = std::fs::metadata(&archive).unwrap();
+    assert_eq!(
+        (after.len(), after.modified().unwrap()),
+        (before.len(), before.modified().unwrap())
+    );
+    let d = resolve(&mut cache)
+        .err()
+        .expect("the rewritten archive no longer matches its sidecar");
+    assert_eq!(d.code, "E-REG-002");
+    assert!(
+        d.message.contains(&murmur::registry::sha256_hex(&bytes)),
+        "{}",
+        d.message
+    );
 }

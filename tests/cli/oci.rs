@@ -45,6 +45,15 @@ fn registry_with(t: &TempDir, name: &str, zip: &Path) -> PathBuf {
     reg
 }
 
+/// `mur push ARTIFACT TO --registry-path REG`: (exit code, stdout, stderr).
+fn push(t: &TempDir, artifact: &str, to: &str, reg: &Path) -> (Option<i32>, String, String) {
+    text(&mur(
+        t,
+        &["push", artifact, to, "--registry-path", reg.to_str().unwrap()],
+        &[],
+    ))
+}
+
 /// `mur pull FROM --registry-path REG` with `env`: (exit code, stdout, stderr).
 fn pull(t: &TempDir, from: &str, reg: &Path, env: &[(&str, &str)]) -> (Option<i32>, String, String) {
     text(&mur(
@@ -270,18 +279,8 @@ fn install_fetches_what_the_manifest_lacks_pins_it_and_a_moved_tag_changes_nothi
     let original = sha256_hex(&shipped());
     let reg1 = registry_with(&t, "reg1", &repo("artifacts/murmur-driver-openai-1.0.0.mur.zip"));
     let repo_url = r.url("murmur/murmur-driver-openai");
-    let push = text(&mur(
-        &t,
-        &[
-            "push",
-            &format!("{DRIVER}@1.0.0"),
-            &repo_url,
-            "--registry-path",
-            reg1.to_str().unwrap(),
-        ],
-        &[],
-    ));
-    assert_eq!(push.0, Some(0), "{push:?}");
+    let pushed = push(&t, &format!("{DRIVER}@1.0.0"), &repo_url, &reg1);
+    assert_eq!(pushed.0, Some(0), "{pushed:?}");
 
     let capsule = t.path().join("capsule");
     std::fs::create_dir_all(capsule.join(".murmur")).unwrap();
@@ -326,18 +325,8 @@ fn install_fetches_what_the_manifest_lacks_pins_it_and_a_moved_tag_changes_nothi
     let moved = sha256_hex(&std::fs::read(&altered).unwrap());
     assert_ne!(moved, original);
     let reg_alt = registry_with(&t, "reg-alt", &altered);
-    let push = text(&mur(
-        &t,
-        &[
-            "push",
-            &format!("{DRIVER}@1.0.0"),
-            &repo_url,
-            "--registry-path",
-            reg_alt.to_str().unwrap(),
-        ],
-        &[],
-    ));
-    assert_eq!(push.0, Some(0), "{push:?}");
+    let pushed = push(&t, &format!("{DRIVER}@1.0.0"), &repo_url, &reg_alt);
+    assert_eq!(pushed.0, Some(0), "{pushed:?}");
 
     // With the lock, the pinned digest is fetched: the moved tag changes nothing.
     let reg3 = t.path().join("reg3");
@@ -734,19 +723,9 @@ fn a_blob_over_a_mebibyte_prints_progress_and_arrives_whole() {
     ));
     assert_eq!(built.0, Some(0), "{built:?}");
     let reg1 = registry_with(&t, "reg1", &zip);
-    let push = text(&mur(
-        &t,
-        &[
-            "push",
-            "big@1.0.0",
-            &r.url("bench/big"),
-            "--registry-path",
-            reg1.to_str().unwrap(),
-        ],
-        &[],
-    ));
-    assert_eq!(push.0, Some(0), "{push:?}");
-    assert!(push.2.starts_with("mur: pushing the archive ("), "{}", push.2);
+    let pushed = push(&t, "big@1.0.0", &r.url("bench/big"), &reg1);
+    assert_eq!(pushed.0, Some(0), "{pushed:?}");
+    assert!(pushed.2.starts_with("mur: pushing the archive ("), "{}", pushed.2);
     let reg2 = t.path().join("reg2");
     let (code, out, err) = pull(&t, &r.url("bench/big:1.0.0"), &reg2, &[]);
     assert_eq!(code, Some(0), "{out}{err}");

@@ -96,17 +96,7 @@ fn a_child_is_pinned_at_its_first_delegation_and_other_bytes_are_refused_after()
         "{lock}"
     );
     // `mur lock` rewriting every pin keeps the child's.
-    let out = std::process::Command::new(MUR)
-        .args([
-            "lock",
-            "--manifest",
-            manifest.to_str().unwrap(),
-            "--registry-path",
-            f.reg.to_str().unwrap(),
-        ])
-        .env("HOME", &f.home)
-        .output()
-        .unwrap();
+    let out = mur_lock(&f, &manifest, &[]);
     assert_eq!(out.status.code(), Some(0), "{out:?}");
     assert_eq!(std::fs::read_to_string(dir.join("murmur.lock")).unwrap(), lock);
 

@@ -3,14 +3,9 @@
 //! once per distinct content rather than once per request.
 //!
 //! The key is the hash of the very bytes the value was parsed from, so an entry can never
-//! describe other bytes: a republished archive hashes to a new key and misses. The hash of
-//! an archive file is remembered with the file's identity (device, inode, size, modification
-//! and change times, as `fstat` of the opened file gives them): a resolve that opens the
-//! same unchanged file skips reading and hashing it (see [`super::store::resolve_cached`]).
-//! Any write to the file, a rename over it or a `utimes` moves its change time, which no
-//! user can set; an identity whose change time was within [`RACY_MS`] of the moment it was
-//! hashed is not remembered, as a write in the same timestamp tick could leave it
-//! unchanged. Bounded by entries and by bytes (each
+//! describe other bytes: a republished archive hashes to a new key and misses. Every resolve
+//! still reads and hashes the archive (see [`super::store::resolve_cached`]); only the
+//! inflate and the YAML parse are skipped on a hit. Bounded by entries and by bytes (each
 //! entry weighs the manifest text it was parsed from plus [`ENTRY_OVERHEAD`]), evicting the
 //! least recently used. One cache serves one [`crate::manifest::Resolve`] mode and one
 //! environment: its owner must never feed it parses made under another.
@@ -37,37 +32,9 @@ struct Cached<V> {
     used: u64,
 }
 
-/// How recent a change time may be for its file's hash to be remembered.
-pub const RACY_MS: u64 = 2_000;
-
-/// What `fstat` says of an opened archive: device, inode, size, modification and change
-/// times (seconds and nanoseconds).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct FileIdentity {
-    pub dev: u64,
-    pub ino: u64,
-    pub size: u64,
-    pub mtime: (i64, i64),
-    pub ctime: (i64, i64),
-}
-
-impl FileIdentity {
-    /// Whether the change time is at least [`RACY_MS`] before `now_ms` (unix ms).
-    fn settled(&self, now_ms: u64) -> bool {
-        let ctime_ms = self
-            .ctime
-            .0
-            .saturating_mul(1000)
-            .saturating_add(self.ctime.1 / 1_000_000);
-        u64::try_from(ctime_ms).is_ok_and(|c| c.saturating_add(RACY_MS) <= now_ms)
-    }
-}
-
 /// The cache. Not shared between threads: the roost's loop owns it.
 pub struct ParsedCache<V> {
     entries: HashMap<[u8; 32], Cached<V>>,
-    /// Archive path → the identity it had when hashed, and the hash.
-    hashed: HashMap<std::path::PathBuf, (FileIdentity, [u8; 32])>,
     max_entries: usize,
     max_bytes: usize,
     bytes: usize,
@@ -81,40 +48,12 @@ impl<V> ParsedCache<V> {
     pub fn new(max_entries: usize, max_bytes: usize) -> ParsedCache<V> {
         ParsedCache {
             entries: HashMap::with_capacity(max_entries.min(1024)),
-            hashed: HashMap::new(),
             max_entries: max_entries.max(1),
             max_bytes,
             bytes: 0,
             tick: 0,
             scratch: Vec::new(),
         }
-    }
-
-    /// The hash remembered for the archive at `path` when it still has identity `id`.
-    pub fn hash_of(&self, path: &std::path::Path, id: &FileIdentity) -> Option<[u8; 32]> {
-        self.hashed
-            .get(path)
-            .filter(|(seen, _)| seen == id)
-            .map(|(_, h)| *h)
-    }
-
-    /// Remember that the archive at `path`, with identity `id`, hashed to `hash`, unless
-    /// its change time is too recent at `now_ms` to vouch for the bytes. Bounded like the
-    /// entries: past the bound, everything remembered is forgotten.
-    pub fn remember(&mut self, path: &std::path::Path, id: FileIdentity, hash: [u8; 32], now_ms: u64) {
-        if !id.settled(now_ms) {
-            self.hashed.remove(path);
-            return;
-        }
-        if self.hashed.len() >= self.max_entries && !self.hashed.contains_key(path) {
-            self.hashed.clear();
-        }
-        self.hashed.insert(path.to_path_buf(), (id, hash));
-    }
-
-    /// Whether an entry for content hash `key` is held (its recency untouched).
-    pub fn holds(&self, key: &[u8; 32]) -> bool {
-        self.entries.contains_key(key)
     }
 
     /// The entry for content hash `key`, marked most recently used.
@@ -180,40 +119,6 @@ impl<V> ParsedCache<V> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn id(size: u64, ctime_s: i64) -> FileIdentity {
-        FileIdentity {
-            dev: 1,
-            ino: 2,
-            size,
-            mtime: (ctime_s, 0),
-            ctime: (ctime_s, 0),
-        }
-    }
-
-    #[test]
-    fn a_hash_is_remembered_for_its_identity_only_once_its_change_time_settled() {
-        let mut c: ParsedCache<u8> = ParsedCache::new(2, 1 << 20);
-        let p = std::path::Path::new("/r/a.mur.zip");
-        c.remember(p, id(10, 100), [7; 32], 100_000 + RACY_MS);
-        assert_eq!(c.hash_of(p, &id(10, 100)), Some([7; 32]));
-        assert_eq!(c.hash_of(p, &id(11, 100)), None, "another size");
-        assert_eq!(c.hash_of(p, &id(10, 101)), None, "another change time");
-        assert_eq!(
-            c.hash_of(std::path::Path::new("/r/b.mur.zip"), &id(10, 100)),
-            None
-        );
-        // Changed within the racy window: forgotten, not remembered.
-        c.remember(p, id(10, 200), [8; 32], 200_000 + RACY_MS - 1);
-        assert_eq!(c.hash_of(p, &id(10, 200)), None);
-        assert_eq!(c.hash_of(p, &id(10, 100)), None);
-        // Bounded.
-        for n in 0..5u8 {
-            let q = std::path::PathBuf::from(format!("/r/{n}"));
-            c.remember(&q, id(1, 1), [n; 32], 10_000);
-            assert!(c.hashed.len() <= 2);
-        }
-    }
 
     fn art(n: u8) -> Artifact<u8> {
         Artifact {

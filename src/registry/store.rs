@@ -317,15 +317,12 @@ pub struct CachedResolve<V> {
 /// Largest read buffer a cache keeps between resolves.
 const KEEP_SCRATCH: usize = 1 << 20;
 
-/// [`resolve`] for a daemon that resolves per request: the same checks in the same order
-/// (the archive's bytes hashed, the sidecar required to agree, the packed manifest required
-/// to carry the coordinates asked), but the inflate, the parse and `lower` run only when
-/// `cache` holds nothing for that hash, and the archive is read and hashed only when the
-/// opened file's identity is not the one `cache` remembers for it (see
-/// [`ParsedCache::hash_of`]; `now_ms` judges whether a change time has settled). An archive
-/// larger than `max_bytes` is refused on its size, before it is read (key
-/// [`ARCHIVE_TOO_LARGE`]). `cache` must only ever see one `resolve` mode.
-#[allow(clippy::too_many_arguments)]
+/// [`resolve`] for a daemon that resolves per request: the same reads and checks in the
+/// same order (read the archive, hash the bytes read, require the sidecar to agree, require
+/// the packed manifest to carry the coordinates asked), but the inflate, the parse and
+/// `lower` run only when `cache` holds nothing for that hash. An archive larger than
+/// `max_bytes` is refused on its size, before it is read (key [`ARCHIVE_TOO_LARGE`]).
+/// `cache` must only ever see one `resolve` mode.
 pub fn resolve_cached<V>(
     root: &Path,
     full: &str,
@@ -333,38 +330,25 @@ pub fn resolve_cached<V>(
     resolve: Resolve<'_>,
     cache: &mut ParsedCache<V>,
     max_bytes: u64,
-    now_ms: u64,
     lower: impl FnOnce(Loaded) -> V,
 ) -> Result<CachedResolve<V>, Diagnostic> {
     let name = coordinates(full, version)?;
     let location = locate(root, &name, version);
-    let max = max_bytes.min(MAX_ARCHIVE_BYTES);
-    let (file, id) =
-        open_identified(&location.archive).map_err(|e| read_error(full, version, &location, e))?;
-    if id.size > max {
-        return Err(too_large(id.size, max_bytes));
-    }
     let mut buf = std::mem::take(&mut cache.scratch);
-    buf.clear();
+    let read = read_bounded(&location.archive, &mut buf, max_bytes.min(MAX_ARCHIVE_BYTES));
     let answer = (|| {
-        // The bytes are skipped only when what they parsed to is still held.
-        let known = cache.hash_of(&location.archive, &id).filter(|h| cache.holds(h));
-        let digest = match known {
-            Some(h) => h,
-            None => {
-                // Read from the descriptor whose identity was taken.
-                (&file)
-                    .take(max + 1)
-                    .read_to_end(&mut buf)
-                    .map_err(|e| read_error(full, version, &location, e))?;
-                if buf.len() as u64 > max {
-                    return Err(too_large(buf.len() as u64, max_bytes));
-                }
-                let digest = sha256_bytes(&buf);
-                cache.remember(&location.archive, id, digest, now_ms);
-                digest
+        match read {
+            Ok(None) => {}
+            Ok(Some(size)) => {
+                return Err(Diagnostic::new(
+                    code::IO_READ,
+                    ARCHIVE_TOO_LARGE,
+                    format!("the archive is {size} bytes, more than the {max_bytes} a resolve here may read"),
+                ))
             }
-        };
+            Err(e) => return Err(read_error(full, version, &location, e)),
+        }
+        let digest = sha256_bytes(&buf);
         let sha256 = hex(&digest);
         check_sidecar(full, version, &location, &sha256)?;
         let artifact = match cache.get(&digest) {
@@ -388,29 +372,6 @@ pub fn resolve_cached<V>(
         cache.scratch = buf;
     }
     answer
-}
-
-/// The archive-size refusal of [`resolve_cached`].
-fn too_large(size: u64, max_bytes: u64) -> Diagnostic {
-    Diagnostic::new(
-        code::IO_READ,
-        ARCHIVE_TOO_LARGE,
-        format!("the archive is {size} bytes, more than the {max_bytes} a resolve here may read"),
-    )
-}
-
-/// `path` opened as [`open_regular`] opens it, and its identity from the descriptor.
-fn open_identified(path: &Path) -> std::io::Result<(std::fs::File, super::cache::FileIdentity)> {
-    let (file, _) = open_regular(path)?;
-    let st = rustix::fs::fstat(&file)?;
-    let id = super::cache::FileIdentity {
-        dev: st.st_dev,
-        ino: st.st_ino,
-        size: st.st_size as u64,
-        mtime: (st.st_mtime, st.st_mtime_nsec as i64),
-        ctime: (st.st_ctime, st.st_ctime_nsec as i64),
-    };
-    Ok((file, id))
 }
 
 /// Read `path` into `buf` (cleared first) unless it is larger than `max`: `Ok(Some(size))`

@@ -124,12 +124,7 @@ fn field<'a>(map: &'a serde_json::Map<String, Value>, key: &str) -> Result<&'a s
 impl Roost {
     /// Resolve `name@version` as the daemon sees it: bytes hashed as read, `${NAME}`
     /// references from the daemon's environment except `inference.api_key`.
-    fn resolve(
-        &mut self,
-        name: &str,
-        version: &str,
-        now_ms: u64,
-    ) -> Result<CachedResolve<Arc<Grants>>, Response> {
+    fn resolve(&mut self, name: &str, version: &str) -> Result<CachedResolve<Arc<Grants>>, Response> {
         let env = &self.env;
         let lookup = |var: &str| env(var);
         registry::resolve_cached(
@@ -139,7 +134,6 @@ impl Roost {
             Resolve::AllButApiKey(&lookup),
             &mut self.cache,
             MAX_RESOLVE_BYTES,
-            now_ms,
             lower,
         )
         .map_err(|d| {
@@ -219,7 +213,7 @@ impl Roost {
         if children >= self.config.max_concurrent as usize {
             return Response::error(403, &msg::concurrency(self.config.max_concurrent, children));
         }
-        let resolved = match self.resolve(&name, &version, now_ms) {
+        let resolved = match self.resolve(&name, &version) {
             Ok(r) => r,
             Err(resp) => return resp,
         };
@@ -275,13 +269,13 @@ impl Roost {
                 if !self.config.spawn_allow.contains(&name) {
                     return Response::error(403, &msg::not_in_global_list(&name));
                 }
-                match self.resolve(&name, &version, now_ms) {
+                match self.resolve(&name, &version) {
                     Ok(r) => (None, self.config.max_depth, None, r),
                     Err(resp) => return resp,
                 }
             }
             Some(token) => {
-                let resolved = match self.resolve(&name, &version, now_ms) {
+                let resolved = match self.resolve(&name, &version) {
                     Ok(r) => r,
                     Err(resp) => return resp,
                 };

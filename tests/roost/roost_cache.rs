@@ -101,7 +101,6 @@ fn a_cache_fed_more_distinct_artifacts_than_it_may_hold_stays_within_its_bounds(
                 Resolve::Nothing,
                 &mut cache,
                 MAX_RESOLVE_BYTES,
-                murmur::clock::now_ms(),
                 |l| l.manifest.name,
             )
             .unwrap();
@@ -128,7 +127,6 @@ fn a_cache_fed_more_distinct_artifacts_than_it_may_hold_stays_within_its_bounds(
             Resolve::Nothing,
             &mut small,
             MAX_RESOLVE_BYTES,
-            murmur::clock::now_ms(),
             |_| (),
         )
         .unwrap();
@@ -210,25 +208,16 @@ fn an_archive_rewritten_in_place_with_its_old_size_and_mtime_is_hashed_again() {
     let sha = publish(reg, "w", V, "");
     let archive = reg.join("w").join(V).join(format!("w-{V}.mur.zip"));
     let mut cache: ParsedCache<String> = ParsedCache::new(CACHE_ENTRIES, CACHE_BYTES);
-    // As seen long after the publish: its change time has settled, so its hash is kept.
-    let later = murmur::clock::now_ms() + 60_000;
     let resolve = |cache: &mut ParsedCache<String>| {
-        registry::resolve_cached(
-            reg,
-            "w",
-            V,
-            Resolve::Nothing,
-            cache,
-            MAX_RESOLVE_BYTES,
-            later,
-            |l| l.manifest.name,
-        )
+        registry::resolve_cached(reg, "w", V, Resolve::Nothing, cache, MAX_RESOLVE_BYTES, |l| {
+            l.manifest.name
+        })
     };
     assert_eq!(resolve(&mut cache).unwrap().sha256, sha);
     assert_eq!(resolve(&mut cache).unwrap().sha256, sha);
 
-    // Other bytes of the same size, the modification time put back: only the change time
-    // (which no user can set) tells, and the next resolve hashes the file again.
+    // Other bytes of the same size, the modification time put back: the next resolve still
+    // hashes what is on disk (a cache keyed by the file's identity would have to see it).
     let before = std::fs::metadata(&archive).unwrap();
     let mut bytes = std::fs::read(&archive).unwrap();
     let at = bytes.len() - 1;

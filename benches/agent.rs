@@ -11,6 +11,9 @@
 //!
 //! - hooks: the same skill turns with a blocking no-op hook bound to every session event,
 //!   and with an async hook, against the warm skill-turn median.
+//! - the history: a 41-turn session with an advisory `true` shell call per turn, its early
+//!   turns (2 to 6) against its late ones (36 to 40), and the whole session's CPU (`perf
+//!   stat`'s task-clock of `mur` and its children) per turn.
 //!
 //! Run: `cargo bench --bench agent` (`MURMUR_BENCH_MUR=PATH` measures another build of `mur`).
 
@@ -68,17 +71,32 @@ fn setup() -> Setup {
     Setup { base, registry }
 }
 
-/// One 20-turn session; the gaps between consecutive model requests and the time from
-/// launch to the first request.
-fn session(
-    s: &Setup,
-    label: &str,
-    cache: &Path,
-    tool: (&str, serde_json::Value),
-    containment: &str,
-    hooks: &str,
-) -> Option<(Duration, Vec<Duration>)> {
-    let mut script: Vec<Step> = (0..TURNS - 1)
+/// One session of `turns` turns; the time from launch to the first request, the gaps
+/// between consecutive model requests, and (with `cpu`, through `perf stat`) the CPU of
+/// `mur` and its children in ms.
+struct Session<'a> {
+    label: &'a str,
+    cache: &'a Path,
+    tool: (&'a str, serde_json::Value),
+    containment: &'a str,
+    hooks: &'a str,
+    turns: usize,
+    cpu: bool,
+}
+
+type Measured = (Duration, Vec<Duration>, Option<f64>);
+
+fn session(s: &Setup, o: Session<'_>) -> Option<Measured> {
+    let Session {
+        label,
+        cache,
+        tool,
+        containment,
+        hooks,
+        turns,
+        cpu,
+    } = o;
+    let mut script: Vec<Step> = (0..turns - 1)
         .map(|i| Step::tool(&format!("c{i}"), tool.0, tool.1.clone()))
         .collect();
     script.push(Step::text("done"));
@@ -93,14 +111,21 @@ fn session(
     std::fs::write(
         dir.join("murmur.yaml"),
         format!(
-            "name: bench-agent\nversion: 0.1.0\nartifacts:\n  - {{name: murmur-driver-openai, version: 1.0.0, runtime: driver}}\n  - {{name: note, version: 1.0.0, runtime: skill}}\n{hooks}capabilities:\n  network: {{allow: [\"http://127.0.0.1:{}\"]}}\n  containment: {containment}\n{shell}inference:\n  endpoint: {}\n  model: mock\n  driver: {{artifact: murmur-driver-openai}}\n  max_turns: {TURNS}\n",
+            "name: bench-agent\nversion: 0.1.0\nartifacts:\n  - {{name: murmur-driver-openai, version: 1.0.0, runtime: driver}}\n  - {{name: note, version: 1.0.0, runtime: skill}}\n{hooks}capabilities:\n  network: {{allow: [\"http://127.0.0.1:{}\"]}}\n  containment: {containment}\n{shell}inference:\n  endpoint: {}\n  model: mock\n  driver: {{artifact: murmur-driver-openai}}\n  max_turns: {turns}\n",
             mock.port(),
             mock.base_openai()
         ),
     )
     .unwrap();
     let t0 = Instant::now();
-    let out = Command::new(mur_binary())
+    let mut cmd = if cpu {
+        let mut c = Command::new("perf");
+        c.args(["stat", "-x", ",", "-e", "task-clock", "--", &mur_binary()]);
+        c
+    } else {
+        Command::new(mur_binary())
+    };
+    let out = cmd
         .args(["run", "--manifest"])
         .arg(dir.join("murmur.yaml"))
         .arg("--registry-path")
@@ -119,10 +144,14 @@ fn session(
         return None;
     }
     let reqs = mock.model_requests();
-    assert_eq!(reqs.len(), TURNS, "one request per turn");
+    assert_eq!(reqs.len(), turns, "one request per turn");
     let first = reqs[0].at.duration_since(t0);
     let gaps = reqs.windows(2).map(|w| w[1].at.duration_since(w[0].at)).collect();
-    Some((first, gaps))
+    let used = String::from_utf8_lossy(&out.stderr)
+        .lines()
+        .find(|l| l.contains(",task-clock"))
+        .and_then(|l| l.split(',').next().and_then(|v| v.trim().parse::<f64>().ok()));
+    Some((first, gaps, used))
 }
 
 fn direct_true() -> Duration {
@@ -146,7 +175,8 @@ fn main() {
         if fresh {
             let _ = std::fs::remove_dir_all(&cache);
         }
-        let Some((first, mut gaps)) = session(&s, label, &cache, skill.clone(), "advisory", "") else {
+        let Some((first, mut gaps, _)) = session(&s, plain(label, &cache, skill.clone(), "advisory", ""))
+        else {
             continue;
         };
         let p50 = pct(&mut gaps, 0.5);
@@ -170,7 +200,7 @@ fn main() {
             "  - {name: hook-async-recorder, version: 1.0.0, runtime: hook, capabilities: {filesystem: {scope: hook-state}}}\n",
         ),
     ] {
-        let Some((_, mut gaps)) = session(&s, label, &cache, skill.clone(), "advisory", hooks) else {
+        let Some((_, mut gaps, _)) = session(&s, plain(label, &cache, skill.clone(), "advisory", hooks)) else {
             continue;
         };
         let p50 = pct(&mut gaps, 0.5);
@@ -189,13 +219,10 @@ fn main() {
         ms(own)
     );
     for class in ["advisory", "scoped", "sealed"] {
-        let Some((_, mut gaps)) = session(
+        let label = format!("shell-{class}");
+        let Some((_, mut gaps, _)) = session(
             &s,
-            &format!("shell-{class}"),
-            &cache,
-            ("true", json!({"command": ""})),
-            class,
-            "",
+            plain(&label, &cache, ("true", json!({"command": ""})), class, ""),
         ) else {
             continue;
         };
@@ -209,7 +236,54 @@ fn main() {
             ms(p50.saturating_sub(skill_p50).saturating_sub(own))
         );
     }
+    history(&s, &cache);
     let _ = std::fs::remove_dir_all(&s.base);
+}
+
+/// A 20-turn session without `perf`.
+fn plain<'a>(
+    label: &'a str,
+    cache: &'a Path,
+    tool: (&'a str, serde_json::Value),
+    containment: &'a str,
+    hooks: &'a str,
+) -> Session<'a> {
+    Session {
+        label,
+        cache,
+        tool,
+        containment,
+        hooks,
+        turns: TURNS,
+        cpu: false,
+    }
+}
+
+/// Turn cost against the history's length: 41 turns, an advisory `true` call each.
+fn history(s: &Setup, cache: &Path) {
+    const LONG: usize = 41;
+    let o = Session {
+        turns: LONG,
+        cpu: true,
+        ..plain("history", cache, ("true", json!({"command": ""})), "advisory", "")
+    };
+    let Some((_, gaps, cpu)) = session(s, o) else {
+        return;
+    };
+    // gaps[i] is the turn that follows request i + 1: turn 2 is gaps[0].
+    let early = pct(&mut gaps[0..5].to_vec(), 0.5);
+    let late = pct(&mut gaps[LONG - 6..LONG - 1].to_vec(), 0.5);
+    println!(
+        "  {LONG}-turn session, advisory `true` per turn: turns 2-6 p50 {}, turns 36-40 p50 {} ({:.2}x){}",
+        ms(early),
+        ms(late),
+        late.as_secs_f64() / early.as_secs_f64().max(1e-9),
+        cpu.map(|c| format!(
+            "; CPU {:.2} ms per turn (whole session, mur and children)",
+            c / LONG as f64
+        ))
+        .unwrap_or_else(|| "; CPU: perf not installed".into())
+    );
 }
 
 /// The `mur` measured: this build's, or `MURMUR_BENCH_MUR` (another build, such as an

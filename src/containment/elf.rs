@@ -4,6 +4,7 @@
 //! the parser is fuzzed (`fuzz/fuzz_targets/elf.rs`).
 
 use std::collections::BTreeSet;
+use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
 
 /// What one ELF file asks for.
@@ -14,25 +15,45 @@ pub struct Needs {
     pub runpath: Vec<String>,
 }
 
-fn u16_at(b: &[u8], off: usize) -> Option<u16> {
-    Some(u16::from_le_bytes(
-        b.get(off..off.checked_add(2)?)?.try_into().ok()?,
-    ))
-}
-fn u32_at(b: &[u8], off: usize) -> Option<u32> {
-    Some(u32::from_le_bytes(
-        b.get(off..off.checked_add(4)?)?.try_into().ok()?,
-    ))
-}
-fn u64_at(b: &[u8], off: usize) -> Option<u64> {
-    Some(u64::from_le_bytes(
-        b.get(off..off.checked_add(8)?)?.try_into().ok()?,
-    ))
-}
-fn cstr_at(b: &[u8], off: usize) -> Option<String> {
-    let rest = b.get(off..)?;
-    let end = rest.iter().position(|&c| c == 0)?;
-    String::from_utf8(rest[..end].to_vec()).ok()
+/// A string (an interpreter path, a library name, a run path) is read in pieces of this
+/// many bytes until its NUL...
+const STR_PIECE: usize = 4096;
+/// ...up to this length (a run path of a Nix or Guix binary can name a hundred directories).
+const MAX_STR: usize = 64 << 10;
+
+/// Positional reads of an ELF file: `len` bytes at `off`, fewer at its end. The parser asks
+/// only for the header, the program headers, the dynamic section and the strings it names,
+/// so a file on disk is read in a few small pieces rather than whole.
+struct At<'a>(&'a mut dyn FnMut(u64, usize) -> Option<Vec<u8>>);
+
+impl At<'_> {
+    fn exact<const N: usize>(&mut self, off: u64) -> Option<[u8; N]> {
+        (self.0)(off, N)?.get(..N)?.try_into().ok()
+    }
+    fn u16(&mut self, off: u64) -> Option<u16> {
+        self.exact(off).map(u16::from_le_bytes)
+    }
+    fn u32(&mut self, off: u64) -> Option<u32> {
+        self.exact(off).map(u32::from_le_bytes)
+    }
+    fn u64(&mut self, off: u64) -> Option<u64> {
+        self.exact(off).map(u64::from_le_bytes)
+    }
+    fn cstr(&mut self, off: u64) -> Option<String> {
+        let mut s = Vec::new();
+        while s.len() < MAX_STR {
+            let piece = (self.0)(off.checked_add(s.len() as u64)?, STR_PIECE)?;
+            if let Some(end) = piece.iter().position(|&c| c == 0) {
+                s.extend_from_slice(&piece[..end]);
+                return String::from_utf8(s).ok();
+            }
+            if piece.len() < STR_PIECE {
+                return None;
+            }
+            s.extend_from_slice(&piece);
+        }
+        None
+    }
 }
 
 const PT_LOAD: u32 = 1;
@@ -45,12 +66,23 @@ const DT_RUNPATH: u64 = 29;
 
 /// Parse `b`; `None` when it is not a well-formed little-endian ELF64 file.
 pub fn parse(b: &[u8]) -> Option<Needs> {
-    if b.get(..4)? != b"\x7fELF" || *b.get(4)? != 2 || *b.get(5)? != 1 {
+    parse_at(&mut |off, len| {
+        let start = usize::try_from(off).ok()?;
+        let end = start.saturating_add(len).min(b.len());
+        b.get(start..end).map(<[u8]>::to_vec)
+    })
+}
+
+/// [`parse`] over positional reads (`read(off, len)`: up to `len` bytes at `off`).
+fn parse_at(read: &mut dyn FnMut(u64, usize) -> Option<Vec<u8>>) -> Option<Needs> {
+    let mut b = At(read);
+    let ident: [u8; 6] = b.exact(0)?;
+    if ident[..4] != *b"\x7fELF" || ident[4] != 2 || ident[5] != 1 {
         return None;
     }
-    let phoff = usize::try_from(u64_at(b, 0x20)?).ok()?;
-    let phentsize = usize::from(u16_at(b, 0x36)?);
-    let phnum = usize::from(u16_at(b, 0x38)?);
+    let phoff = b.u64(0x20)?;
+    let phentsize = u64::from(b.u16(0x36)?);
+    let phnum = u64::from(b.u16(0x38)?);
     if phentsize < 56 || phnum > 512 {
         return None;
     }
@@ -59,12 +91,12 @@ pub fn parse(b: &[u8]) -> Option<Needs> {
     let mut dynamic = None;
     for i in 0..phnum {
         let ph = phoff.checked_add(i.checked_mul(phentsize)?)?;
-        let kind = u32_at(b, ph)?;
-        let offset = u64_at(b, ph.checked_add(8)?)?;
-        let vaddr = u64_at(b, ph.checked_add(16)?)?;
-        let filesz = u64_at(b, ph.checked_add(32)?)?;
+        let kind = b.u32(ph)?;
+        let offset = b.u64(ph.checked_add(8)?)?;
+        let vaddr = b.u64(ph.checked_add(16)?)?;
+        let filesz = b.u64(ph.checked_add(32)?)?;
         match kind {
-            PT_INTERP => needs.interp = cstr_at(b, usize::try_from(offset).ok()?),
+            PT_INTERP => needs.interp = b.cstr(offset),
             PT_LOAD => loads.push((vaddr, offset, filesz)),
             PT_DYNAMIC => dynamic = Some((offset, filesz)),
             _ => {}
@@ -75,10 +107,10 @@ pub fn parse(b: &[u8]) -> Option<Needs> {
     };
     let mut entries = Vec::new();
     let mut strtab_vaddr = None;
-    let count = usize::try_from(dyn_size / 16).ok()?.min(4096);
+    let count = (dyn_size / 16).min(4096);
     for i in 0..count {
-        let at = usize::try_from(dyn_off).ok()?.checked_add(i * 16)?;
-        let (tag, val) = (u64_at(b, at)?, u64_at(b, at.checked_add(8)?)?);
+        let at = dyn_off.checked_add(i * 16)?;
+        let (tag, val) = (b.u64(at)?, b.u64(at.checked_add(8)?)?);
         match tag {
             0 => break,
             DT_STRTAB => strtab_vaddr = Some(val),
@@ -93,11 +125,7 @@ pub fn parse(b: &[u8]) -> Option<Needs> {
             .and_then(|(vaddr, off, _)| (v - vaddr).checked_add(*off))
     })?;
     for (tag, val) in entries {
-        let Some(s) = strtab
-            .checked_add(val)
-            .and_then(|o| usize::try_from(o).ok())
-            .and_then(|o| cstr_at(b, o))
-        else {
+        let Some(s) = strtab.checked_add(val).and_then(|o| b.cstr(o)) else {
             continue;
         };
         match tag {
@@ -126,18 +154,34 @@ pub fn lib_dirs() -> impl Iterator<Item = &'static str> {
     ARCH_LIB_DIRS.iter().copied().chain(["/lib", "/usr/lib"])
 }
 /// `binary`, its loader and its library closure, canonicalised. Names that cannot be found
-/// are skipped: the program then fails to start, which is a refusal, not an escape.
+/// are skipped: the program then fails to start, which is a refusal, not an escape. Only
+/// regular files are kept (a binary swapped for a directory, or a symlink to one, would
+/// grant the whole tree), and of the loader and libraries only those that are ELF: no loader
+/// could map anything else, and the names are the binary's to choose (a run path of
+/// `/home/u/.ssh` and a library named `id_ed25519` would otherwise grant that key).
 pub fn closure(binary: &Path) -> BTreeSet<PathBuf> {
     let mut seen = BTreeSet::new();
     let mut todo = vec![binary.to_path_buf()];
+    // The binary itself is the first taken; the rest are its dependencies.
+    let mut first = true;
     while let Some(p) = todo.pop() {
         let Ok(real) = std::fs::canonicalize(&p) else {
             continue;
         };
-        if !seen.insert(real.clone()) || seen.len() > 256 {
+        if seen.contains(&real) || seen.len() > 256 {
             continue;
         }
-        let Some(needs) = needs_of(&real) else { continue };
+        // Not a regular file: nothing is granted, the binary included (it then fails to
+        // start).
+        let Some(needs) = needs_of(&real) else {
+            continue;
+        };
+        if needs.is_none() && !first {
+            continue;
+        }
+        first = false;
+        seen.insert(real);
+        let Some(needs) = needs else { continue };
         if let Some(i) = &needs.interp {
             todo.push(PathBuf::from(i));
         }
@@ -158,44 +202,107 @@ pub fn closure(binary: &Path) -> BTreeSet<PathBuf> {
     seen
 }
 
-/// What `real` needs, parsed once per process for each file version (path, device,
-/// inode, size, mtime): every contained spawn computes the closure of every allowed binary,
-/// and reading libc or an interpreter whole each time cost most of a spawn. A file changed
-/// in place with identical metadata could give stale answers; the worst outcome is a
-/// program that fails to start (a missing grant) or a library's read/execute grant kept.
-fn needs_of(real: &Path) -> Option<Needs> {
+/// What the regular file `real` needs (`Some(None)` when it is not ELF), parsed once per
+/// process for each file version (path, device, inode, size, mtime, as the opened
+/// descriptor says): every contained spawn computes the closure of every allowed binary.
+/// `None` when `real` is not a regular file: a directory, a FIFO, a device or a symlink is
+/// never opened for reading, let alone granted. A file changed in place with identical
+/// metadata could give stale answers; the worst outcome is a program that fails to start
+/// (a missing grant) or a library's read/execute grant kept.
+fn needs_of(real: &Path) -> Option<Option<Needs>> {
     use std::collections::HashMap;
-    use std::os::unix::fs::MetadataExt;
+    use std::os::unix::fs::FileExt;
     use std::sync::{Mutex, OnceLock};
-    type Key = (PathBuf, u64, u64, u64, i64, i64);
+    // The status fields' types differ between architectures; i128 holds each of them.
+    type Key = (PathBuf, i128, i128, i128, i128, i128);
     static CACHE: OnceLock<Mutex<HashMap<Key, Option<Needs>>>> = OnceLock::new();
-    let m = std::fs::metadata(real).ok()?;
+    let (handle, st) = regular_handle(real)?;
     let key = (
         real.to_path_buf(),
-        m.dev(),
-        m.ino(),
-        m.size(),
-        m.mtime(),
-        m.mtime_nsec(),
+        i128::from(st.st_dev),
+        i128::from(st.st_ino),
+        i128::from(st.st_size),
+        i128::from(st.st_mtime),
+        i128::from(st.st_mtime_nsec),
     );
     let cache = CACHE.get_or_init(|| Mutex::new(HashMap::new()));
     if let Some(hit) = cache.lock().unwrap_or_else(|p| p.into_inner()).get(&key) {
-        return hit.clone();
+        return Some(hit.clone());
     }
-    let needs = read_head(real).ok().and_then(|b| parse(&b));
+    let needs = match reopen(&handle, &st) {
+        Some(file) => parse_by_reads(&mut |buf, off| file.read_at(buf, off)),
+        None => return None,
+    };
     let mut c = cache.lock().unwrap_or_else(|p| p.into_inner());
     if c.len() > 4096 {
         c.clear();
     }
     c.insert(key, needs.clone());
-    needs
+    Some(needs)
 }
 
-fn read_head(p: &Path) -> std::io::Result<Vec<u8>> {
-    use std::io::Read;
-    let mut buf = Vec::new();
-    std::fs::File::open(p)?.take(64 << 20).read_to_end(&mut buf)?;
-    Ok(buf)
+/// An `O_PATH` handle on `real` (which runs no device's open and blocks on no FIFO) and its
+/// status, when it is a regular file.
+fn regular_handle(real: &Path) -> Option<(OwnedFd, rustix::fs::Stat)> {
+    use rustix::fs::{self as rfs, FileType, Mode, OFlags};
+    let handle = rfs::open(
+        real,
+        OFlags::PATH | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+        Mode::empty(),
+    )
+    .ok()?;
+    let st = rfs::fstat(&handle).ok()?;
+    (FileType::from_raw_mode(st.st_mode) == FileType::RegularFile).then_some((handle, st))
+}
+
+/// The inode `handle` names (status `st`), opened for reading through it: no path is
+/// resolved again.
+fn reopen(handle: &OwnedFd, st: &rustix::fs::Stat) -> Option<std::fs::File> {
+    use rustix::fs::{self as rfs, Mode, OFlags};
+    use std::os::fd::AsRawFd;
+    let proc = format!("/proc/self/fd/{}", handle.as_raw_fd());
+    let fd = rfs::open(
+        proc.as_str(),
+        OFlags::RDONLY | OFlags::CLOEXEC | OFlags::NONBLOCK,
+        Mode::empty(),
+    )
+    .ok()?;
+    let again = rfs::fstat(&fd).ok()?;
+    ((again.st_dev, again.st_ino) == (st.st_dev, st.st_ino)).then(|| std::fs::File::from(fd))
+}
+
+/// [`parse`] over positional reads (`read_at(buf, off)`, as `pread`). The last window read
+/// (at least 8 KiB) answers the reads that fall inside it, as the program headers, the
+/// dynamic entries and the pieces of a string each do; a file is read in a few pieces.
+pub fn parse_by_reads(read_at: &mut dyn FnMut(&mut [u8], u64) -> std::io::Result<usize>) -> Option<Needs> {
+    const WINDOW: usize = 8 << 10;
+    // The window's offset, its bytes, and whether they end at the file's end.
+    let mut window: Option<(u64, Vec<u8>, bool)> = None;
+    parse_at(&mut |off, len| {
+        if let Some((start, held, at_end)) = &window {
+            if let Some(skip) = off.checked_sub(*start).and_then(|s| usize::try_from(s).ok()) {
+                let end = skip.checked_add(len)?;
+                if end <= held.len() || (*at_end && skip <= held.len()) {
+                    return Some(held[skip..end.min(held.len())].to_vec());
+                }
+            }
+        }
+        let want = len.max(WINDOW);
+        let mut buf = vec![0u8; want];
+        let mut got = 0;
+        while got < want {
+            match read_at(&mut buf[got..], off.checked_add(got as u64)?) {
+                Ok(0) => break,
+                Ok(n) => got += n.min(want - got),
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(_) => return None,
+            }
+        }
+        buf.truncate(got);
+        let answer = buf[..len.min(got)].to_vec();
+        window = Some((off, buf, got < want));
+        Some(answer)
+    })
 }
 
 #[cfg(test)]
@@ -210,16 +317,181 @@ mod tests {
         assert!(names.iter().any(|n| n.contains("libc.so")), "{names:?}");
     }
 
+    /// A little-endian ELF64 file whose one load segment is the whole file, with the
+    /// loader, run path and needed names given.
+    fn elf_with(interp: Option<&str>, runpath: &str, needed: &[&str]) -> Vec<u8> {
+        let phnum = 2 + usize::from(interp.is_some());
+        let dyn_off = 64 + phnum * 56;
+        let entries = 2 + needed.len() + 1;
+        let str_off = dyn_off + entries * 16;
+        let mut strtab = vec![0u8];
+        let rp = strtab.len();
+        strtab.extend_from_slice(runpath.as_bytes());
+        strtab.push(0);
+        let interp_at = interp.map(|i| {
+            let at = strtab.len();
+            strtab.extend_from_slice(i.as_bytes());
+            strtab.push(0);
+            at
+        });
+        let mut names = Vec::new();
+        for n in needed {
+            names.push(strtab.len());
+            strtab.extend_from_slice(n.as_bytes());
+            strtab.push(0);
+        }
+        let total = (str_off + strtab.len()) as u64;
+        let mut b = vec![0u8; 64];
+        b[..6].copy_from_slice(b"\x7fELF\x02\x01");
+        b[6] = 1;
+        b[0x10..0x12].copy_from_slice(&3u16.to_le_bytes());
+        b[0x12..0x14].copy_from_slice(&0x3eu16.to_le_bytes());
+        b[0x20..0x28].copy_from_slice(&64u64.to_le_bytes());
+        b[0x34..0x36].copy_from_slice(&64u16.to_le_bytes());
+        b[0x36..0x38].copy_from_slice(&56u16.to_le_bytes());
+        b[0x38..0x3a].copy_from_slice(&(phnum as u16).to_le_bytes());
+        let phdr = |kind: u32, off: u64, size: u64| {
+            let mut p = vec![0u8; 56];
+            p[..4].copy_from_slice(&kind.to_le_bytes());
+            p[8..16].copy_from_slice(&off.to_le_bytes());
+            p[16..24].copy_from_slice(&off.to_le_bytes());
+            p[32..40].copy_from_slice(&size.to_le_bytes());
+            p[40..48].copy_from_slice(&size.to_le_bytes());
+            p
+        };
+        b.extend(phdr(PT_LOAD, 0, total));
+        b.extend(phdr(PT_DYNAMIC, dyn_off as u64, (entries * 16) as u64));
+        if let (Some(i), Some(at)) = (interp, interp_at) {
+            b.extend(phdr(PT_INTERP, (str_off + at) as u64, (i.len() + 1) as u64));
+        }
+        let mut entry = |tag: u64, val: u64| {
+            b.extend_from_slice(&tag.to_le_bytes());
+            b.extend_from_slice(&val.to_le_bytes());
+        };
+        entry(DT_STRTAB, str_off as u64);
+        entry(DT_RUNPATH, rp as u64);
+        for n in names {
+            entry(DT_NEEDED, n as u64);
+        }
+        entry(0, 0);
+        b.extend(strtab);
+        b
+    }
+
+    #[test]
+    fn a_dependency_that_is_not_elf_gets_no_grant() {
+        let dir = std::env::temp_dir().join(format!("murmur-elf-closure-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let dir = std::fs::canonicalize(&dir).unwrap();
+        std::fs::write(dir.join("id_ed25519"), b"-----BEGIN OPENSSH PRIVATE KEY-----\n").unwrap();
+        let tiny = concat!(env!("CARGO_MANIFEST_DIR"), "/fuzz/seeds/elf/tiny");
+        std::fs::copy(tiny, dir.join("libreal.so")).unwrap();
+        let bin = dir.join("hostile");
+        let elf = elf_with(None, dir.to_str().unwrap(), &["id_ed25519", "libreal.so"]);
+        let needs = parse(&elf).unwrap();
+        assert_eq!(needs.needed, ["id_ed25519", "libreal.so"]);
+        assert_eq!(needs.runpath, [dir.display().to_string()]);
+        std::fs::write(&bin, &elf).unwrap();
+        let got = closure(&bin);
+        let _ = std::fs::remove_dir_all(&dir);
+        assert!(got.contains(&bin), "{got:?}");
+        assert!(
+            got.contains(&dir.join("libreal.so")),
+            "an ELF library on the run path is granted: {got:?}"
+        );
+        assert!(!got.contains(&dir.join("id_ed25519")), "{got:?}");
+    }
+
+    #[test]
+    fn a_loader_that_is_a_fifo_is_not_opened_and_a_binary_that_is_no_regular_file_gets_nothing() {
+        let dir = std::env::temp_dir().join(format!("murmur-elf-fifo-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let dir = std::fs::canonicalize(&dir).unwrap();
+        let fifo = dir.join("loader");
+        rustix::fs::mknodat(
+            rustix::fs::CWD,
+            &fifo,
+            rustix::fs::FileType::Fifo,
+            rustix::fs::Mode::from_raw_mode(0o600),
+            0,
+        )
+        .unwrap();
+        let bin = dir.join("hostile");
+        std::fs::write(&bin, elf_with(Some(fifo.to_str().unwrap()), "/nowhere", &[])).unwrap();
+        assert_eq!(
+            parse(&std::fs::read(&bin).unwrap()).unwrap().interp.as_deref(),
+            fifo.to_str()
+        );
+        // Opening the FIFO for reading would block this thread until a writer came.
+        let (tx, rx) = std::sync::mpsc::channel();
+        let b = bin.clone();
+        std::thread::spawn(move || {
+            let _ = tx.send(closure(&b));
+        });
+        let got = rx.recv_timeout(std::time::Duration::from_secs(10));
+        use std::os::unix::fs::OpenOptionsExt;
+        let writer = std::fs::OpenOptions::new()
+            .write(true)
+            .custom_flags(libc::O_NONBLOCK)
+            .open(&fifo);
+        let got = got.expect("the closure returned (the FIFO was not opened)");
+        drop(writer);
+        assert_eq!(got, BTreeSet::from([bin.clone()]));
+        // A directory, or a symlink to one, in the binary's place grants nothing.
+        let link = dir.join("link");
+        std::os::unix::fs::symlink(&dir, &link).unwrap();
+        assert_eq!(closure(&dir), BTreeSet::new());
+        assert_eq!(closure(&link), BTreeSet::new());
+        assert_eq!(closure(&fifo), BTreeSet::new());
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn a_file_read_in_pieces_gives_what_its_whole_bytes_give() {
+        let mut files: Vec<PathBuf> = vec![
+            PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/fuzz/seeds/elf/tiny")),
+            std::env::current_exe().unwrap(),
+        ];
+        files.extend(closure(Path::new("/bin/ls")));
+        assert!(files.len() >= 4, "{files:?}");
+        for f in files {
+            let whole = parse(&std::fs::read(&f).unwrap());
+            assert!(whole.is_some(), "{}", f.display());
+            assert_eq!(needs_of(&f), Some(whole), "{}", f.display());
+        }
+    }
+
+    #[test]
+    fn a_string_longer_than_a_read_piece_is_read_whole_up_to_its_cap() {
+        let long: String = (0..1000).map(|i| format!("/nix/store/d{i:05}:")).collect();
+        assert!(long.len() > 3 * STR_PIECE && long.len() < MAX_STR);
+        let mut b = vec![b'x'; 100];
+        b.extend_from_slice(long.as_bytes());
+        b.push(0);
+        b.extend_from_slice(&vec![b'y'; MAX_STR + 10]);
+        let mut read = |off: u64, len: usize| {
+            let start = (off as usize).min(b.len());
+            Some(b[start..(start + len).min(b.len())].to_vec())
+        };
+        let mut at = At(&mut read);
+        assert_eq!(at.cstr(100).as_deref(), Some(long.as_str()));
+        // No NUL within the cap, or none before the end: no string.
+        assert_eq!(at.cstr(100 + long.len() as u64 + 1), None);
+        assert_eq!(at.cstr(100 + long.len() as u64 + 2 + MAX_STR as u64), None);
+    }
+
     #[test]
     fn offsets_near_the_top_of_the_address_space_are_refused_not_overflowed() {
         // Found by the fuzzer: a load segment and a string table whose offsets add past
         // u64::MAX.
         let mut b = std::fs::read(concat!(env!("CARGO_MANIFEST_DIR"), "/fuzz/seeds/elf/tiny")).unwrap();
-        let phoff = u64_at(&b, 0x20).unwrap() as usize;
-        let phnum = u16_at(&b, 0x38).unwrap() as usize;
+        let phoff = u64::from_le_bytes(b[0x20..0x28].try_into().unwrap()) as usize;
+        let phnum = u16::from_le_bytes(b[0x38..0x3a].try_into().unwrap()) as usize;
         for i in 0..phnum {
             let ph = phoff + i * 56;
-            if u32_at(&b, ph) == Some(PT_LOAD) {
+            if u32::from_le_bytes(b[ph..ph + 4].try_into().unwrap()) == PT_LOAD {
                 b[ph + 8..ph + 16].copy_from_slice(&u64::MAX.to_le_bytes());
             }
         }

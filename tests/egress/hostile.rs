@@ -148,6 +148,42 @@ fn holders(ns: &str) -> Vec<String> {
     found
 }
 
+/// The session's namespace is made by a thread of `mur` when it runs as root: that thread
+/// must be gone, and every other thread must stay in the host's namespace (a `mur` thread
+/// left inside would make the roost's, the model's and the relay's own connections from
+/// the sandbox).
+#[test]
+fn every_thread_of_mur_stays_in_the_hosts_network_namespace_while_its_command_runs_in_the_sessions() {
+    let _serial = serial();
+    let up = Upstream::pong();
+    let c = capsule("netns-threads", &[format!("localhost:{}", up.port())]);
+    let own = netns_of("self");
+    for class in classes(&c) {
+        let (mut child, sleeper) = start_sleep(&c, class);
+        let ns = netns_of(&sleeper.to_string());
+        let tasks: Vec<(String, String)> = std::fs::read_dir(format!("/proc/{}/task", child.id()))
+            .unwrap()
+            .flatten()
+            .map(|t| {
+                let comm = std::fs::read_to_string(t.path().join("comm")).unwrap_or_default();
+                let link = std::fs::read_link(t.path().join("ns/net")).unwrap_or_default();
+                (comm.trim().to_string(), link.display().to_string())
+            })
+            .collect();
+        stop(&mut child, sleeper);
+        assert_ne!(ns, own, "{class}: the contained sleep is in the host's namespace");
+        assert!(tasks.len() > 1, "{class}: {tasks:?}");
+        assert!(
+            tasks.iter().all(|(_, t)| *t == own),
+            "{class}: a thread of mur is outside the host's namespace {own} (the session's is {ns}): {tasks:?}"
+        );
+        assert!(
+            !tasks.iter().any(|(comm, _)| comm == "netns"),
+            "{class}: {tasks:?}"
+        );
+    }
+}
+
 #[test]
 fn no_process_descriptor_or_mount_keeps_the_namespace_once_mur_exec_ends() {
     let _serial = serial();

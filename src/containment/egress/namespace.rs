@@ -1,9 +1,11 @@
-//! The per-session network namespace. A helper child (`mur __netns PORT...`, started by the
-//! one spawn function) makes a namespace holding only `lo`, up, with the single route
+//! The per-session network namespace: one holding only `lo`, up, with the single route
 //! `local default dev lo` (every IPv4 destination is delivered locally, so no veth, NAT or
-//! netfilter is needed), opens one TCP listener per allowed port and a UDP socket on port 53
-//! inside it, and hands them, with the namespace's own descriptors, to `mur` over one
-//! `SCM_RIGHTS` message. The helper then exits: the descriptors keep the namespace alive for
+//! netfilter is needed), one TCP listener per allowed port and a UDP socket on port 53 opened
+//! inside it. As root, a short-lived thread of `mur` makes it (a thread may unshare its own
+//! network namespace; nothing else of the process moves); otherwise a user namespace must own
+//! it, which a threaded process cannot make, so a helper child (`mur __netns PORT...`, started
+//! by the one spawn function) makes both and hands them, with the sockets, to `mur` over one
+//! `SCM_RIGHTS` message, then exits. Either way the descriptors keep the namespace alive for
 //! exactly as long as `mur` holds them.
 
 use crate::containment::spawn;
@@ -21,7 +23,7 @@ const MAX_FDS: usize = super::policy::MAX_PORTS + 3;
 
 pub use crate::containment::spawn::Join;
 
-/// What the helper made.
+/// The namespace made, with its sockets.
 pub struct Namespace {
     pub join: Join,
     pub tcp: Vec<(u16, TcpListener)>,
@@ -34,6 +36,9 @@ pub struct Namespace {
 pub fn create(exe: &Path, ports: &[u16]) -> Result<Namespace, String> {
     if std::env::var("MURMUR_PROBE_DENY").is_ok_and(|s| s.split(',').any(|w| w.trim() == "netns")) {
         return Err("unshare(CLONE_NEWNET): refused (simulated by MURMUR_PROBE_DENY)".into());
+    }
+    if rustix::process::geteuid().is_root() {
+        return in_thread(ports);
     }
     let (ours, theirs) = spawn::socket_pair()?;
     let args: Vec<String> = std::iter::once("__netns".to_string())
@@ -64,6 +69,31 @@ pub fn create(exe: &Path, ports: &[u16]) -> Result<Namespace, String> {
         Ok(_) => Err(format!("the namespace helper failed ({status})")),
         Err(e) if why.trim().is_empty() => Err(e),
         Err(_) => Err(why.trim().to_string()),
+    }
+}
+
+/// As root: a thread of its own unshares its network namespace and builds it; the process
+/// and its other threads stay where they were.
+fn in_thread(ports: &[u16]) -> Result<Namespace, String> {
+    let ports = ports.to_vec();
+    let ns = std::thread::Builder::new()
+        .name("netns".into())
+        .spawn(move || make(&ports))
+        .map_err(|e| format!("cannot start the namespace thread: {e}"))?
+        .join()
+        .map_err(|_| "the namespace thread panicked".to_string())??;
+    ns.nonblocking()?;
+    Ok(ns)
+}
+
+impl Namespace {
+    /// The relay polls the sockets; they were made blocking.
+    fn nonblocking(&self) -> Result<(), String> {
+        self.udp.set_nonblocking(true).map_err(|e| e.to_string())?;
+        for (_, l) in &self.tcp {
+            l.set_nonblocking(true).map_err(|e| e.to_string())?;
+        }
+        Ok(())
     }
 }
 
@@ -105,15 +135,13 @@ fn receive(sock: &OwnedFd, ports: &[u16]) -> Result<Namespace, String> {
     for p in ports {
         tcp.push((*p, TcpListener::from(next()?)));
     }
-    udp.set_nonblocking(true).map_err(|e| e.to_string())?;
-    for (_, l) in &tcp {
-        l.set_nonblocking(true).map_err(|e| e.to_string())?;
-    }
-    Ok(Namespace {
+    let ns = Namespace {
         join: Join { user, net },
         tcp,
         udp,
-    })
+    };
+    ns.nonblocking()?;
+    Ok(ns)
 }
 
 fn joined(ports: &[u16]) -> String {
@@ -139,6 +167,26 @@ fn build(args: &[String]) -> Result<(), String> {
     if ports.len() > super::policy::MAX_PORTS {
         return Err("too many ports".into());
     }
+    let ns = make(&ports)?;
+    let mut fds: Vec<BorrowedFd<'_>> = vec![ns.join.net.as_fd()];
+    if let Some(u) = &ns.join.user {
+        fds.push(u.as_fd());
+    }
+    fds.push(ns.udp.as_fd());
+    fds.extend(ns.tcp.iter().map(|(_, l)| l.as_fd()));
+    let text = format!(
+        "user={} ports={}",
+        u8::from(ns.join.user.is_some()),
+        joined(&ports)
+    );
+    send(&fds, text.as_bytes()).map_err(|e| format!("hand-off: {e}"))
+}
+
+/// Unshare the calling thread's network namespace (and, unless root, a user namespace
+/// owning it, mapping only this user and group), bring `lo` up with the local default
+/// route, and open the sockets inside. The namespace descriptors are the calling thread's
+/// (`/proc/thread-self`), which in a threaded `mur` differ from the process's.
+fn make(ports: &[u16]) -> Result<Namespace, String> {
     let root = rustix::process::geteuid().is_root();
     crate::containment::child::enter_network_namespace().map_err(|e| {
         if root {
@@ -164,25 +212,23 @@ fn build(args: &[String]) -> Result<(), String> {
             .map(OwnedFd::from)
             .map_err(|e| format!("open {p}: {e}"))
     };
-    let net = open_ns("/proc/self/ns/net")?;
+    let net = open_ns("/proc/thread-self/ns/net")?;
     let user = if root {
         None
     } else {
-        Some(open_ns("/proc/self/ns/user")?)
+        Some(open_ns("/proc/thread-self/ns/user")?)
     };
     let udp = UdpSocket::bind("0.0.0.0:53").map_err(|e| format!("bind udp 0.0.0.0:53: {e}"))?;
     let mut tcp = Vec::new();
-    for p in &ports {
-        tcp.push(TcpListener::bind(("0.0.0.0", *p)).map_err(|e| format!("bind tcp 0.0.0.0:{p}: {e}"))?);
+    for p in ports {
+        let l = TcpListener::bind(("0.0.0.0", *p)).map_err(|e| format!("bind tcp 0.0.0.0:{p}: {e}"))?;
+        tcp.push((*p, l));
     }
-    let mut fds: Vec<BorrowedFd<'_>> = vec![net.as_fd()];
-    if let Some(u) = &user {
-        fds.push(u.as_fd());
-    }
-    fds.push(udp.as_fd());
-    fds.extend(tcp.iter().map(|l| l.as_fd()));
-    let text = format!("user={} ports={}", u8::from(user.is_some()), joined(&ports));
-    send(&fds, text.as_bytes()).map_err(|e| format!("hand-off: {e}"))
+    Ok(Namespace {
+        join: Join { user, net },
+        tcp,
+        udp,
+    })
 }
 
 fn send(fds: &[BorrowedFd<'_>], text: &[u8]) -> std::io::Result<()> {

@@ -109,27 +109,75 @@ pub struct ToolSpec {
     pub parameters: Value,
 }
 
-/// The request of one turn.
-pub fn request(
-    model: &str,
-    max_tokens: u64,
-    system: &str,
-    messages: &[Message],
-    tools: &[ToolSpec],
-    params: &Value,
-) -> Value {
-    let tools: Vec<Value> = tools
-        .iter()
-        .map(|t| json!({"name": t.name, "description": t.description, "parameters": t.parameters}))
-        .collect();
-    json!({
-        "model": model,
-        "max_tokens": max_tokens,
-        "system": system,
-        "messages": messages.iter().map(Message::to_json).collect::<Vec<_>>(),
-        "tools": tools,
-        "params": params,
-    })
+/// The conversation of one task as its driver is sent it. What does not change between
+/// turns (model, token limit, system prompt, tool schemas, parameters) is encoded once, and
+/// each message once, when it joins; a turn's request is those pieces joined, so its cost
+/// does not grow with re-encoding the history. The bytes are those of the request as one
+/// JSON object with its keys in order (`max_tokens`, `messages`, `model`, `params`,
+/// `system`, `tools`), as `serde_json` writes a map.
+#[derive(Debug, Clone)]
+pub struct Conversation {
+    /// `{"max_tokens":N,"messages":[`
+    head: String,
+    /// `],"model":..,"params":..,"system":..,"tools":[..]}`
+    tail: String,
+    messages: Vec<Message>,
+    /// The messages encoded, comma-separated.
+    encoded: String,
+}
+
+impl Conversation {
+    /// An empty conversation with the request's fixed parts encoded.
+    pub fn new(
+        model: &str,
+        max_tokens: u64,
+        system: &str,
+        tools: &[ToolSpec],
+        params: &Value,
+    ) -> Conversation {
+        let tools: Vec<Value> = tools
+            .iter()
+            .map(|t| json!({"name": t.name, "description": t.description, "parameters": t.parameters}))
+            .collect();
+        let tail = json!({"model": model, "params": params, "system": system, "tools": tools}).to_string();
+        Conversation {
+            head: format!("{{\"max_tokens\":{max_tokens},\"messages\":["),
+            tail: format!("],{}", &tail[1..]),
+            messages: Vec::new(),
+            encoded: String::new(),
+        }
+    }
+
+    /// Add `m` at the end.
+    pub fn push(&mut self, m: Message) {
+        if !self.messages.is_empty() {
+            self.encoded.push(',');
+        }
+        self.encoded.push_str(&m.to_json().to_string());
+        self.messages.push(m);
+    }
+
+    /// Replace the whole history (a compaction's answer).
+    pub fn replace(&mut self, messages: Vec<Message>) {
+        self.messages.clear();
+        self.encoded.clear();
+        for m in messages {
+            self.push(m);
+        }
+    }
+
+    pub fn messages(&self) -> &[Message] {
+        &self.messages
+    }
+
+    /// This turn's request.
+    pub fn request(&self) -> String {
+        let mut r = String::with_capacity(self.head.len() + self.encoded.len() + self.tail.len());
+        r.push_str(&self.head);
+        r.push_str(&self.encoded);
+        r.push_str(&self.tail);
+        r
+    }
 }
 
 /// Why the model stopped.
@@ -290,6 +338,74 @@ fn error_text(obj: &Map<String, Value>) -> String {
 mod tests {
     use super::*;
 
+    /// The request as one JSON value, built whole: what [`Conversation`] must equal.
+    fn whole(
+        model: &str,
+        max: u64,
+        system: &str,
+        messages: &[Message],
+        tools: &[ToolSpec],
+        params: &Value,
+    ) -> String {
+        let tools: Vec<Value> = tools
+            .iter()
+            .map(|t| json!({"name": t.name, "description": t.description, "parameters": t.parameters}))
+            .collect();
+        json!({
+            "model": model,
+            "max_tokens": max,
+            "system": system,
+            "messages": messages.iter().map(Message::to_json).collect::<Vec<_>>(),
+            "tools": tools,
+            "params": params,
+        })
+        .to_string()
+    }
+
+    #[test]
+    fn a_conversation_built_turn_by_turn_is_the_request_built_whole() {
+        let tools = vec![ToolSpec {
+            name: "bash".into(),
+            description: "a \"shell\"\n".into(),
+            parameters: json!({"type": "object", "properties": {"command": {"type": "string"}}}),
+        }];
+        let params = json!({"temperature": 0.5, "z": [1, 2]});
+        let system = "be brief \u{2028} </script>";
+        let mut c = Conversation::new("m-1", 4096, system, &tools, &params);
+        assert_eq!(c.request(), whole("m-1", 4096, system, &[], &tools, &params));
+        let mut all = Vec::new();
+        for m in [
+            Message::user("hi \"there\""),
+            Message {
+                role: Role::Assistant,
+                content: vec![
+                    Block::Text("let me".into()),
+                    Block::ToolCall {
+                        id: "c1".into(),
+                        name: "bash".into(),
+                        input: json!({"command": "ls\t-l"}),
+                    },
+                ],
+                tool_call_id: None,
+                is_error: false,
+            },
+            Message::tool("c1", "a\u{0}b".into(), true),
+        ] {
+            all.push(m.clone());
+            c.push(m);
+            assert_eq!(c.request(), whole("m-1", 4096, system, &all, &tools, &params));
+            let _: Value = serde_json::from_str(&c.request()).unwrap();
+        }
+        c.replace(vec![Message::user("summary")]);
+        assert_eq!(c.messages(), &[Message::user("summary")]);
+        assert_eq!(
+            c.request(),
+            whole("m-1", 4096, system, &[Message::user("summary")], &tools, &params)
+        );
+        let empty = Conversation::new("m", 1, "", &[], &Value::Null);
+        assert_eq!(empty.request(), whole("m", 1, "", &[], &[], &Value::Null));
+    }
+
     #[test]
     fn a_tool_turn_and_a_final_turn_parse() {
         let r = parse_response(r#"{"stop_reason":"tool_call","content":[{"type":"text","text":"let me"},{"type":"tool_call","id":"c1","name":"bash","input":{"command":"ls"}}],"usage":{"input_tokens":12,"output_tokens":3}}"#).unwrap();
@@ -341,7 +457,9 @@ mod tests {
             m.to_json(),
             json!({"role": "tool", "tool_call_id": "c1", "is_error": true, "content": [{"type": "text", "text": "out"}]})
         );
-        let req = request("m", 10, "sys", &[Message::user("hi")], &[], &json!({}));
+        let mut c = Conversation::new("m", 10, "sys", &[], &json!({}));
+        c.push(Message::user("hi"));
+        let req: Value = serde_json::from_str(&c.request()).unwrap();
         assert_eq!(
             req["messages"][0],
             json!({"role": "user", "content": [{"type": "text", "text": "hi"}]})

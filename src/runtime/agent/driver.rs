@@ -129,8 +129,7 @@ impl Driver {
 
     /// Call the driver with `request` until a response, a final failure, or the tries run
     /// out; `on_retry` hears each retry before its wait.
-    pub fn call(&self, request: &Value, mut on_retry: impl FnMut(&Retry)) -> Result<Response, String> {
-        let data = request.to_string();
+    pub fn call(&self, data: String, mut on_retry: impl FnMut(&Retry)) -> Result<Response, String> {
         if data.len() > MAX_REQUEST_BYTES {
             return Err(format!(
                 "the conversation is {} bytes, more than the {MAX_REQUEST_BYTES} a driver is sent",

@@ -271,23 +271,24 @@ impl Session {
 
     /// One run of the loop on `text`, counting into `totals` (turns are cumulative).
     fn attempt(&mut self, text: &str, cancel: &AtomicBool, totals: &mut Totals) -> TaskEnd {
-        let mut messages = vec![Message::user(text)];
+        let mut conversation = wire::Conversation::new(
+            &self.model,
+            self.max_tokens,
+            &self.system,
+            &self.tools.specs,
+            &self.params,
+        );
+        conversation.push(Message::user(text));
         loop {
             if let Some(end) = self.before_turn(cancel, totals) {
                 return end;
             }
             totals.turns += 1;
             let turn = totals.turns;
-            let request = wire::request(
-                &self.model,
-                self.max_tokens,
-                &self.system,
-                &messages,
-                &self.tools.specs,
-                &self.params,
-            );
             let mut retries = Vec::new();
-            let response = self.driver.call(&request, |r| retries.push(r.clone()));
+            let response = self
+                .driver
+                .call(conversation.request(), |r| retries.push(r.clone()));
             for r in retries {
                 self.event(
                     "inference_retry",
@@ -354,13 +355,13 @@ impl Session {
                     truncated: response.stop_reason == StopReason::MaxTokens,
                 };
             }
-            messages.push(assistant);
+            conversation.push(assistant);
             for (id, name, input) in calls {
                 if self.interrupted.load(Ordering::SeqCst) != 0 || cancel.load(Ordering::SeqCst) {
                     break;
                 }
                 let answer = self.call_tool(turn, &id, &name, &input, totals);
-                messages.push(answer);
+                conversation.push(answer);
             }
             // A cancel during the tool calls: no compaction for a task that is over.
             if cancel.load(Ordering::SeqCst) {
@@ -370,7 +371,7 @@ impl Session {
                 .usage
                 .input_tokens
                 .saturating_add(response.usage.output_tokens);
-            if let Err(e) = self.maybe_compact(turn, tokens, &mut messages) {
+            if let Err(e) = self.maybe_compact(turn, tokens, &mut conversation) {
                 return TaskEnd::Failed(e);
             }
         }
@@ -470,7 +471,12 @@ impl Session {
     /// After a tool turn: when `context.max_tokens` is set and this turn's tokens reach
     /// the threshold, `on-compaction` replaces the history (never a turn); with no hook
     /// bound, a note and the history as it is; a bound hook's failure ends the task.
-    fn maybe_compact(&mut self, turn: u64, tokens: u64, messages: &mut Vec<Message>) -> Result<(), String> {
+    fn maybe_compact(
+        &mut self,
+        turn: u64,
+        tokens: u64,
+        conversation: &mut wire::Conversation,
+    ) -> Result<(), String> {
         let Some(max) = self.context_max_tokens else {
             return Ok(());
         };
@@ -486,7 +492,7 @@ impl Session {
             }
             return Ok(());
         }
-        let before: Vec<Message> = messages.clone();
+        let before: Vec<Message> = conversation.messages().to_vec();
         let (model, system, threshold) = (self.model.clone(), self.system.clone(), self.threshold);
         if self.interrupted.load(Ordering::SeqCst) != 0 {
             self.hooks.cap_deadlines(SHUTDOWN_HOOK_SECS);
@@ -525,10 +531,10 @@ impl Session {
                     return Err(format!("compaction hook {hook} failed: {why}"));
                 }
             };
-            *messages = history;
+            conversation.replace(history);
             self.event(
                 "compaction",
-                json!({"turn": turn, "tokens_before": tokens, "tokens_after": convert::estimate_tokens(messages)}),
+                json!({"turn": turn, "tokens_before": tokens, "tokens_after": convert::estimate_tokens(conversation.messages())}),
             );
         }
         Ok(())

@@ -5,7 +5,7 @@ use super::request::{Progress, Reader};
 use super::{Limits, Request, Response};
 use mio::net::TcpStream;
 use std::io::{self, ErrorKind, Read, Write};
-use std::net::Shutdown;
+use std::net::{Shutdown, SocketAddr};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -89,6 +89,8 @@ pub enum Step {
 
 pub struct Conn {
     pub stream: TcpStream,
+    /// The peer's address as `accept` returned it (no `getpeername` per request).
+    pub peer: SocketAddr,
     pub generation: u64,
     pub phase: Phase,
     pub deadline: Instant,
@@ -134,9 +136,16 @@ impl Drop for Conn {
 
 impl Conn {
     /// A connection accepted on a listener bound to `port` (for the loopback guard).
-    pub fn new(stream: TcpStream, generation: u64, limits: &Limits, port: u16, now: Instant) -> Conn {
+    pub fn new(
+        (stream, peer): (TcpStream, SocketAddr),
+        generation: u64,
+        limits: &Limits,
+        port: u16,
+        now: Instant,
+    ) -> Conn {
         Conn {
             stream,
+            peer,
             generation,
             phase: Phase::Reading,
             deadline: now + limits.request_timeout,

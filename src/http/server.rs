@@ -434,7 +434,7 @@ impl Server {
         }
         loop {
             match self.listener.accept() {
-                Ok((mut stream, _)) => {
+                Ok((mut stream, peer)) => {
                     if state.open >= self.limits.max_connections {
                         let _ = refuse_over_capacity(stream);
                         continue;
@@ -456,7 +456,13 @@ impl Server {
                     }
                     state.next_generation += 1;
                     let generation = state.next_generation;
-                    let conn = Conn::new(stream, generation, &self.limits, self.port, Instant::now());
+                    let conn = Conn::new(
+                        (stream, peer),
+                        generation,
+                        &self.limits,
+                        self.port,
+                        Instant::now(),
+                    );
                     state.timers.push(Reverse((conn.deadline, slot, conn.generation)));
                     state.conns[slot] = Some(conn);
                     state.open += 1;
@@ -545,7 +551,7 @@ impl Server {
         let ex = Exchange {
             slot,
             generation: conn.generation,
-            peer: conn.stream.peer_addr().ok(),
+            peer: Some(conn.peer),
             tx: &self.tx,
             waker: &self.waker,
             deferred: Cell::new(None),

@@ -7,18 +7,22 @@
 //!   and warm (driver compiled and cached), with the launch time to the first request.
 //! - per shell call: the same gap with a `true` shell call per turn, under the class the host
 //!   achieves for `scoped` and `sealed`, minus the skill-turn median, next to what `/bin/true`
-//!   costs when started directly: the containment's overhead over the command's own time.
+//!   costs when started directly: the containment's overhead over the command's own time;
+//!   then the CPU a scoped or sealed call adds over an advisory one (whole sessions under
+//!   `perf stat`, less the advisory session's), beside one bubblewrap run of `true`.
 //!
 //! - hooks: the same skill turns with a blocking no-op hook bound to every session event,
 //!   and with an async hook, against the warm skill-turn median.
 //! - the history: a 41-turn session with an advisory `true` shell call per turn, its early
 //!   turns (2 to 6) against its late ones (36 to 40), and the whole session's CPU (`perf
-//!   stat`'s task-clock of `mur` and its children) per turn.
+//!   stat`'s task-clock of `mur` and its children) per turn; then the CPU of turns 7 to 41
+//!   alone (the 41-turn session's less a 6-turn session's, over 35), without the launch.
 //!
 //! Run: `cargo bench --bench agent` (`MURMUR_BENCH_MUR=PATH` measures another build of `mur`).
 
 #[path = "../tests/common/provider.rs"]
 mod provider;
+mod support;
 
 use provider::{Provider, Step};
 use serde_json::json;
@@ -236,8 +240,52 @@ fn main() {
             ms(p50.saturating_sub(skill_p50).saturating_sub(own))
         );
     }
+    call_cpu(&s, &cache);
     history(&s, &cache);
     let _ = std::fs::remove_dir_all(&s.base);
+}
+
+/// The CPU a contained shell call adds: 20-turn sessions with a `true` call a turn under
+/// each class (mur and its children, `perf stat`), medians of 3 alternated rounds, less the
+/// advisory session's, over the 19 calls; beside one bubblewrap run of `true` (median of 11).
+fn call_cpu(s: &Setup, cache: &Path) {
+    const ROUNDS: usize = 3;
+    let classes = ["advisory", "scoped", "sealed"];
+    let mut cpu: Vec<Vec<f64>> = vec![Vec::new(); classes.len()];
+    for _ in 0..ROUNDS {
+        for (i, class) in classes.iter().enumerate() {
+            let label = format!("cpu-{class}");
+            let o = Session {
+                cpu: true,
+                ..plain(&label, cache, ("true", json!({"command": ""})), class, "")
+            };
+            if let Some((_, _, Some(c))) = session(s, o) {
+                cpu[i].push(c);
+            }
+        }
+    }
+    if cpu.iter().any(Vec::is_empty) {
+        println!("  CPU per shell call: perf not installed or a session failed");
+        return;
+    }
+    let med: Vec<f64> = cpu.into_iter().map(support::median_f64).collect();
+    let calls = (TURNS - 1) as f64;
+    let bwrap = if support::have_bwrap() {
+        let dir = s.base.join("bwrap");
+        std::fs::create_dir_all(&dir).unwrap();
+        let args = support::bwrap_true(&dir.display().to_string());
+        let a: Vec<&str> = args.iter().map(String::as_str).collect();
+        let c: Vec<f64> = (0..11).map(|_| support::perf_stat(&a, &[]).1).collect();
+        format!("{:.2} ms", support::median_f64(c))
+    } else {
+        "not installed".into()
+    };
+    println!(
+        "  CPU a shell call adds over an advisory one: scoped {:.2} ms, sealed {:.2} ms; one bwrap --unshare-all run of true: {bwrap} (advisory session {:.1} ms, {TURNS} turns)",
+        (med[1] - med[0]) / calls,
+        (med[2] - med[0]) / calls,
+        med[0]
+    );
 }
 
 /// A 20-turn session without `perf`.
@@ -259,9 +307,27 @@ fn plain<'a>(
     }
 }
 
-/// Turn cost against the history's length: 41 turns, an advisory `true` call each.
+/// Turn cost against the history's length: 41 turns, an advisory `true` call each; and a
+/// 6-turn session of the same kind, whose CPU taken from the long one's leaves the CPU of
+/// the 35 turns between, without the launch's.
 fn history(s: &Setup, cache: &Path) {
     const LONG: usize = 41;
+    const SHORT: usize = 6;
+    let short_cpu = session(
+        s,
+        Session {
+            turns: SHORT,
+            cpu: true,
+            ..plain(
+                "history-short",
+                cache,
+                ("true", json!({"command": ""})),
+                "advisory",
+                "",
+            )
+        },
+    )
+    .and_then(|(_, _, cpu)| cpu);
     let o = Session {
         turns: LONG,
         cpu: true,
@@ -270,6 +336,13 @@ fn history(s: &Setup, cache: &Path) {
     let Some((_, gaps, cpu)) = session(s, o) else {
         return;
     };
+    if let (Some(long), Some(short)) = (cpu, short_cpu) {
+        println!(
+            "  CPU per turn from turn {} to {LONG}: {:.2} ms ({LONG}-turn session {long:.1} ms, {SHORT}-turn {short:.1} ms, mur and children)",
+            SHORT + 1,
+            (long - short) / (LONG - SHORT) as f64
+        );
+    }
     // gaps[i] is the turn that follows request i + 1: turn 2 is gaps[0].
     let early = pct(&mut gaps[0..5].to_vec(), 0.5);
     let late = pct(&mut gaps[LONG - 6..LONG - 1].to_vec(), 0.5);

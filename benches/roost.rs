@@ -1,8 +1,8 @@
 //! Roost load figures, printed and never asserted: `/health` requests/s and full delegation
 //! cycles/s (register parent, spawn, register child with the approval, deregister child,
 //! deregister parent) at 1 and 16 clients from one event-driven generator (one request per
-//! connection), each with p50/p99 and the daemon's own CPU per request or cycle (from
-//! `/proc/<pid>/stat`), medians of two rounds; `/health` latency while another client
+//! connection), each with p50/p99 and the daemon's own CPU per request or cycle and the
+//! kernel's share of it (from `/proc/<pid>/stat`), medians of two rounds; `/health` latency while another client
 //! resolves a 100 MiB artifact (and one of 15 MiB, inside the roost's bound) in a loop; RSS and threads while 2,000
 //! idle connections are held. Set MURMUR_REF_ROOST to the reference `mur-roost` 0.8.0
 //! binary to measure it in the same run. Run: `cargo bench --bench roost`.
@@ -203,21 +203,45 @@ fn median(mut v: Vec<f64>) -> f64 {
 
 /// `rounds` runs of `run`, each with the daemon CPU (µs) it cost: medians of the rate, the
 /// p50 and p99 (ms), the failures, and the CPU per completed unit (µs).
-fn rounds(pid: u32, run: &mut dyn FnMut() -> support::Load) -> (f64, f64, f64, u64, f64) {
-    let (mut rate, mut p50, mut p99, mut failed, mut cpu) = (vec![], vec![], vec![], 0, vec![]);
+/// What [`rounds`] measured: medians of the rate, p50 and p99 (ms), the failures, the CPU
+/// per completed unit (µs) and the kernel's share of it (%).
+struct Rounds {
+    rate: f64,
+    p50: f64,
+    p99: f64,
+    failed: u64,
+    cpu: f64,
+    kernel_pct: f64,
+}
+
+fn rounds(pid: u32, run: &mut dyn FnMut() -> support::Load) -> Rounds {
+    let (mut rate, mut p50, mut p99, mut failed) = (vec![], vec![], vec![], 0);
+    let (mut cpu, mut kernel) = (vec![], vec![]);
     for _ in 0..ROUNDS {
-        let before = cpu_us(pid);
+        let (user0, sys0) = cpu_us(pid);
         let t = std::time::Instant::now();
         let l = run();
-        let spent = cpu_us(pid).saturating_sub(before) as f64;
+        let (user1, sys1) = cpu_us(pid);
+        let (user, sys) = (
+            user1.saturating_sub(user0) as f64,
+            sys1.saturating_sub(sys0) as f64,
+        );
         let done = (l.per_sec * t.elapsed().as_secs_f64()).max(1.0);
         rate.push(l.per_sec);
         p50.push(ms(l.p50));
         p99.push(ms(l.p99));
         failed += l.failed;
-        cpu.push(spent / done);
+        cpu.push((user + sys) / done);
+        kernel.push(100.0 * sys / (user + sys).max(1.0));
     }
-    (median(rate), median(p50), median(p99), failed, median(cpu))
+    Rounds {
+        rate: median(rate),
+        p50: median(p50),
+        p99: median(p99),
+        failed,
+        cpu: median(cpu),
+        kernel_pct: median(kernel),
+    }
 }
 
 /// `/health` latency from one client while another resolves `artifact` in a loop with
@@ -278,16 +302,15 @@ fn health_under_resolve(base: &str, artifact: &str) -> (f64, f64, f64, usize, Ve
     )
 }
 
-/// User plus system CPU of `pid` so far, in microseconds.
-fn cpu_us(pid: u32) -> u64 {
+/// User and system CPU of `pid` so far, in microseconds.
+fn cpu_us(pid: u32) -> (u64, u64) {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
     // Fields after the parenthesised command name: utime and stime are the 12th and 13th.
     let rest = stat.rsplit_once(')').map_or("", |(_, r)| r);
     let f: Vec<u64> = rest.split_whitespace().map(|x| x.parse().unwrap_or(0)).collect();
-    let ticks = f.get(11).copied().unwrap_or(0) + f.get(12).copied().unwrap_or(0);
-    // SAFETY: sysconf has no preconditions.
     let hz = rustix::param::clock_ticks_per_second().max(1);
-    ticks * 1_000_000 / hz
+    let us = |i: usize| f.get(i).copied().unwrap_or(0) * 1_000_000 / hz;
+    (us(11), us(12))
 }
 
 fn measure(label: &str, bin: &str, reg: &std::path::Path, big: &[(&str, u64)]) {
@@ -298,18 +321,19 @@ fn measure(label: &str, bin: &str, reg: &std::path::Path, big: &[(&str, u64)]) {
     println!("{label} ({bin})");
     let addr: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
     for clients in [1, 16] {
-        let (rate, p50, p99, failed, cpu) = rounds(pid, &mut || {
+        let r = rounds(pid, &mut || {
             support::driver::drive(addr, clients, RUN_FOR, move |_, _| {
                 Health(addr.to_string(), false)
             })
         });
         println!(
-            "  /health   {clients:>2} clients: {rate:>8.0} req/s   p50 {p50:.2} ms  p99 {p99:.2} ms  daemon CPU {cpu:.0} µs/req  ({failed} failed)"
+            "  /health   {clients:>2} clients: {:>8.0} req/s   p50 {:.2} ms  p99 {:.2} ms  daemon CPU {:.0} µs/req, kernel {:.0} %  ({} failed)",
+            r.rate, r.p50, r.p99, r.cpu, r.kernel_pct, r.failed
         );
     }
     let mut round = 0usize;
     for clients in [1, 16] {
-        let (rate, p50, p99, failed, cpu) = rounds(pid, &mut || {
+        let r = rounds(pid, &mut || {
             round += 1;
             // Session ids are unique across runs against the same daemon.
             let base_id = round * 10_000;
@@ -318,7 +342,8 @@ fn measure(label: &str, bin: &str, reg: &std::path::Path, big: &[(&str, u64)]) {
             })
         });
         println!(
-            "  cycles    {clients:>2} clients: {rate:>8.0} cyc/s   p50 {p50:.2} ms  p99 {p99:.2} ms  daemon CPU {cpu:.0} µs/cycle  ({failed} failed)"
+            "  cycles    {clients:>2} clients: {:>8.0} cyc/s   p50 {:.2} ms  p99 {:.2} ms  daemon CPU {:.0} µs/cycle, kernel {:.0} %  ({} failed)",
+            r.rate, r.p50, r.p99, r.cpu, r.kernel_pct, r.failed
         );
     }
     for (name, size) in big {

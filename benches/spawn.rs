@@ -8,6 +8,8 @@
 //!
 //! `cargo bench --bench spawn`
 
+mod support;
+
 use murmur::containment::cgroup::Cgroup;
 use murmur::containment::class::Class;
 use murmur::containment::{probe, spawn};
@@ -94,43 +96,12 @@ fn main() {
 
 /// Run `args` under `perf stat` (task-clock counts the process and every descendant, in
 /// microseconds): (wall ms, CPU ms).
-fn timed(args: &[&str], env: &[(&str, &str)]) -> (f64, f64) {
-    let t = Instant::now();
-    let out = Command::new("perf")
-        .args(["stat", "-x", ",", "-e", "task-clock", "--"])
-        .args(args)
-        .envs(env.iter().copied())
-        .stdout(Stdio::null())
-        .output()
-        .expect("perf (apt-get install linux-perf)");
-    let wall = t.elapsed().as_secs_f64() * 1e3;
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "{args:?}: {err}");
-    let cpu = err
-        .lines()
-        .find(|l| l.contains(",task-clock"))
-        .and_then(|l| l.split(',').next())
-        .and_then(|v| v.trim().parse::<f64>().ok())
-        .expect("perf's task-clock");
-    (wall, cpu)
-}
-
-fn med(mut v: Vec<f64>) -> f64 {
-    v.sort_by(|a, b| a.partial_cmp(b).unwrap());
-    v[v.len() / 2]
-}
-
 /// One measured command: its label, argv and environment.
 type Row = (String, Vec<String>, Vec<(String, String)>);
 
 /// `mur exec` start-up against bubblewrap.
 fn exec_startup(work: &Path) {
     const N: usize = 21;
-    if Command::new("bwrap").arg("--version").output().is_err() {
-        let _ = Command::new("apt-get")
-            .args(["install", "-y", "-qq", "bubblewrap"])
-            .output();
-    }
     let dir = work.join("exec");
     std::fs::create_dir_all(dir.join("cache")).unwrap();
     std::fs::write(
@@ -141,37 +112,8 @@ fn exec_startup(work: &Path) {
     let d = dir.display().to_string();
     let manifest = format!("{d}/murmur.yaml");
     let cache = format!("{d}/cache");
-    let bwrap: Vec<String> = [
-        "bwrap",
-        "--unshare-all",
-        "--die-with-parent",
-        "--ro-bind",
-        "/usr",
-        "/usr",
-        "--symlink",
-        "usr/bin",
-        "/bin",
-        "--symlink",
-        "usr/lib",
-        "/lib",
-        "--symlink",
-        "usr/lib64",
-        "/lib64",
-        "--proc",
-        "/proc",
-        "--dev",
-        "/dev",
-        "--bind",
-        &d,
-        &d,
-        "--chdir",
-        &d,
-        "true",
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect();
-    let have_bwrap = Command::new("bwrap").arg("--version").output().is_ok();
+    let bwrap = support::bwrap_true(&d);
+    let have_bwrap = support::have_bwrap();
     let baseline = std::env::var("MURMUR_BASELINE_MUR").ok();
     let mut rows: Vec<Row> = Vec::new();
     if have_bwrap {
@@ -218,7 +160,7 @@ fn exec_startup(work: &Path) {
         for (i, (_, args, env)) in rows.iter().enumerate() {
             let a: Vec<&str> = args.iter().map(String::as_str).collect();
             let e: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
-            let (w, c) = timed(&a, &e);
+            let (w, c) = support::perf_stat(&a, &e);
             got[i].0.push(w);
             got[i].1.push(c);
         }
@@ -228,6 +170,10 @@ fn exec_startup(work: &Path) {
         println!("  bwrap: not installed (apt-get install bubblewrap)");
     }
     for ((label, _, _), (w, c)) in rows.iter().zip(got) {
-        println!("  {label:<44} wall {:>6.1} ms   CPU {:>6.1} ms", med(w), med(c));
+        println!(
+            "  {label:<44} wall {:>6.1} ms   CPU {:>6.1} ms",
+            support::median_f64(w),
+            support::median_f64(c)
+        );
     }
 }

@@ -1,5 +1,6 @@
-//! Shared by the benchmarks: a bounded concurrent load loop with latencies, and `/proc`
-//! readers for a server's resident memory and thread count.
+//! Shared by the benchmarks: a bounded concurrent load loop with latencies, `/proc`
+//! readers for a server's resident memory and thread count, a command's wall time and CPU
+//! through `perf stat`, and the bubblewrap run a contained start is compared with.
 #![allow(dead_code)]
 
 pub mod driver;
@@ -93,4 +94,85 @@ pub fn threads(pid: u32) -> u64 {
 
 pub fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1000.0
+}
+
+/// Run `args` under `perf stat`: its wall time and the CPU of its whole process tree
+/// (task-clock), in ms.
+pub fn perf_stat(args: &[&str], env: &[(&str, &str)]) -> (f64, f64) {
+    let t = Instant::now();
+    let out = std::process::Command::new("perf")
+        .args(["stat", "-x", ",", "-e", "task-clock", "--"])
+        .args(args)
+        .envs(env.iter().copied())
+        .stdout(std::process::Stdio::null())
+        .output()
+        .expect("perf (apt-get install linux-perf)");
+    let wall = t.elapsed().as_secs_f64() * 1e3;
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{args:?}: {err}");
+    let cpu = err
+        .lines()
+        .find(|l| l.contains(",task-clock"))
+        .and_then(|l| l.split(',').next())
+        .and_then(|v| v.trim().parse::<f64>().ok())
+        .expect("perf's task-clock");
+    (wall, cpu)
+}
+
+/// The median of `v` (not empty).
+pub fn median_f64(mut v: Vec<f64>) -> f64 {
+    v.sort_by(|a, b| a.total_cmp(b));
+    v[v.len() / 2]
+}
+
+/// Whether bubblewrap runs here, installed with apt-get when missing.
+pub fn have_bwrap() -> bool {
+    let runs = || {
+        std::process::Command::new("bwrap")
+            .arg("--version")
+            .output()
+            .is_ok()
+    };
+    if !runs() {
+        let _ = std::process::Command::new("apt-get")
+            .args(["install", "-y", "-qq", "bubblewrap"])
+            .output();
+    }
+    runs()
+}
+
+/// `bwrap --unshare-all --die-with-parent` running `true` with `/usr` read-only, `/proc`,
+/// `/dev`, and `dir` bound read-write as its working directory: the sandbox an operator
+/// would build instead of a sealed call.
+pub fn bwrap_true(dir: &str) -> Vec<String> {
+    [
+        "bwrap",
+        "--unshare-all",
+        "--die-with-parent",
+        "--ro-bind",
+        "/usr",
+        "/usr",
+        "--symlink",
+        "usr/bin",
+        "/bin",
+        "--symlink",
+        "usr/lib",
+        "/lib",
+        "--symlink",
+        "usr/lib64",
+        "/lib64",
+        "--proc",
+        "/proc",
+        "--dev",
+        "/dev",
+        "--bind",
+        dir,
+        dir,
+        "--chdir",
+        dir,
+        "true",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect()
 }

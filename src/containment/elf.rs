@@ -3,7 +3,7 @@
 //! other file gives no dependencies. Bytes are untrusted: every read is bounds-checked and
 //! the parser is fuzzed (`fuzz/fuzz_targets/elf.rs`).
 
-use std::collections::BTreeSet;
+use std::collections::BTreeMap;
 use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
 
@@ -153,37 +153,70 @@ pub const ARCH_LIB_DIRS: &[&str] = &[
 pub fn lib_dirs() -> impl Iterator<Item = &'static str> {
     ARCH_LIB_DIRS.iter().copied().chain(["/lib", "/usr/lib"])
 }
-/// `binary`, its loader and its library closure, canonicalised. Names that cannot be found
-/// are skipped: the program then fails to start, which is a refusal, not an escape. Only
-/// regular files are kept (a binary swapped for a directory, or a symlink to one, would
-/// grant the whole tree), and of the loader and libraries only those that are ELF: no loader
-/// could map anything else, and the names are the binary's to choose (a run path of
-/// `/home/u/.ssh` and a library named `id_ed25519` would otherwise grant that key).
-pub fn closure(binary: &Path) -> BTreeSet<PathBuf> {
-    let mut seen = BTreeSet::new();
-    let mut todo = vec![binary.to_path_buf()];
-    // The binary itself is the first taken; the rest are its dependencies.
-    let mut first = true;
-    while let Some(p) = todo.pop() {
+/// One file of a closure: the identity (device, inode) of the file that was read, and
+/// whether the kernel executes it (a binary and a loader: read + execute) or only the
+/// loader maps it (a library: read, never `execve`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Granted {
+    pub dev: u64,
+    pub ino: u64,
+    pub exec: bool,
+}
+
+/// A closure: each file's canonical path and how it is granted.
+pub type Closure = BTreeMap<PathBuf, Granted>;
+
+/// How a file entered the closure.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Role {
+    /// Named by the caller (a `shell.allow` binary): granted even when it is not ELF (a
+    /// script), executed.
+    Binary,
+    /// A file's `PT_INTERP`: executed by the kernel's `execve` of the binary.
+    Loader,
+    /// A `DT_NEEDED` library: mapped by the loader, never executed.
+    Library,
+}
+
+/// `binaries`, their loaders and their library closures, canonicalised. Names that cannot
+/// be found are skipped: the program then fails to start, which is a refusal, not an
+/// escape. Only regular files are kept (a binary swapped for a directory, or a symlink to
+/// one, would grant the whole tree), and of the loaders and libraries only those that are
+/// ELF: no loader could map anything else, and the names are the binary's to choose (a run
+/// path of `/home/u/.ssh` and a library named `id_ed25519` would otherwise grant that key).
+/// A library is granted for mapping only: a run path naming `/usr/bin` and a library named
+/// `python3` must not make `python3` executable. Each file's identity is the one read here,
+/// which whoever grants it checks again on the descriptor it grants through.
+pub fn closure<'a>(binaries: impl IntoIterator<Item = &'a Path>) -> Closure {
+    let mut seen = Closure::new();
+    let mut todo: Vec<(PathBuf, Role)> = binaries
+        .into_iter()
+        .map(|b| (b.to_path_buf(), Role::Binary))
+        .collect();
+    while let Some((p, role)) = todo.pop() {
         let Ok(real) = std::fs::canonicalize(&p) else {
             continue;
         };
-        if seen.contains(&real) || seen.len() > 256 {
+        if let Some(g) = seen.get_mut(&real) {
+            g.exec |= role != Role::Library;
             continue;
         }
-        // Not a regular file: nothing is granted, the binary included (it then fails to
+        if seen.len() > 256 {
+            continue;
+        }
+        // Not a regular file: nothing is granted, a binary included (it then fails to
         // start).
-        let Some(needs) = needs_of(&real) else {
+        let Some((needs, (dev, ino))) = needs_of(&real) else {
             continue;
         };
-        if needs.is_none() && !first {
+        if needs.is_none() && role != Role::Binary {
             continue;
         }
-        first = false;
-        seen.insert(real);
+        let exec = role != Role::Library;
+        seen.insert(real, Granted { dev, ino, exec });
         let Some(needs) = needs else { continue };
         if let Some(i) = &needs.interp {
-            todo.push(PathBuf::from(i));
+            todo.push((PathBuf::from(i), Role::Loader));
         }
         let mut dirs: Vec<&str> = needs.runpath.iter().map(String::as_str).collect();
         for d in lib_dirs() {
@@ -195,21 +228,37 @@ pub fn closure(binary: &Path) -> BTreeSet<PathBuf> {
             }
             let found = dirs.iter().map(|d| Path::new(d).join(lib)).find(|c| c.is_file());
             if let Some(f) = found {
-                todo.push(f);
+                todo.push((f, Role::Library));
             }
         }
     }
     seen
 }
 
-/// What the regular file `real` needs (`Some(None)` when it is not ELF), parsed once per
+/// The identity of the regular file at `real` (canonical) when it is `want`'s, opened
+/// `O_PATH` without following a last symlink: the descriptor a grant is made through, so a
+/// path swapped after the closure was read grants nothing it did not check.
+pub fn open_checked(real: &Path, want: &Granted) -> Result<OwnedFd, String> {
+    let (handle, st) =
+        regular_handle(real).ok_or_else(|| format!("{} is no longer a regular file", real.display()))?;
+    if (st.st_dev, st.st_ino) != (want.dev, want.ino) {
+        return Err(format!(
+            "{} changed while the spawn was prepared (another file is at that path)",
+            real.display()
+        ));
+    }
+    Ok(handle)
+}
+
+/// What the regular file `real` needs (`Some(None)` when it is not ELF), with its device
+/// and inode as the opened descriptor says, parsed once per
 /// process for each file version (path, device, inode, size, mtime, as the opened
 /// descriptor says): every contained spawn computes the closure of every allowed binary.
 /// `None` when `real` is not a regular file: a directory, a FIFO, a device or a symlink is
 /// never opened for reading, let alone granted. A file changed in place with identical
 /// metadata could give stale answers; the worst outcome is a program that fails to start
 /// (a missing grant) or a library's read/execute grant kept.
-fn needs_of(real: &Path) -> Option<Option<Needs>> {
+fn needs_of(real: &Path) -> Option<(Option<Needs>, (u64, u64))> {
     use std::collections::HashMap;
     use std::os::unix::fs::FileExt;
     use std::sync::{Mutex, OnceLock};
@@ -217,6 +266,7 @@ fn needs_of(real: &Path) -> Option<Option<Needs>> {
     type Key = (PathBuf, i128, i128, i128, i128, i128);
     static CACHE: OnceLock<Mutex<HashMap<Key, Option<Needs>>>> = OnceLock::new();
     let (handle, st) = regular_handle(real)?;
+    let ident = (st.st_dev, st.st_ino);
     let key = (
         real.to_path_buf(),
         i128::from(st.st_dev),
@@ -227,7 +277,7 @@ fn needs_of(real: &Path) -> Option<Option<Needs>> {
     );
     let cache = CACHE.get_or_init(|| Mutex::new(HashMap::new()));
     if let Some(hit) = cache.lock().unwrap_or_else(|p| p.into_inner()).get(&key) {
-        return Some(hit.clone());
+        return Some((hit.clone(), ident));
     }
     let needs = match reopen(&handle, &st) {
         Some(file) => parse_by_reads(&mut |buf, off| file.read_at(buf, off)),
@@ -238,7 +288,7 @@ fn needs_of(real: &Path) -> Option<Option<Needs>> {
         c.clear();
     }
     c.insert(key, needs.clone());
-    Some(needs)
+    Some((needs, ident))
 }
 
 /// An `O_PATH` handle on `real` (which runs no device's open and blocks on no FIFO) and its
@@ -311,10 +361,28 @@ mod tests {
 
     #[test]
     fn a_system_binary_needs_its_loader_and_libc() {
-        let set = closure(Path::new("/bin/ls"));
-        let names: Vec<String> = set.iter().map(|p| p.display().to_string()).collect();
-        assert!(names.iter().any(|n| n.contains("ld-linux")), "{names:?}");
-        assert!(names.iter().any(|n| n.contains("libc.so")), "{names:?}");
+        let set = closure([Path::new("/bin/ls")]);
+        let ls = std::fs::canonicalize("/bin/ls").unwrap();
+        let find = |part: &str| {
+            set.iter()
+                .find(|(p, _)| p.display().to_string().contains(part))
+                .map(|(_, g)| *g)
+                .unwrap_or_else(|| panic!("{part}: {set:?}"))
+        };
+        // The binary and its loader are executed by the kernel; libc is only mapped.
+        assert!(set[&ls].exec, "{set:?}");
+        assert!(find("ld-linux").exec, "{set:?}");
+        assert!(!find("libc.so").exec, "{set:?}");
+        let st = rustix::fs::stat(&ls).unwrap();
+        assert_eq!((set[&ls].dev, set[&ls].ino), (st.st_dev, st.st_ino));
+        // A binary named beside another's library makes that library executable too.
+        let libc = set
+            .keys()
+            .find(|p| p.display().to_string().contains("libc.so"))
+            .unwrap();
+        let both = closure([Path::new("/bin/ls"), libc.as_path()]);
+        assert!(both[libc].exec, "{both:?}");
+        assert_eq!(both.len(), set.len());
     }
 
     /// A little-endian ELF64 file whose one load segment is the whole file, with the
@@ -393,14 +461,27 @@ mod tests {
         assert_eq!(needs.needed, ["id_ed25519", "libreal.so"]);
         assert_eq!(needs.runpath, [dir.display().to_string()]);
         std::fs::write(&bin, &elf).unwrap();
-        let got = closure(&bin);
-        let _ = std::fs::remove_dir_all(&dir);
-        assert!(got.contains(&bin), "{got:?}");
+        let got = closure([bin.as_path()]);
+        assert!(got[&bin].exec, "{got:?}");
         assert!(
-            got.contains(&dir.join("libreal.so")),
-            "an ELF library on the run path is granted: {got:?}"
+            got.get(&dir.join("libreal.so")).is_some_and(|g| !g.exec),
+            "an ELF library on the run path is granted for mapping only: {got:?}"
         );
-        assert!(!got.contains(&dir.join("id_ed25519")), "{got:?}");
+        assert!(!got.contains_key(&dir.join("id_ed25519")), "{got:?}");
+        // A grant is made through a descriptor on the file that was read: the same path
+        // holding another file afterwards is refused.
+        let lib = dir.join("libreal.so");
+        assert!(open_checked(&lib, &got[&lib]).is_ok());
+        // (Made before the old one goes, so its inode number cannot be the old one's.)
+        std::fs::copy(tiny, dir.join("other")).unwrap();
+        std::fs::rename(dir.join("other"), &lib).unwrap();
+        let err = open_checked(&lib, &got[&lib]).unwrap_err();
+        assert!(err.contains("changed while the spawn was prepared"), "{err}");
+        std::fs::remove_file(&lib).unwrap();
+        std::fs::create_dir(&lib).unwrap();
+        let err = open_checked(&lib, &got[&lib]).unwrap_err();
+        assert!(err.contains("is no longer a regular file"), "{err}");
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]
@@ -428,7 +509,7 @@ mod tests {
         let (tx, rx) = std::sync::mpsc::channel();
         let b = bin.clone();
         std::thread::spawn(move || {
-            let _ = tx.send(closure(&b));
+            let _ = tx.send(closure([b.as_path()]));
         });
         let got = rx.recv_timeout(std::time::Duration::from_secs(10));
         use std::os::unix::fs::OpenOptionsExt;
@@ -438,13 +519,13 @@ mod tests {
             .open(&fifo);
         let got = got.expect("the closure returned (the FIFO was not opened)");
         drop(writer);
-        assert_eq!(got, BTreeSet::from([bin.clone()]));
+        assert_eq!(got.keys().collect::<Vec<_>>(), [&bin]);
         // A directory, or a symlink to one, in the binary's place grants nothing.
         let link = dir.join("link");
         std::os::unix::fs::symlink(&dir, &link).unwrap();
-        assert_eq!(closure(&dir), BTreeSet::new());
-        assert_eq!(closure(&link), BTreeSet::new());
-        assert_eq!(closure(&fifo), BTreeSet::new());
+        assert_eq!(closure([dir.as_path()]), Closure::new());
+        assert_eq!(closure([link.as_path()]), Closure::new());
+        assert_eq!(closure([fifo.as_path()]), Closure::new());
         let _ = std::fs::remove_dir_all(&dir);
     }
 
@@ -454,12 +535,12 @@ mod tests {
             PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/fuzz/seeds/elf/tiny")),
             std::env::current_exe().unwrap(),
         ];
-        files.extend(closure(Path::new("/bin/ls")));
+        files.extend(closure([Path::new("/bin/ls")]).into_keys());
         assert!(files.len() >= 4, "{files:?}");
         for f in files {
             let whole = parse(&std::fs::read(&f).unwrap());
             assert!(whole.is_some(), "{}", f.display());
-            assert_eq!(needs_of(&f), Some(whole), "{}", f.display());
+            assert_eq!(needs_of(&f).map(|(n, _)| n), Some(whole), "{}", f.display());
         }
     }
 

@@ -89,13 +89,19 @@ pub fn child_main(up_to: Class) -> i32 {
 
 /// Run the sealed plan (no workdir, no files) in a forked child and report how far it got.
 fn sealed_works() -> Result<(), String> {
-    let mut plan = super::sealed::plan(None, &Default::default(), &[], false)?;
+    run_plan(&mut super::sealed::plan(None, &Default::default(), &[], false)?)
+}
+
+/// Run `plan` in a forked child and report how far it got (the probe's sealed check, and
+/// the sealed root's unit tests).
+pub(super) fn run_plan(plan: &mut super::sealed::Plan) -> Result<(), String> {
     let ops = plan.descriptions();
     let (r, w) =
         rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC).map_err(|e| format!("pipe: {e}"))?;
     let wfd = std::os::fd::AsRawFd::as_raw_fd(&w);
-    // SAFETY: the probe process is single-threaded; the child only runs the plan (syscalls
-    // on prepared values), writes to the pipe and exits.
+    // SAFETY: the probe process is single-threaded (a unit test's is not, and glibc's fork
+    // leaves malloc usable in the child); the child only runs the plan (syscalls on
+    // prepared values), writes to the pipe and exits.
     let pid = unsafe { libc::fork() };
     if pid < 0 {
         return Err(errno_text("fork", &std::io::Error::last_os_error()));

@@ -2,11 +2,11 @@
 //! the child only calls `restrict_self`. Everything the ruleset handles is denied unless a
 //! rule below grants it.
 
+use super::elf::Closure;
 use landlock::{
     Access, AccessFs, BitFlags, CompatLevel, Compatible, PathBeneath, PathFd, Ruleset, RulesetAttr,
     RulesetCreated, RulesetCreatedAttr, Scope, ABI,
 };
-use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
 /// The `landlock` crate's ABI value for the number the kernel reported (a newer kernel's
@@ -35,8 +35,11 @@ pub const MIN_ABI: u32 = 6;
 pub struct Grants<'a> {
     pub workdir: &'a Path,
     pub workdir_exec: bool,
-    /// Each allowed binary with its loader and library closure: read + execute, one file each.
-    pub exec_files: &'a BTreeSet<PathBuf>,
+    /// Each allowed binary with its loader and library closure, one file each: read +
+    /// execute for the binaries and loaders, read for the libraries (the loader maps them;
+    /// landlock's execute right is `execve`'s alone). Each rule is made through a descriptor
+    /// checked to be the file the closure read.
+    pub exec_files: &'a Closure,
     /// Read-only grants: read files beneath each, list it when it is a directory. Never
     /// execute.
     pub read: &'a [PathBuf],
@@ -92,14 +95,18 @@ pub fn ruleset(abi_n: u32, g: &Grants<'_>) -> Result<RulesetCreated, String> {
     let mut set = attr.create().map_err(|e| err("create", &e))?;
     let workdir = workdir_rights(abi_n, g.workdir_exec);
     let file_rights = |rights: BitFlags<AccessFs>| rights & all;
-    let mut rules: Vec<(PathBuf, BitFlags<AccessFs>, bool)> = vec![(g.workdir.to_path_buf(), workdir, true)];
-    for f in g.exec_files {
-        rules.push((
-            f.clone(),
-            file_rights(AccessFs::Execute | AccessFs::ReadFile),
-            true,
-        ));
+    for (path, granted) in g.exec_files {
+        let rights = if granted.exec {
+            AccessFs::Execute | AccessFs::ReadFile
+        } else {
+            AccessFs::ReadFile.into()
+        };
+        let fd = super::elf::open_checked(path, granted).map_err(|e| err("rule", &e))?;
+        set = set
+            .add_rule(PathBeneath::new(fd, file_rights(rights)))
+            .map_err(|e| err(&format!("rule for {}", path.display()), &e))?;
     }
+    let mut rules: Vec<(PathBuf, BitFlags<AccessFs>, bool)> = vec![(g.workdir.to_path_buf(), workdir, true)];
     // Read grants: ReadDir is added below only where the opened path is a directory (a
     // directory right on a file is refused by add_rule). Missing paths shrink the grant.
     for r in g.read {

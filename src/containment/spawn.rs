@@ -11,10 +11,11 @@
 
 use super::cgroup::Cgroup;
 use super::class::Class;
+use super::elf::Closure;
 use super::sealed::{self, Failure};
 use super::{child, rules, seccomp};
 use crate::diag::{code, Diagnostic};
-use std::collections::BTreeSet;
+use std::collections::BTreeMap;
 use std::io::Read;
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::os::unix::process::CommandExt;
@@ -234,13 +235,10 @@ pub fn spawn(s: Spawn<'_>) -> Result<Child, Diagnostic> {
     let contained = s.class >= Class::Scoped;
     // The loader and libraries of the allowed binaries: only landlock and the sealed root
     // need them, so an advisory spawn does not read a single ELF header.
-    let closure: BTreeSet<PathBuf> = if contained {
-        s.allowed_binaries
-            .iter()
-            .flat_map(|b| super::elf::closure(b))
-            .collect()
+    let closure: Closure = if contained {
+        super::elf::closure(s.allowed_binaries.iter().map(PathBuf::as_path))
     } else {
-        BTreeSet::new()
+        Closure::new()
     };
     let ruleset: Option<OwnedFd> = if contained {
         // Under `sealed` the system directories are readable too (their binds are
@@ -268,9 +266,17 @@ pub fn spawn(s: Spawn<'_>) -> Result<Child, Diagnostic> {
         None
     };
     let mut plan = if s.class == Class::Sealed {
-        let mut files: BTreeSet<PathBuf> = closure.clone();
-        files.extend(s.allowed_binaries.iter().cloned());
-        files.insert(s.program.to_path_buf());
+        // Each file of the closure is checked in the child to be the one read here; a
+        // program or allowed binary that is no file of it (missing, or not a regular file)
+        // is still bound by path, so its failure reads as the command's own.
+        let mut files: BTreeMap<PathBuf, Option<(u64, u64)>> = closure
+            .iter()
+            .map(|(p, g)| (p.clone(), Some((g.dev, g.ino))))
+            .collect();
+        for extra in s.allowed_binaries.iter().map(PathBuf::as_path).chain([s.program]) {
+            let real = std::fs::canonicalize(extra).unwrap_or_else(|_| extra.to_path_buf());
+            files.entry(real).or_insert(None);
+        }
         let read_binds: Vec<PathBuf> = s.read_dirs.iter().chain(s.read_unlisted).cloned().collect();
         Some(
             sealed::plan(Some((s.workdir, held_ident)), &files, &read_binds, s.workdir_exec)

@@ -504,6 +504,67 @@ fn only_shell_allow_commands_run_and_their_status_comes_back() {
     assert!(stderr.contains("unknown case"));
 }
 
+/// The C library this test process maps (its canonical path).
+fn host_libc() -> PathBuf {
+    let maps = std::fs::read_to_string("/proc/self/maps").unwrap();
+    let line = maps
+        .lines()
+        .find(|l| l.ends_with("/libc.so.6"))
+        .expect("this test maps libc.so.6");
+    PathBuf::from(&line[line.find('/').unwrap()..])
+}
+
+#[test]
+fn an_allowed_binarys_libraries_are_mapped_never_executed() {
+    // libc.so.6 is an executable ELF file (it prints its version) and a library of `sh`:
+    // the loader maps it, nothing may `execve` it.
+    let t = TempDir::new("libs-mapped");
+    let manifest = t.path().join("murmur.yaml");
+    std::fs::write(
+        &manifest,
+        "name: libs\nversion: 0.1.0\ncapabilities:\n  shell:\n    allow: [sh]\n",
+    )
+    .unwrap();
+    let workdir = t.path().join("work");
+    std::fs::create_dir_all(&workdir).unwrap();
+    let libc = host_libc();
+    let script = format!("echo started; exec {}", libc.display());
+    let run = |class: &str| {
+        Command::new(MUR)
+            .args(["exec", "--manifest"])
+            .arg(&manifest)
+            .arg("--workdir")
+            .arg(&workdir)
+            .args(["--containment", class, "--", "sh", "-c", &script])
+            .env("PATH", "/usr/bin:/bin")
+            .stdin(Stdio::null())
+            .output()
+            .unwrap()
+    };
+    let out = run("advisory");
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stdout).contains("GNU C Library"),
+        "{}",
+        text(&out.stdout)
+    );
+    if !host_backs_scoped() {
+        return assert_refused_everywhere();
+    }
+    let mut classes = vec!["scoped"];
+    if host_backs_sealed() {
+        classes.push("sealed");
+    }
+    for class in classes {
+        let out = run(class);
+        let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+        // `sh` itself ran (its loader executed, libc mapped); the exec of libc was refused.
+        assert_eq!(stdout, "started\n", "{class}: {stderr}");
+        assert_eq!(out.status.code(), Some(126), "{class}: {stderr}");
+        assert!(stderr.contains("Permission denied"), "{class}: {stderr}");
+    }
+}
+
 #[test]
 fn a_terminating_signal_to_mur_exec_reaches_the_child_and_leaves_nothing_running() {
     if !host_backs_scoped() {

@@ -73,8 +73,20 @@ impl Builder {
     /// Bind host `host` at `at`, then remount it with `flags` added to the flags the host
     /// mount already has (a user namespace may not clear locked ones).
     pub(super) fn bind(&mut self, host: &Path, at: &Path, flags: libc::c_ulong) -> Result<(), String> {
+        self.bind_checked(host, at, flags, None)
+    }
+
+    /// [`Builder::bind`], the source checked to be the file with this device and inode.
+    fn bind_checked(
+        &mut self,
+        host: &Path,
+        at: &Path,
+        flags: libc::c_ulong,
+        ident: Option<(u64, u64)>,
+    ) -> Result<(), String> {
         let dst = self.staged(at)?;
         self.plan.sources.push(cstr(host.as_os_str().as_bytes())?);
+        self.plan.idents.push(ident);
         self.plan.fds.push(-1);
         let src = self.plan.sources.len() - 1;
         self.op(
@@ -205,6 +217,17 @@ impl Builder {
     /// mount already shows it the same way. Below a `noexec` system mount the entry exists,
     /// so the bind goes over it; elsewhere its parents and a mount point are created.
     pub(super) fn bind_own_path(&mut self, p: &Path, flags: libc::c_ulong) -> Result<(), String> {
+        self.bind_own_file(p, flags, None)
+    }
+
+    /// [`Builder::bind_own_path`], the bound file checked (when `ident` is given) to be the
+    /// one with that device and inode.
+    pub(super) fn bind_own_file(
+        &mut self,
+        p: &Path,
+        flags: libc::c_ulong,
+        ident: Option<(u64, u64)>,
+    ) -> Result<(), String> {
         let real = std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
         let wanted = if flags & libc::MS_NOEXEC != 0 {
             Shows::NoExec
@@ -225,7 +248,7 @@ impl Builder {
                 }
             }
         }
-        self.bind(&real, &real, flags)?;
+        self.bind_checked(&real, &real, flags, ident)?;
         if real.is_dir() {
             self.cover(real, wanted);
         }

@@ -20,7 +20,7 @@ mod enter;
 use super::runtime_dirs::{ETC_ALLOWED, SYSTEM_DIRS};
 use builder::{Builder, Shows, RO};
 pub use enter::fork_command;
-use std::collections::BTreeSet;
+use std::collections::BTreeMap;
 use std::ffi::CString;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
@@ -73,6 +73,9 @@ pub struct Plan {
     /// Bind sources, opened by path after `unshare(CLONE_NEWNS)` (a descriptor opened in
     /// the host namespace cannot be a bind source there); `fds` holds them, preallocated.
     sources: Vec<CString>,
+    /// The device and inode each source must be, when known (a file of the ELF closure:
+    /// the one that was read and checked), checked on the opened descriptor.
+    idents: Vec<Option<(u64, u64)>>,
     fds: Vec<libc::c_int>,
     stage: CString,
     uid_map: Vec<u8>,
@@ -126,14 +129,14 @@ fn cstr(s: impl AsRef<[u8]>) -> Result<CString, String> {
 /// Plan the sealed root for `workdir` (read-write, and `noexec` like `/tmp` unless
 /// `workdir_exec`), `files` (the allowed binaries and their closure: mappable and
 /// executable, each bound over the `noexec` system directories unless a library directory
-/// already shows it) and `read` (granted read-only directories and files: shown mappable,
+/// already shows it, and checked in the child to be the device and inode given, when given) and `read` (granted read-only directories and files: shown mappable,
 /// never executable, since landlock grants no execute there). `workdir` is the workdir's
 /// path, bound at that same path inside the root, with the device and inode number the
 /// bound directory must have (the one the session holds open), if known; `None` for the
 /// host probe.
 pub fn plan(
     workdir: Option<(&Path, Option<(u64, u64)>)>,
-    files: &BTreeSet<PathBuf>,
+    files: &BTreeMap<PathBuf, Option<(u64, u64)>>,
     read: &[PathBuf],
     workdir_exec: bool,
 ) -> Result<Plan, String> {
@@ -151,6 +154,7 @@ pub fn plan(
         ops: Vec::new(),
         descriptions: Vec::new(),
         sources: Vec::new(),
+        idents: Vec::new(),
         fds: Vec::new(),
         stage: cstr(stage)?,
         uid_map: format!("{uid} {uid} 1\n").into_bytes(),
@@ -267,8 +271,8 @@ pub fn plan(
     for r in &read {
         b.bind_own_path(r, RO)?;
     }
-    for f in files {
-        b.bind_own_path(f, RO)?;
+    for (f, ident) in files {
+        b.bind_own_file(f, RO, *ident)?;
     }
     if let Some((w, ident)) = workdir {
         b.bind_writable_dir(w, ident)?;
@@ -298,6 +302,7 @@ pub fn describe(descriptions: &[String], detail: u16) -> String {
         i if i < n => descriptions[i].clone(),
         i if i == n => "make the mount tree private (mount)".into(),
         i if i == n + 1 => "open a bind source (open)".into(),
+        i if i == n + 3 => "check that a bound file is the one the ELF closure read (fstat)".into(),
         _ => "enter the new root (pivot_root)".into(),
     }
 }
@@ -319,9 +324,35 @@ mod tests {
     }
 
     #[test]
+    fn a_bound_file_that_is_not_the_one_the_closure_read_refuses_the_root() {
+        let env = std::fs::canonicalize("/usr/bin/env").unwrap();
+        let st = rustix::fs::stat(&env).unwrap();
+        let read = (st.st_dev, st.st_ino);
+        let files = |ident| BTreeMap::from([(env.clone(), Some(ident))]);
+        let good = crate::containment::probe::run_plan(&mut plan(None, &files(read), &[], false).unwrap());
+        let bad = crate::containment::probe::run_plan(
+            &mut plan(None, &files((read.0, read.1 ^ 1)), &[], false).unwrap(),
+        );
+        let err = bad.expect_err("another inode at the path is never bound");
+        match good {
+            Ok(()) => assert_eq!(
+                err,
+                format!(
+                    "sealed: compose the sealed root: check that a bound file is the one the ELF closure read (fstat): errno 18 ({})",
+                    std::io::Error::from_raw_os_error(libc::EXDEV)
+                )
+            ),
+            Err(e) => eprintln!("no sealed root on this host ({e}); the refusal alone is checked: {err}"),
+        }
+    }
+
+    #[test]
     fn the_plan_binds_the_workdir_last_and_system_code_only_where_granted() {
         let env = std::fs::canonicalize("/usr/bin/env").unwrap();
-        let files = crate::containment::elf::closure(&env);
+        let files: BTreeMap<PathBuf, Option<(u64, u64)>> = crate::containment::elf::closure([env.as_path()])
+            .into_iter()
+            .map(|(p, g)| (p, Some((g.dev, g.ino))))
+            .collect();
         let libs = crate::containment::runtime_dirs::library_dirs();
         let read = [PathBuf::from("/srv/murmur-grant")];
         let p = plan(Some((Path::new("/srv/murmur-work"), None)), &files, &read, false).unwrap();
@@ -339,7 +370,7 @@ mod tests {
             at(&format!("remount {} read-only (mount)", l.display()));
         }
         at(&format!("bind {} (mount)", env.display()));
-        for f in files.iter().filter(|f| libs.iter().any(|l| f.starts_with(l))) {
+        for f in files.keys().filter(|f| libs.iter().any(|l| f.starts_with(l))) {
             assert!(
                 !d.iter().any(|s| s == &format!("bind {} (mount)", f.display())),
                 "{d:?}"

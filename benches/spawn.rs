@@ -12,9 +12,10 @@ mod support;
 
 use murmur::containment::cgroup::Cgroup;
 use murmur::containment::class::Class;
-use murmur::containment::{probe, spawn};
+use murmur::containment::probe;
+use murmur::containment::spawn::{self, Stdio};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 const RUNS: usize = 50;

@@ -6,6 +6,7 @@
 //! whatever it started). Whatever goes wrong is the case's failure, with its reason.
 
 use crate::containment::spawn::{spawn, Spawn};
+use crate::containment::spawn::{Proc, Stdio};
 use crate::eval_view::dataset::{Case, Check};
 use crate::fsx::Dir;
 use crate::resources::list::list;
@@ -14,7 +15,6 @@ use crate::resources::Symlinks;
 use crate::trace_view::clean;
 use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
@@ -227,7 +227,7 @@ fn shown(p: &Path) -> String {
 /// environment (and the sessions' records root), its own session (the terminal's signals do
 /// not reach it: only this run ends it), SIGTERM should the thread that started it die, so
 /// no case outlives a `mur eval run` that was killed.
-fn start(env: &CaseEnv<'_>, args: &[String], stdout: bool) -> Result<Child, String> {
+fn start(env: &CaseEnv<'_>, args: &[String], stdout: bool) -> Result<Proc, String> {
     let mut vars: Vec<(String, String)> = std::env::vars()
         .filter(|(k, _)| k != "MURMUR_RECORDS_DIR")
         .collect();
@@ -242,7 +242,7 @@ fn start(env: &CaseEnv<'_>, args: &[String], stdout: bool) -> Result<Child, Stri
 
 /// The child's first stdout line (its `--json` announcement), read on a thread; the rest
 /// is drained.
-fn first_line(child: &mut Child) -> std::io::Result<std::thread::JoinHandle<Option<String>>> {
+fn first_line(child: &mut Proc) -> std::io::Result<std::thread::JoinHandle<Option<String>>> {
     let out = child.stdout.take();
     std::thread::Builder::new().spawn(move || {
         let mut r = BufReader::new(out?);
@@ -254,7 +254,7 @@ fn first_line(child: &mut Child) -> std::io::Result<std::thread::JoinHandle<Opti
 }
 
 /// The last error line of the child's stderr (cleaned, bounded), read on a thread.
-fn tail(child: &mut Child) -> std::io::Result<std::thread::JoinHandle<String>> {
+fn tail(child: &mut Proc) -> std::io::Result<std::thread::JoinHandle<String>> {
     let err = child.stderr.take();
     std::thread::Builder::new().spawn(move || {
         let Some(err) = err else { return String::new() };
@@ -286,7 +286,7 @@ enum Waited {
 }
 
 /// Wait for `child` within `limit`; past it, or on `stop`, SIGTERM then SIGKILL.
-fn wait(child: &mut Child, limit: Duration, stop: &AtomicBool) -> Waited {
+fn wait(child: &mut Proc, limit: Duration, stop: &AtomicBool) -> Waited {
     use std::os::unix::process::ExitStatusExt;
     let until = Instant::now() + limit;
     loop {
@@ -314,7 +314,7 @@ fn wait(child: &mut Child, limit: Duration, stop: &AtomicBool) -> Waited {
 }
 
 /// SIGTERM, then SIGKILL after [`GRACE`]; reaped either way.
-fn end(child: &mut Child) {
+fn end(child: &mut Proc) {
     if let Some(pid) = rustix::process::Pid::from_raw(child.id() as i32) {
         let _ = rustix::process::kill_process(pid, rustix::process::Signal::TERM);
     }

@@ -7,12 +7,12 @@
 use crate::containment::child_policy::{env_present, ChildPolicy, PolicyInputs, Stdios, DEFAULT_PATH};
 use crate::containment::class::{self, Class};
 use crate::containment::host_env::{identity, resolve_binary};
+use crate::containment::spawn::Stdio;
 use crate::containment::{egress, probe_cache};
 use crate::diag::{code, Diagnostic};
 use crate::fsx::Dir;
 use crate::manifest::{self, Manifest, Resolve};
 use std::path::{Path, PathBuf};
-use std::process::Stdio;
 
 /// The flags of `mur exec`.
 #[derive(Debug, Default)]

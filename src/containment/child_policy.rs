@@ -9,11 +9,11 @@ use super::class::Class;
 use super::egress::Egress;
 use super::host_env::{credential_shaped, resolve_binary, PIDS_MAX};
 use super::{runtime_dirs, spawn};
+use crate::containment::spawn::{Proc, Stdio};
 use crate::diag::{code, Diagnostic};
 use crate::fsx::Dir;
 use crate::manifest::model::Capabilities;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Stdio};
 use std::sync::Arc;
 
 /// The session home beneath the workdir: `HOME` of every child.
@@ -136,7 +136,7 @@ impl ChildPolicy {
     }
 
     /// Start `program` with `args` under the policy.
-    pub fn spawn(&self, program: &Path, args: &[String], stdio: Stdios) -> Result<Child, Diagnostic> {
+    pub fn spawn(&self, program: &Path, args: &[String], stdio: Stdios) -> Result<Proc, Diagnostic> {
         let mut allowed: Vec<PathBuf> = self.allowed.iter().filter_map(|(_, p)| p.clone()).collect();
         if !allowed.iter().any(|p| p == program) {
             allowed.push(program.to_path_buf());

@@ -12,15 +12,14 @@
 use super::cgroup::Cgroup;
 use super::class::Class;
 use super::elf::Closure;
+pub use super::launch::{Proc, Stdio};
 use super::sealed::{self, Failure};
 use super::{child, rules, seccomp};
 use crate::diag::{code, Diagnostic};
 use std::collections::BTreeMap;
 use std::io::Read;
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
-use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
 
 /// Hard resource limits of every contained child.
 #[derive(Debug, Clone, Copy)]
@@ -130,7 +129,7 @@ pub fn socket_pair() -> Result<(OwnedFd, OwnedFd), String> {
 }
 
 /// The steps of the child, numbered for the error pipe (`sealed::STEP_*` share them).
-const STEPS: [&str; 19] = [
+const STEPS: [&str; 20] = [
     "",
     "join the pids cgroup",
     "enter a network namespace (unshare)",
@@ -150,7 +149,12 @@ const STEPS: [&str; 19] = [
     "start a session without a controlling terminal (setsid)",
     "ask for SIGTERM when the parent dies (prctl PR_SET_PDEATHSIG)",
     "join the session's network namespace (setns)",
+    "start the program (execve)",
 ];
+
+/// The step of a failed `execve` (or of the streams or directory before it), reported as
+/// the program not starting.
+const STEP_EXEC: u8 = 19;
 
 /// Test-only fault injection: `MURMUR_FAULT=seccomp|landlock` makes that step fail in the
 /// child, so the abort path is exercised. It can only make a spawn fail, never weaker.
@@ -205,7 +209,7 @@ fn io_of(e: seccompiler::Error) -> std::io::Error {
 }
 
 /// Start the child, contained for `s.class`.
-pub fn spawn(s: Spawn<'_>) -> Result<Child, Diagnostic> {
+pub fn spawn(s: Spawn<'_>) -> Result<Proc, Diagnostic> {
     if let Some(refusal) = super::class::unix_sockets_refusal(s.class, s.unix_sockets) {
         return Err(refusal);
     }
@@ -299,15 +303,22 @@ pub fn spawn(s: Spawn<'_>) -> Result<Child, Diagnostic> {
     let procs_fd = s.cgroup.map(|c| c.procs_fd());
     let limits = s.rlimits;
     let fault = injected_fault();
-    let mut cmd = Command::new(s.program);
-    cmd.args(s.args)
-        .env_clear()
-        .envs(s.env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
-        .current_dir(s.workdir_held.unwrap_or(s.workdir))
-        .stdin(s.stdin)
-        .stdout(s.stdout)
-        .stderr(s.stderr);
-    let hook = move || -> std::io::Result<()> {
+    let cannot_start = |e: std::io::Error| {
+        Diagnostic::new(
+            code::RUN_CONTAINMENT,
+            "",
+            format!("cannot start {}: {e}", s.program.display()),
+        )
+    };
+    let image = super::launch::Image::new(s.program, s.args, s.env, s.workdir_held.unwrap_or(s.workdir))
+        .map_err(cannot_start)?;
+    // A sealed child's waiter and pid 1 run on without exec: they get a copy of memory.
+    let memory = if plan.is_some() {
+        super::launch::Memory::Copy
+    } else {
+        super::launch::Memory::Vm
+    };
+    let mut hook = move || -> std::io::Result<()> {
         let report = |f: Failure| -> std::io::Error {
             let _ = child::write_fd(err_fd, &f.encode());
             std::io::Error::from_raw_os_error(f.errno)
@@ -387,13 +398,24 @@ pub fn spawn(s: Spawn<'_>) -> Result<Child, Diagnostic> {
         }
         Ok(())
     };
-    // SAFETY: the hook runs in the forked child before exec. It only makes syscalls on
-    // values prepared above (descriptors, a compiled filter, a ruleset, the sealed plan),
-    // and on its success paths allocates nothing, so the usual post-fork restrictions hold.
-    unsafe {
-        cmd.pre_exec(hook);
-    }
-    let spawned = cmd.spawn();
+    // The hook runs in the child before exec, in `mur`'s memory unless sealed. It only makes
+    // syscalls on values prepared above (descriptors, a compiled filter, a ruleset, the
+    // sealed plan) and allocates nothing.
+    let exec_failed = |errno: i32| {
+        let f = Failure {
+            step: STEP_EXEC,
+            errno,
+            detail: 0,
+        };
+        let _ = child::write_fd(err_fd, &f.encode());
+    };
+    let spawned = super::launch::start(
+        &image,
+        [s.stdin, s.stdout, s.stderr],
+        memory,
+        &mut hook,
+        &exec_failed,
+    );
     drop(err_w);
     drop(ruleset);
     // Every writer of the pipe has exec'd or exited by now (a sealed child's waiter and
@@ -401,19 +423,19 @@ pub fn spawn(s: Spawn<'_>) -> Result<Child, Diagnostic> {
     let mut msg = Vec::new();
     let _ = std::fs::File::from(err_r).read_to_end(&mut msg);
     let failure = Failure::decode(&msg).filter(|f| (f.step as usize) < STEPS.len() && f.step > 0);
+    let report = |f: Failure| match f.step {
+        STEP_EXEC => cannot_start(std::io::Error::from_raw_os_error(f.errno)),
+        _ => reported(f, &sealed_ops),
+    };
     match (spawned, failure) {
         (Ok(mut child), Some(f)) => {
             let _ = child.kill();
             let _ = child.wait();
-            Err(reported(f, &sealed_ops))
+            Err(report(f))
         }
         (Ok(child), None) => Ok(child),
-        (Err(_), Some(f)) => Err(reported(f, &sealed_ops)),
-        (Err(e), None) => Err(Diagnostic::new(
-            code::RUN_CONTAINMENT,
-            "",
-            format!("cannot start {}: {e}", s.program.display()),
-        )),
+        (Err(_), Some(f)) => Err(report(f)),
+        (Err(e), None) => Err(cannot_start(e)),
     }
 }
 

@@ -17,6 +17,7 @@
 
 use super::cgroup::Cgroup;
 use super::spawn;
+use crate::containment::spawn::{Proc, Stdio};
 use rustix::net::{
     recvmsg, sendmsg, RecvAncillaryBuffer, RecvAncillaryMessage, RecvFlags, SendAncillaryBuffer,
     SendAncillaryMessage, SendFlags,
@@ -25,7 +26,6 @@ use std::io::{IoSlice, IoSliceMut};
 use std::mem::MaybeUninit;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Stdio};
 use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
@@ -52,7 +52,7 @@ const MAX_LINE: usize = 64 * 1024;
 pub struct Warden {
     line: Mutex<OwnedFd>,
     /// Never waited for: the warden outlives this process by design.
-    _child: Child,
+    _child: Proc,
 }
 
 static WARDEN: OnceLock<Result<Warden, String>> = OnceLock::new();
@@ -285,12 +285,7 @@ fn say(exe: &Path, args: &[String]) {
 /// cgroup, only `stdin` open. With `runtime` it keeps `mur`'s capabilities (the warden must
 /// be able to remove a cgroup `mur` made); the parent-death SIGTERM that comes with it
 /// finds the warden with SIGTERM blocked.
-fn helper(
-    exe: &Path,
-    args: &[String],
-    stdin: Stdio,
-    runtime: bool,
-) -> Result<Child, crate::diag::Diagnostic> {
+fn helper(exe: &Path, args: &[String], stdin: Stdio, runtime: bool) -> Result<Proc, crate::diag::Diagnostic> {
     spawn::spawn(spawn::Spawn {
         unix_sockets: true,
         runtime,

@@ -9,12 +9,12 @@
 //! exactly as long as `mur` holds them.
 
 use crate::containment::spawn;
+use crate::containment::spawn::Stdio;
 use std::io::{IoSlice, IoSliceMut, Read};
 use std::mem::MaybeUninit;
 use std::net::{TcpListener, UdpSocket};
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::path::Path;
-use std::process::Stdio;
 use std::time::Duration;
 
 /// At most this many descriptors cross in the hand-off: the namespace's two, the UDP

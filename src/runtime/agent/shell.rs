@@ -5,12 +5,13 @@
 
 use crate::agent::words;
 use crate::containment::child_policy::{ChildPolicy, Stdios};
+use crate::containment::spawn::{Proc, Stdio};
 use crate::fsx::Dir;
 use crate::runtime::records::{Health, Watched};
 use rustix::process::Pid;
 use std::io::{Read, Write};
 use std::path::Path;
-use std::process::{Child, ExitStatus, Stdio};
+use std::process::ExitStatus;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
@@ -342,7 +343,7 @@ fn kill_group(group: Option<Pid>) {
 /// Reap `child` on a thread of its own; its status arrives on the receiver. It waits for
 /// the exit without reaping first, so the group id cannot have been reused when what the
 /// command left running in its group is killed; then it reaps.
-fn reap(mut child: Child, group: Option<Pid>) -> mpsc::Receiver<std::io::Result<ExitStatus>> {
+fn reap(mut child: Proc, group: Option<Pid>) -> mpsc::Receiver<std::io::Result<ExitStatus>> {
     let (tx, rx) = mpsc::channel();
     std::thread::spawn(move || {
         if let Some(p) = group {
@@ -364,7 +365,7 @@ struct Readers {
 }
 
 impl Readers {
-    fn start(child: &mut Child, records: &Dir, label: &str, health: &Health) -> Readers {
+    fn start(child: &mut Proc, records: &Dir, label: &str, health: &Health) -> Readers {
         let save = |stream: &str| {
             let rel = format!("logs/{label}.{stream}");
             let watched = health.watch(&rel);

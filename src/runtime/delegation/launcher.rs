@@ -12,6 +12,7 @@ use super::send::{self, Failure};
 use super::watch::{StderrTail, Watch, Watched, STDERR_LINES};
 use crate::containment::class::Class;
 use crate::containment::spawn::{self, Rlimits, Spawn};
+use crate::containment::spawn::{Proc, Stdio};
 use crate::fsx::Dir;
 use crate::manifest::Resolve;
 use crate::spawner::{Spawner, Trust};
@@ -19,7 +20,6 @@ use crate::token::Kind;
 use serde_json::{json, Value};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::PathBuf;
-use std::process::{Child, Stdio};
 use std::sync::atomic::{AtomicI32, Ordering};
 use std::sync::mpsc;
 use std::sync::Arc;
@@ -275,7 +275,7 @@ impl Launcher {
     /// name, and that name sits in a tree this session's own tools (and any ancestor's) may
     /// write: one swapped for a symlink before the child opened it would give the child a
     /// workdir outside this one. Such a child is stopped before it holds a task.
-    fn ready(&self, child: &mut Child, made: &crate::fsx::Dir, rel: &str) -> Result<Ready, String> {
+    fn ready(&self, child: &mut Proc, made: &crate::fsx::Dir, rel: &str) -> Result<Ready, String> {
         let r = first_line(child, LAUNCH_BOUND, &self.parent.stop)?;
         if r.pid != child.id() || r.session_id == self.parent.session_id {
             return Err("the child's first line does not describe the child that was started".into());
@@ -302,7 +302,7 @@ impl Launcher {
     /// A child that started but will not be used: killed with its group, reaped.
     fn abandon(
         &self,
-        mut child: Child,
+        mut child: Proc,
         id: &str,
         ask: &Ask<'_>,
         sid: &str,
@@ -381,7 +381,7 @@ impl Launcher {
         Ok(env)
     }
 
-    fn spawn(&self, ask: &Ask<'_>, dir: &std::path::Path, env: &[(String, String)]) -> Result<Child, String> {
+    fn spawn(&self, ask: &Ask<'_>, dir: &std::path::Path, env: &[(String, String)]) -> Result<Proc, String> {
         let args: Vec<String> = [
             "run",
             "--capsule",
@@ -462,7 +462,7 @@ fn drain_lines(r: impl Read, mut each: impl FnMut(&str)) {
 }
 
 /// Keep the last lines the child writes to stderr (each cut to 500 bytes).
-fn tail_stderr(child: &mut Child) -> StderrTail {
+fn tail_stderr(child: &mut Proc) -> StderrTail {
     let tail: StderrTail = Arc::default();
     if let Some(err) = child.stderr.take() {
         let t = tail.clone();
@@ -499,7 +499,7 @@ fn same_dir(made: &Dir, announced: &str) -> bool {
 }
 
 /// The child's `--json` line within `bound`. The rest of its stdout is drained.
-fn first_line(child: &mut Child, bound: Duration, stop: &AtomicI32) -> Result<Ready, String> {
+fn first_line(child: &mut Proc, bound: Duration, stop: &AtomicI32) -> Result<Ready, String> {
     let out = child.stdout.take().ok_or("the child has no stdout")?;
     let (tx, rx) = mpsc::channel();
     std::thread::spawn(move || {

@@ -8,6 +8,7 @@
 
 use super::completion::{self, Completion};
 use crate::containment::cgroup::Cgroup;
+use crate::containment::spawn::Proc;
 use crate::fsx::Dir;
 use crate::runtime::door::tasks::Tasks;
 use crate::runtime::trace::Trace;
@@ -16,7 +17,6 @@ use rustix::process::{kill_process, kill_process_group, Pid, Signal};
 use serde_json::{json, Value};
 use std::collections::VecDeque;
 use std::path::PathBuf;
-use std::process::Child;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
@@ -44,7 +44,7 @@ pub struct Watch {
 
 /// One started child and everything its report needs.
 pub struct Watched {
-    pub child: Child,
+    pub child: Proc,
     pub completion: Completion,
     /// The child's records directory (where its `completion.json` is).
     pub records: PathBuf,
@@ -240,7 +240,11 @@ mod tests {
         let tasks = crate::runtime::door::tasks::Tasks::new(Acceptance::Queue(4));
         let watch = Watch::new(tasks.clone(), None);
         // Still running at a deadline of zero: ended by the deadline, its report already made.
-        let child = std::process::Command::new("sleep").arg("30").spawn().unwrap();
+        let args = ["30".to_string()];
+        let sleep = std::path::Path::new("/bin/sleep");
+        let child =
+            crate::containment::spawn::spawn(crate::containment::spawn::Spawn::own_helper(sleep, &args))
+                .unwrap();
         watch.start(Watched {
             child,
             completion: c,

@@ -4,11 +4,13 @@
 //! until it execs or exits, so no page table is copied and `mur` takes no copy-on-write
 //! faults afterwards (a fork of the runtime, wasmtime's mappings and all, was a fifth of an
 //! agent turn's CPU). A child that must live on without exec (the waiter of a `sealed`
-//! sandbox) gets a copy of the address space instead (`clone` without `CLONE_VM`, as fork).
-//! In the child, in this order: every caught signal back to its default (the parent's
-//! handlers must never run on the shared memory), the standard streams, the working
-//! directory, the caller's setup, then `execve`; the parent blocks every signal around the
-//! `clone` so none is delivered before that.
+//! sandbox) is forked instead, with glibc's `fork` (which leaves malloc usable in the
+//! child). In the child, in this order: every caught signal and SIGPIPE back to its
+//! default (the parent's handlers must never run on the shared memory; Rust ignores
+//! SIGPIPE, and a command must die of it as a shell expects), an empty signal mask, the
+//! standard streams, the working directory, the caller's setup, then `execve`; the parent
+//! blocks every signal around the `clone` so none is delivered before the handlers are
+//! reset.
 #![allow(unsafe_code)]
 
 use std::ffi::CString;
@@ -160,12 +162,6 @@ impl Image {
         let env: std::collections::BTreeMap<&str, &str> =
             env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
         for (k, v) in env {
-            if k.contains('=') {
-                return Err(io::Error::new(
-                    io::ErrorKind::InvalidInput,
-                    "a variable name holds '='",
-                ));
-            }
             strings.push(c(format!("{k}={v}").as_bytes())?);
         }
         let ptrs = |s: &[CString]| -> Vec<*const libc::c_char> {
@@ -181,8 +177,8 @@ impl Image {
     }
 }
 
-/// Whether the child shares `mur`'s memory until it execs (`Vm`) or gets a copy (`Copy`:
-/// it runs code of `mur`'s long after the clone returned).
+/// Whether the child shares `mur`'s memory until it execs (`Vm`) or is forked with a copy
+/// (`Copy`: it runs code of `mur`'s long after the spawn returned).
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub enum Memory {
     Vm,
@@ -219,23 +215,35 @@ pub fn start(
         setup,
         exec_failed,
     };
-    let stack = Stack::new()?;
-    let flags = match memory {
-        Memory::Vm => libc::CLONE_VM | libc::CLONE_VFORK | libc::SIGCHLD,
-        Memory::Copy => libc::SIGCHLD,
-    };
-    let pid = {
-        let _blocked = BlockedSignals::new()?;
-        // SAFETY: `child` gets a pointer to `ctx`, which outlives the call: under CLONE_VFORK
-        // this thread is suspended until the child execs or exits, and without CLONE_VM the
-        // child has its own copy. The stack is a mapping of our own, its top 16-aligned.
-        unsafe {
-            libc::clone(
-                child,
-                stack.top(),
-                flags,
-                (&mut ctx as *mut Ctx<'_>).cast::<libc::c_void>(),
-            )
+    let arg = (&mut ctx as *mut Ctx<'_>).cast::<libc::c_void>();
+    let pid = match memory {
+        Memory::Vm => {
+            let stack = Stack::new()?;
+            let _blocked = BlockedSignals::new()?;
+            // SAFETY: `child` gets a pointer to `ctx`, which outlives the call: under
+            // CLONE_VFORK this thread is suspended until the child execs or exits. The
+            // stack is a mapping of our own, its top page-aligned; it is unmapped after.
+            unsafe {
+                libc::clone(
+                    child,
+                    stack.top(),
+                    libc::CLONE_VM | libc::CLONE_VFORK | libc::SIGCHLD,
+                    arg,
+                )
+            }
+        }
+        Memory::Copy => {
+            let _blocked = BlockedSignals::new()?;
+            // SAFETY: glibc's fork; the child only runs `child` on its copy of `ctx` and
+            // never returns (it execs or exits).
+            match unsafe { libc::fork() } {
+                0 => {
+                    child(arg);
+                    // SAFETY: `child` does not return; leave without running `mur`'s code.
+                    unsafe { libc::_exit(127) }
+                }
+                pid => pid,
+            }
         }
     };
     if pid < 0 {
@@ -286,6 +294,7 @@ extern "C" fn child(arg: *mut libc::c_void) -> libc::c_int {
     // SAFETY: `arg` is the `Ctx` `start` passed, alive until this child execs or exits.
     let ctx = unsafe { &mut *arg.cast::<Ctx<'_>>() };
     default_signal_handlers();
+    empty_signal_mask();
     for (target, src) in ctx.streams.iter().enumerate() {
         if let Some(fd) = *src {
             // SAFETY: `fd` is a descriptor `start` holds open (numbered 3 or above), made
@@ -322,9 +331,12 @@ fn exec_failed(ctx: &Ctx<'_>) -> libc::c_int {
     unsafe { libc::_exit(127) }
 }
 
-/// Every caught signal back to its default disposition (ignored ones stay ignored, as
-/// across exec). The child has its own copy of the handler table (no `CLONE_SIGHAND`).
+/// Every caught signal back to its default disposition, and SIGPIPE (which Rust's runtime
+/// ignores in `mur`); other ignored ones stay ignored, as across exec. The child has its
+/// own copy of the handler table (no `CLONE_SIGHAND`).
 fn default_signal_handlers() {
+    // SAFETY: sets one disposition of this child's own handler table.
+    unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
     for sig in 1..=64 {
         // SAFETY: all-zero bytes are a valid `sigaction`; each call reads or writes a local.
         unsafe {
@@ -339,6 +351,17 @@ fn default_signal_handlers() {
             dfl.sa_sigaction = libc::SIG_DFL;
             libc::sigaction(sig, &dfl, std::ptr::null_mut());
         }
+    }
+}
+
+/// No signal blocked: the child starts as a new program expects (a sealed child's waiter,
+/// which never execs, must die of the signals `mur exec` forwards).
+fn empty_signal_mask() {
+    // SAFETY: sigemptyset initialises a local set, which pthread_sigmask reads.
+    unsafe {
+        let mut none: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut none);
+        libc::pthread_sigmask(libc::SIG_SETMASK, &none, std::ptr::null_mut());
     }
 }
 
@@ -491,28 +514,31 @@ mod tests {
     }
 
     #[test]
-    fn the_child_starts_with_every_signal_blocked_and_no_handler_of_murs() {
+    fn the_child_starts_with_no_handler_of_murs_sigpipe_default_and_no_signal_blocked() {
         use std::sync::atomic::{AtomicUsize, Ordering};
         extern "C" fn nothing(_: libc::c_int) {}
         // SAFETY: installs a do-nothing handler for SIGUSR2 in this test process (restored
         // below); no other test uses SIGUSR2.
         let before = unsafe { libc::signal(libc::SIGUSR2, nothing as *const () as libc::sighandler_t) };
-        let (disposition, blocked) = (AtomicUsize::new(1), AtomicUsize::new(0));
+        let (usr2, pipe, blocked) = (AtomicUsize::new(1), AtomicUsize::new(1), AtomicUsize::new(1));
         let img = image(&["-c", "exit 0"]);
         let mut p = start(
             &img,
             [Stdio::null(), Stdio::null(), Stdio::null()],
             Memory::Vm,
             &mut || {
-                // SAFETY: reads the child's disposition and mask into locals.
-                let (old, mask) = unsafe {
+                // SAFETY: reads the child's dispositions and mask into locals.
+                let (old, old_pipe, mask) = unsafe {
                     let mut old: libc::sigaction = std::mem::zeroed();
                     libc::sigaction(libc::SIGUSR2, std::ptr::null(), &mut old);
+                    let mut old_pipe: libc::sigaction = std::mem::zeroed();
+                    libc::sigaction(libc::SIGPIPE, std::ptr::null(), &mut old_pipe);
                     let mut mask: libc::sigset_t = std::mem::zeroed();
                     libc::pthread_sigmask(libc::SIG_SETMASK, std::ptr::null(), &mut mask);
-                    (old, mask)
+                    (old, old_pipe, mask)
                 };
-                disposition.store(old.sa_sigaction, Ordering::SeqCst);
+                usr2.store(old.sa_sigaction, Ordering::SeqCst);
+                pipe.store(old_pipe.sa_sigaction, Ordering::SeqCst);
                 // SAFETY: `mask` was filled above.
                 blocked.store(
                     unsafe { libc::sigismember(&mask, libc::SIGTERM) } as usize,
@@ -531,8 +557,10 @@ mod tests {
             libc::pthread_sigmask(libc::SIG_SETMASK, std::ptr::null(), &mut mask);
             mask
         };
-        assert_eq!(disposition.load(Ordering::SeqCst), libc::SIG_DFL);
-        assert_eq!(blocked.load(Ordering::SeqCst), 1);
+        assert_eq!(usr2.load(Ordering::SeqCst), libc::SIG_DFL);
+        // Rust's runtime ignores SIGPIPE in this process; the child gets the default.
+        assert_eq!(pipe.load(Ordering::SeqCst), libc::SIG_DFL);
+        assert_eq!(blocked.load(Ordering::SeqCst), 0);
         // SAFETY: `mask` was filled above.
         assert_eq!(unsafe { libc::sigismember(&mask, libc::SIGTERM) }, 0);
     }

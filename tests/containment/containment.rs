@@ -24,11 +24,16 @@ struct Sandbox {
 }
 
 fn sandbox(label: &str, extra: &str) -> Sandbox {
+    sandbox_allowing(label, "escape-probe, sleep, touch", extra)
+}
+
+/// A sandbox whose `shell.allow` is `allow` (a YAML flow list's items).
+fn sandbox_allowing(label: &str, allow: &str, extra: &str) -> Sandbox {
     let t = TempDir::new(label);
     let manifest = t.path().join("murmur.yaml");
     std::fs::write(
         &manifest,
-        format!("name: escape\nversion: 0.1.0\ncapabilities:\n  shell:\n    allow: [escape-probe, sleep, touch]\n{extra}"),
+        format!("name: escape\nversion: 0.1.0\ncapabilities:\n  shell:\n    allow: [{allow}]\n{extra}"),
     )
     .unwrap();
     let workdir = t.path().join("work");
@@ -518,29 +523,9 @@ fn host_libc() -> PathBuf {
 fn an_allowed_binarys_libraries_are_mapped_never_executed() {
     // libc.so.6 is an executable ELF file (it prints its version) and a library of `sh`:
     // the loader maps it, nothing may `execve` it.
-    let t = TempDir::new("libs-mapped");
-    let manifest = t.path().join("murmur.yaml");
-    std::fs::write(
-        &manifest,
-        "name: libs\nversion: 0.1.0\ncapabilities:\n  shell:\n    allow: [sh]\n",
-    )
-    .unwrap();
-    let workdir = t.path().join("work");
-    std::fs::create_dir_all(&workdir).unwrap();
-    let libc = host_libc();
-    let script = format!("echo started; exec {}", libc.display());
-    let run = |class: &str| {
-        Command::new(MUR)
-            .args(["exec", "--manifest"])
-            .arg(&manifest)
-            .arg("--workdir")
-            .arg(&workdir)
-            .args(["--containment", class, "--", "sh", "-c", &script])
-            .env("PATH", "/usr/bin:/bin")
-            .stdin(Stdio::null())
-            .output()
-            .unwrap()
-    };
+    let s = sandbox_allowing("libs-mapped", "sh", "");
+    let script = format!("echo started; exec {}", host_libc().display());
+    let run = |class: &str| s.exec(class, &["sh", "-c", &script], &[]);
     let out = run("advisory");
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     assert!(
@@ -563,6 +548,96 @@ fn an_allowed_binarys_libraries_are_mapped_never_executed() {
         assert_eq!(out.status.code(), Some(126), "{class}: {stderr}");
         assert!(stderr.contains("Permission denied"), "{class}: {stderr}");
     }
+}
+
+/// The classes this host backs of `scoped` and `sealed` (none: it refuses them).
+fn contained_classes() -> Vec<&'static str> {
+    let mut classes = Vec::new();
+    if host_backs_scoped() {
+        classes.push("scoped");
+        if host_backs_sealed() {
+            classes.push("sealed");
+        }
+    }
+    classes
+}
+
+#[test]
+fn a_command_dies_of_sigpipe_as_a_shell_expects() {
+    // `mur` ignores SIGPIPE (Rust's runtime does); its children must not inherit that, or
+    // `yes | head -1` has `yes` fail on EPIPE ("Broken pipe") instead of ending quietly.
+    let s = sandbox_allowing("sigpipe", "sh, yes, head", "");
+    let script = "yes | head -n 1";
+    let mut classes = vec!["advisory"];
+    classes.extend(contained_classes());
+    for class in classes {
+        let out = s.exec(class, &["sh", "-c", script], &[]);
+        assert_eq!(out.status.code(), Some(0), "{class}: {}", text(&out.stderr));
+        assert_eq!(text(&out.stdout), "y\n", "{class}");
+        let stderr = text(&out.stderr);
+        let from_the_command: Vec<&str> = stderr.lines().filter(|l| !l.starts_with("warning[")).collect();
+        assert!(
+            from_the_command.is_empty(),
+            "{class}: yes saw EPIPE instead of SIGPIPE: {stderr}"
+        );
+    }
+}
+
+#[test]
+fn a_forwarded_signal_ends_a_sealed_command_that_ignores_it() {
+    // Under `sealed` the process `mur exec` started is the sandbox's waiter: it must die of
+    // the forwarded SIGTERM (its pid 1 then dies with it, and the kernel ends the rest) even
+    // when the command ignores it.
+    if !host_backs_sealed() {
+        return;
+    }
+    let s = sandbox_allowing("ignored-term", "sh, sleep", "");
+    let mut child = Command::new(MUR)
+        .args(["exec", "--manifest"])
+        .arg(&s.manifest)
+        .arg("--workdir")
+        .arg(&s.workdir)
+        .args([
+            "--containment",
+            "sealed",
+            "--",
+            "sh",
+            "-c",
+            "trap '' TERM INT; sleep 30",
+        ])
+        .env("PATH", s.path_env())
+        .stdin(Stdio::null())
+        .spawn()
+        .unwrap();
+    let sleeper = (0..100)
+        .find_map(|_| {
+            std::thread::sleep(std::time::Duration::from_millis(20));
+            find_descendant(child.id(), "sleep")
+        })
+        .expect("the contained sleep started");
+    let started = std::time::Instant::now();
+    rustix::process::kill_process(
+        rustix::process::Pid::from_raw(child.id() as i32).unwrap(),
+        rustix::process::Signal::TERM,
+    )
+    .unwrap();
+    let status = child.wait().unwrap();
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(20),
+        "mur exec waited for the command that ignores SIGTERM ({status})"
+    );
+    let gone = (0..100).any(|_| {
+        let alive = std::fs::read_to_string(format!("/proc/{sleeper}/stat")).is_ok_and(|st| {
+            st.rsplit(')')
+                .next()
+                .is_some_and(|r| !r.trim_start().starts_with('Z'))
+        });
+        if alive {
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        !alive
+    });
+    assert!(gone, "the contained sleep outlived mur exec");
 }
 
 #[test]

@@ -1,15 +1,16 @@
 //! Just enough ELF to find what an allowed binary needs to run: its `PT_INTERP` loader and
-//! its `DT_NEEDED` libraries (with `DT_RUNPATH`/`DT_RPATH`). Little-endian ELF64 only; any
-//! other file gives no dependencies. Bytes are untrusted: every read is bounds-checked and
+//! its `DT_NEEDED` libraries (with `DT_RUNPATH`/`DT_RPATH`). Little-endian ELF64
+//! executables and shared objects only; any other file gives no dependencies. Bytes are untrusted: every read is bounds-checked and
 //! the parser is fuzzed (`fuzz/fuzz_targets/elf.rs`).
 
 use std::collections::BTreeMap;
 use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
 
-/// What one ELF file asks for.
+/// What one ELF file asks for, and the machine it is built for (`e_machine`).
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub struct Needs {
+    pub machine: u16,
     pub interp: Option<String>,
     pub needed: Vec<String>,
     pub runpath: Vec<String>,
@@ -63,6 +64,21 @@ const DT_NEEDED: u64 = 1;
 const DT_STRTAB: u64 = 5;
 const DT_RPATH: u64 = 15;
 const DT_RUNPATH: u64 = 29;
+/// `e_type` of an executable and of a shared object (a PIE or a library): the only files a
+/// loader maps. A core dump or an object file is no dependency.
+const ET_EXEC: u16 = 2;
+const ET_DYN: u16 = 3;
+/// At most this many run-path directories (distinct) and needed names per file: a file
+/// over either is no dependency (a hostile run path of thousands of `/:` entries, times
+/// thousands of names, would otherwise cost millions of lookups on every spawn).
+pub const MAX_RUNPATH: usize = 64;
+pub const MAX_NEEDED: usize = 512;
+
+/// This host's `e_machine`: a library built for another is skipped, as the loader does.
+#[cfg(target_arch = "x86_64")]
+pub const HOST_MACHINE: u16 = 62;
+#[cfg(target_arch = "aarch64")]
+pub const HOST_MACHINE: u16 = 183;
 
 /// Parse `b`; `None` when it is not a well-formed little-endian ELF64 file.
 pub fn parse(b: &[u8]) -> Option<Needs> {
@@ -80,13 +96,19 @@ fn parse_at(read: &mut dyn FnMut(u64, usize) -> Option<Vec<u8>>) -> Option<Needs
     if ident[..4] != *b"\x7fELF" || ident[4] != 2 || ident[5] != 1 {
         return None;
     }
+    if !matches!(b.u16(0x10)?, ET_EXEC | ET_DYN) {
+        return None;
+    }
     let phoff = b.u64(0x20)?;
     let phentsize = u64::from(b.u16(0x36)?);
     let phnum = u64::from(b.u16(0x38)?);
     if phentsize < 56 || phnum > 512 {
         return None;
     }
-    let mut needs = Needs::default();
+    let mut needs = Needs {
+        machine: b.u16(0x12)?,
+        ..Needs::default()
+    };
     let mut loads = Vec::new();
     let mut dynamic = None;
     for i in 0..phnum {
@@ -129,10 +151,18 @@ fn parse_at(read: &mut dyn FnMut(u64, usize) -> Option<Vec<u8>>) -> Option<Needs
             continue;
         };
         match tag {
+            DT_NEEDED if needs.needed.len() >= MAX_NEEDED => return None,
             DT_NEEDED => needs.needed.push(s),
-            _ => needs
-                .runpath
-                .extend(s.split(':').filter(|p| p.starts_with('/')).map(str::to_string)),
+            _ => {
+                for dir in s.split(':').filter(|p| p.starts_with('/')) {
+                    if !needs.runpath.iter().any(|d| d == dir) {
+                        if needs.runpath.len() >= MAX_RUNPATH {
+                            return None;
+                        }
+                        needs.runpath.push(dir.to_string());
+                    }
+                }
+            }
         }
     }
     Some(needs)
@@ -178,22 +208,28 @@ enum Role {
     Library,
 }
 
+/// The most files one closure holds; a spawn whose allowed binaries need more is refused.
+pub const MAX_FILES: usize = 1024;
+
 /// `binaries`, their loaders and their library closures, canonicalised. Names that cannot
 /// be found are skipped: the program then fails to start, which is a refusal, not an
 /// escape. Only regular files are kept (a binary swapped for a directory, or a symlink to
-/// one, would grant the whole tree), and of the loaders and libraries only those that are
-/// ELF: no loader could map anything else, and the names are the binary's to choose (a run
-/// path of `/home/u/.ssh` and a library named `id_ed25519` would otherwise grant that key).
-/// A library is granted for mapping only: a run path naming `/usr/bin` and a library named
-/// `python3` must not make `python3` executable. Each file's identity is the one read here,
-/// which whoever grants it checks again on the descriptor it grants through.
-pub fn closure<'a>(binaries: impl IntoIterator<Item = &'a Path>) -> Closure {
+/// one, would grant the whole tree): a binary when it is an ELF executable for this host
+/// or a script (`#!`), its loader and libraries when they are ELF executables or shared
+/// objects for this host (no loader could map anything else, and the names are the
+/// binary's to choose: a run path of `/home/u/.ssh` and a library named `id_ed25519` would
+/// otherwise grant that key). Only a binary's own `PT_INTERP` is followed (the kernel
+/// honours no other), and a library is granted for mapping only: a run path naming
+/// `/usr/bin` and a library named `python3` must not make `python3` executable. Each file's
+/// identity is the one read here, which whoever grants it checks again on the descriptor it
+/// grants through. The binaries are taken first, then their dependencies breadth-first.
+pub fn closure<'a>(binaries: impl IntoIterator<Item = &'a Path>) -> Result<Closure, String> {
     let mut seen = Closure::new();
-    let mut todo: Vec<(PathBuf, Role)> = binaries
+    let mut todo: std::collections::VecDeque<(PathBuf, Role)> = binaries
         .into_iter()
         .map(|b| (b.to_path_buf(), Role::Binary))
         .collect();
-    while let Some((p, role)) = todo.pop() {
+    while let Some((p, role)) = todo.pop_front() {
         let Ok(real) = std::fs::canonicalize(&p) else {
             continue;
         };
@@ -201,22 +237,28 @@ pub fn closure<'a>(binaries: impl IntoIterator<Item = &'a Path>) -> Closure {
             g.exec |= role != Role::Library;
             continue;
         }
-        if seen.len() > 256 {
-            continue;
-        }
-        // Not a regular file: nothing is granted, a binary included (it then fails to
-        // start).
-        let Some((needs, (dev, ino))) = needs_of(&real) else {
+        // Not a regular file, or not a file this role may be: nothing is granted (a binary
+        // then fails to start).
+        let Some((kind, (dev, ino))) = needs_of(&real) else {
             continue;
         };
-        if needs.is_none() && role != Role::Binary {
-            continue;
+        let needs = match (kind, role) {
+            (Kind::Elf(n), _) if n.machine == HOST_MACHINE => Some(n),
+            (Kind::Script, Role::Binary) => None,
+            _ => continue,
+        };
+        if seen.len() >= MAX_FILES {
+            return Err(format!(
+                "the allowed binaries with their loaders and libraries are more than {MAX_FILES} files"
+            ));
         }
         let exec = role != Role::Library;
         seen.insert(real, Granted { dev, ino, exec });
         let Some(needs) = needs else { continue };
-        if let Some(i) = &needs.interp {
-            todo.push((PathBuf::from(i), Role::Loader));
+        if role == Role::Binary {
+            if let Some(i) = needs.interp.as_ref().filter(|i| i.starts_with('/')) {
+                todo.push_back((PathBuf::from(i), Role::Loader));
+            }
         }
         let mut dirs: Vec<&str> = needs.runpath.iter().map(String::as_str).collect();
         for d in lib_dirs() {
@@ -226,13 +268,17 @@ pub fn closure<'a>(binaries: impl IntoIterator<Item = &'a Path>) -> Closure {
             if lib.contains('/') {
                 continue;
             }
-            let found = dirs.iter().map(|d| Path::new(d).join(lib)).find(|c| c.is_file());
+            // The first candidate the loader could map, as it searches.
+            let found = dirs
+                .iter()
+                .filter_map(|d| std::fs::canonicalize(Path::new(d).join(lib)).ok())
+                .find(|c| matches!(needs_of(c), Some((Kind::Elf(n), _)) if n.machine == HOST_MACHINE));
             if let Some(f) = found {
-                todo.push((f, Role::Library));
+                todo.push_back((f, Role::Library));
             }
         }
     }
-    seen
+    Ok(seen)
 }
 
 /// The identity of the regular file at `real` (canonical) when it is `want`'s, opened
@@ -250,45 +296,66 @@ pub fn open_checked(real: &Path, want: &Granted) -> Result<OwnedFd, String> {
     Ok(handle)
 }
 
-/// What the regular file `real` needs (`Some(None)` when it is not ELF), with its device
-/// and inode as the opened descriptor says, parsed once per
-/// process for each file version (path, device, inode, size, mtime, as the opened
-/// descriptor says): every contained spawn computes the closure of every allowed binary.
+/// What a regular file is, for the closure.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Kind {
+    /// An ELF executable or shared object, and what it needs.
+    Elf(Needs),
+    /// A script (`#!`): run by an interpreter, which must be allowed itself.
+    Script,
+    Other,
+}
+
+/// What the regular file `real` is, with its device and inode as the opened descriptor
+/// says, read once per process for each file version (path, device, inode, size, mtime,
+/// change time, as the opened descriptor says): every contained spawn computes the closure
+/// of every allowed binary.
 /// `None` when `real` is not a regular file: a directory, a FIFO, a device or a symlink is
 /// never opened for reading, let alone granted. A file changed in place with identical
 /// metadata could give stale answers; the worst outcome is a program that fails to start
 /// (a missing grant) or a library's read/execute grant kept.
-fn needs_of(real: &Path) -> Option<(Option<Needs>, (u64, u64))> {
+fn needs_of(real: &Path) -> Option<(Kind, (u64, u64))> {
     use std::collections::HashMap;
     use std::os::unix::fs::FileExt;
     use std::sync::{Mutex, OnceLock};
     // The status fields' types differ between architectures; i128 holds each of them.
-    type Key = (PathBuf, i128, i128, i128, i128, i128);
-    static CACHE: OnceLock<Mutex<HashMap<Key, Option<Needs>>>> = OnceLock::new();
+    type Key = (PathBuf, [i128; 7]);
+    static CACHE: OnceLock<Mutex<HashMap<Key, Kind>>> = OnceLock::new();
     let (handle, st) = regular_handle(real)?;
     let ident = (st.st_dev, st.st_ino);
     let key = (
         real.to_path_buf(),
-        i128::from(st.st_dev),
-        i128::from(st.st_ino),
-        i128::from(st.st_size),
-        i128::from(st.st_mtime),
-        i128::from(st.st_mtime_nsec),
+        [
+            i128::from(st.st_dev),
+            i128::from(st.st_ino),
+            i128::from(st.st_size),
+            i128::from(st.st_mtime),
+            i128::from(st.st_mtime_nsec),
+            i128::from(st.st_ctime),
+            i128::from(st.st_ctime_nsec),
+        ],
     );
     let cache = CACHE.get_or_init(|| Mutex::new(HashMap::new()));
     if let Some(hit) = cache.lock().unwrap_or_else(|p| p.into_inner()).get(&key) {
         return Some((hit.clone(), ident));
     }
-    let needs = match reopen(&handle, &st) {
-        Some(file) => parse_by_reads(&mut |buf, off| file.read_at(buf, off)),
-        None => return None,
+    let file = reopen(&handle, &st)?;
+    let kind = match parse_by_reads(&mut |buf, off| file.read_at(buf, off)) {
+        Some(needs) => Kind::Elf(needs),
+        None => {
+            let mut head = [0u8; 2];
+            match file.read_exact_at(&mut head, 0) {
+                Ok(()) if head == *b"#!" => Kind::Script,
+                _ => Kind::Other,
+            }
+        }
     };
     let mut c = cache.lock().unwrap_or_else(|p| p.into_inner());
     if c.len() > 4096 {
         c.clear();
     }
-    c.insert(key, needs.clone());
-    Some((needs, ident))
+    c.insert(key, kind.clone());
+    Some((kind, ident))
 }
 
 /// An `O_PATH` handle on `real` (which runs no device's open and blocks on no FIFO) and its
@@ -361,7 +428,7 @@ mod tests {
 
     #[test]
     fn a_system_binary_needs_its_loader_and_libc() {
-        let set = closure([Path::new("/bin/ls")]);
+        let set = closure([Path::new("/bin/ls")]).unwrap();
         let ls = std::fs::canonicalize("/bin/ls").unwrap();
         let find = |part: &str| {
             set.iter()
@@ -380,7 +447,7 @@ mod tests {
             .keys()
             .find(|p| p.display().to_string().contains("libc.so"))
             .unwrap();
-        let both = closure([Path::new("/bin/ls"), libc.as_path()]);
+        let both = closure([Path::new("/bin/ls"), libc.as_path()]).unwrap();
         assert!(both[libc].exec, "{both:?}");
         assert_eq!(both.len(), set.len());
     }
@@ -413,7 +480,7 @@ mod tests {
         b[..6].copy_from_slice(b"\x7fELF\x02\x01");
         b[6] = 1;
         b[0x10..0x12].copy_from_slice(&3u16.to_le_bytes());
-        b[0x12..0x14].copy_from_slice(&0x3eu16.to_le_bytes());
+        b[0x12..0x14].copy_from_slice(&HOST_MACHINE.to_le_bytes());
         b[0x20..0x28].copy_from_slice(&64u64.to_le_bytes());
         b[0x34..0x36].copy_from_slice(&64u16.to_le_bytes());
         b[0x36..0x38].copy_from_slice(&56u16.to_le_bytes());
@@ -453,15 +520,15 @@ mod tests {
         std::fs::create_dir_all(&dir).unwrap();
         let dir = std::fs::canonicalize(&dir).unwrap();
         std::fs::write(dir.join("id_ed25519"), b"-----BEGIN OPENSSH PRIVATE KEY-----\n").unwrap();
-        let tiny = concat!(env!("CARGO_MANIFEST_DIR"), "/fuzz/seeds/elf/tiny");
-        std::fs::copy(tiny, dir.join("libreal.so")).unwrap();
+        let lib_bytes = elf_with(None, "/nowhere", &[]);
+        std::fs::write(dir.join("libreal.so"), &lib_bytes).unwrap();
         let bin = dir.join("hostile");
         let elf = elf_with(None, dir.to_str().unwrap(), &["id_ed25519", "libreal.so"]);
         let needs = parse(&elf).unwrap();
         assert_eq!(needs.needed, ["id_ed25519", "libreal.so"]);
         assert_eq!(needs.runpath, [dir.display().to_string()]);
         std::fs::write(&bin, &elf).unwrap();
-        let got = closure([bin.as_path()]);
+        let got = closure([bin.as_path()]).unwrap();
         assert!(got[&bin].exec, "{got:?}");
         assert!(
             got.get(&dir.join("libreal.so")).is_some_and(|g| !g.exec),
@@ -473,7 +540,7 @@ mod tests {
         let lib = dir.join("libreal.so");
         assert!(open_checked(&lib, &got[&lib]).is_ok());
         // (Made before the old one goes, so its inode number cannot be the old one's.)
-        std::fs::copy(tiny, dir.join("other")).unwrap();
+        std::fs::write(dir.join("other"), &lib_bytes).unwrap();
         std::fs::rename(dir.join("other"), &lib).unwrap();
         let err = open_checked(&lib, &got[&lib]).unwrap_err();
         assert!(err.contains("changed while the spawn was prepared"), "{err}");
@@ -509,7 +576,7 @@ mod tests {
         let (tx, rx) = std::sync::mpsc::channel();
         let b = bin.clone();
         std::thread::spawn(move || {
-            let _ = tx.send(closure([b.as_path()]));
+            let _ = tx.send(closure([b.as_path()]).unwrap());
         });
         let got = rx.recv_timeout(std::time::Duration::from_secs(10));
         use std::os::unix::fs::OpenOptionsExt;
@@ -523,10 +590,102 @@ mod tests {
         // A directory, or a symlink to one, in the binary's place grants nothing.
         let link = dir.join("link");
         std::os::unix::fs::symlink(&dir, &link).unwrap();
-        assert_eq!(closure([dir.as_path()]), Closure::new());
-        assert_eq!(closure([link.as_path()]), Closure::new());
-        assert_eq!(closure([fifo.as_path()]), Closure::new());
+        assert_eq!(closure([dir.as_path()]), Ok(Closure::new()));
+        assert_eq!(closure([link.as_path()]), Ok(Closure::new()));
+        assert_eq!(closure([fifo.as_path()]), Ok(Closure::new()));
         let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// A fresh directory for one test, canonical.
+    fn scratch(label: &str) -> PathBuf {
+        let dir = std::env::temp_dir().join(format!("murmur-elf-{label}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::canonicalize(&dir).unwrap()
+    }
+
+    #[test]
+    fn only_a_binarys_own_absolute_loader_is_executable_and_only_loadable_elf_is_granted() {
+        let dir = scratch("roles");
+        let d = dir.to_str().unwrap();
+        // A library naming a "loader": the kernel honours no library's PT_INTERP.
+        let target = dir.join("python3");
+        std::fs::write(&target, elf_with(None, "/nowhere", &[])).unwrap();
+        std::fs::write(
+            dir.join("libsneaky.so"),
+            elf_with(Some(target.to_str().unwrap()), "/nowhere", &[]),
+        )
+        .unwrap();
+        // A core dump (ET_CORE) on the run path, named as a library.
+        let mut core = elf_with(None, "/nowhere", &[]);
+        core[0x10..0x12].copy_from_slice(&4u16.to_le_bytes());
+        std::fs::write(dir.join("libcore.so"), &core).unwrap();
+        // A library built for another machine first on the run path, the right one after.
+        std::fs::create_dir_all(dir.join("other-arch")).unwrap();
+        let mut foreign = elf_with(None, "/nowhere", &[]);
+        foreign[0x12..0x14].copy_from_slice(&(HOST_MACHINE ^ 1).to_le_bytes());
+        std::fs::write(dir.join("other-arch/libarch.so"), &foreign).unwrap();
+        std::fs::write(dir.join("libarch.so"), elf_with(None, "/nowhere", &[])).unwrap();
+        let runpath = format!("{d}/other-arch:{d}");
+        let bin = dir.join("bin");
+        std::fs::write(
+            &bin,
+            elf_with(
+                Some("relative/ld.so"),
+                &runpath,
+                &["libsneaky.so", "libcore.so", "libarch.so"],
+            ),
+        )
+        .unwrap();
+        // A script may be a binary (its interpreter is allowed on its own); a key may not.
+        let script = dir.join("tool");
+        std::fs::write(&script, "#!/bin/sh\necho hi\n").unwrap();
+        let key = dir.join("key");
+        std::fs::write(&key, "-----BEGIN OPENSSH PRIVATE KEY-----\n").unwrap();
+        let got = closure([bin.as_path(), script.as_path(), key.as_path()]).unwrap();
+        let _ = std::fs::remove_dir_all(&dir);
+        let mut names: Vec<(String, bool)> = got
+            .iter()
+            .map(|(p, g)| (p.strip_prefix(&dir).unwrap().display().to_string(), g.exec))
+            .collect();
+        names.sort();
+        assert_eq!(
+            names,
+            [
+                ("bin".to_string(), true),
+                ("libarch.so".to_string(), false),
+                ("libsneaky.so".to_string(), false),
+                ("tool".to_string(), true),
+            ]
+        );
+    }
+
+    #[test]
+    fn run_paths_and_needed_names_are_capped_and_a_closure_too_big_is_refused() {
+        // Thousands of entries of one directory are one directory.
+        let same = vec!["/usr/lib"; 5000].join(":");
+        assert_eq!(parse(&elf_with(None, &same, &[])).unwrap().runpath, ["/usr/lib"]);
+        let many: Vec<String> = (0..=MAX_RUNPATH).map(|i| format!("/d{i}")).collect();
+        assert!(parse(&elf_with(None, &many.join(":"), &[])).is_none());
+        assert!(parse(&elf_with(None, &many[1..].join(":"), &[])).is_some());
+        let names: Vec<String> = (0..=MAX_NEEDED).map(|i| format!("lib{i}.so")).collect();
+        let names: Vec<&str> = names.iter().map(String::as_str).collect();
+        assert!(parse(&elf_with(None, "/nowhere", &names)).is_none());
+        assert!(parse(&elf_with(None, "/nowhere", &names[1..])).is_some());
+        let dir = scratch("cap");
+        let files: Vec<PathBuf> = (0..=MAX_FILES).map(|i| dir.join(format!("b{i}"))).collect();
+        let bytes = elf_with(None, "/nowhere", &[]);
+        for f in &files {
+            std::fs::write(f, &bytes).unwrap();
+        }
+        let err = closure(files.iter().map(PathBuf::as_path)).unwrap_err();
+        let fits = closure(files[1..].iter().map(PathBuf::as_path)).map(|c| c.len());
+        let _ = std::fs::remove_dir_all(&dir);
+        assert_eq!(
+            err,
+            format!("the allowed binaries with their loaders and libraries are more than {MAX_FILES} files")
+        );
+        assert_eq!(fits, Ok(MAX_FILES));
     }
 
     #[test]
@@ -535,12 +694,17 @@ mod tests {
             PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/fuzz/seeds/elf/tiny")),
             std::env::current_exe().unwrap(),
         ];
-        files.extend(closure([Path::new("/bin/ls")]).into_keys());
+        files.extend(closure([Path::new("/bin/ls")]).unwrap().into_keys());
         assert!(files.len() >= 4, "{files:?}");
         for f in files {
             let whole = parse(&std::fs::read(&f).unwrap());
             assert!(whole.is_some(), "{}", f.display());
-            assert_eq!(needs_of(&f).map(|(n, _)| n), Some(whole), "{}", f.display());
+            assert_eq!(
+                needs_of(&f).map(|(n, _)| n),
+                whole.map(Kind::Elf),
+                "{}",
+                f.display()
+            );
         }
     }
 

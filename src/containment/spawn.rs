@@ -241,6 +241,7 @@ pub fn spawn(s: Spawn<'_>) -> Result<Proc, Diagnostic> {
     // need them, so an advisory spawn does not read a single ELF header.
     let closure: Closure = if contained {
         super::elf::closure(s.allowed_binaries.iter().map(PathBuf::as_path))
+            .map_err(|e| install_error(0, e))?
     } else {
         Closure::new()
     };
@@ -270,17 +271,11 @@ pub fn spawn(s: Spawn<'_>) -> Result<Proc, Diagnostic> {
         None
     };
     let mut plan = if s.class == Class::Sealed {
-        // Each file of the closure is checked in the child to be the one read here; a
-        // program or allowed binary that is no file of it (missing, or not a regular file)
-        // is still bound by path, so its failure reads as the command's own.
-        let mut files: BTreeMap<PathBuf, Option<(u64, u64)>> = closure
-            .iter()
-            .map(|(p, g)| (p.clone(), Some((g.dev, g.ino))))
-            .collect();
-        for extra in s.allowed_binaries.iter().map(PathBuf::as_path).chain([s.program]) {
-            let real = std::fs::canonicalize(extra).unwrap_or_else(|_| extra.to_path_buf());
-            files.entry(real).or_insert(None);
-        }
+        // Only the closure's files, each checked in the child to be the one read here: a
+        // program that is none of them (missing, a directory, a symlink to `/`) is not
+        // bound, and fails to start.
+        let files: BTreeMap<PathBuf, (u64, u64)> =
+            closure.iter().map(|(p, g)| (p.clone(), (g.dev, g.ino))).collect();
         let read_binds: Vec<PathBuf> = s.read_dirs.iter().chain(s.read_unlisted).cloned().collect();
         Some(
             sealed::plan(Some((s.workdir, held_ident)), &files, &read_binds, s.workdir_exec)

@@ -92,3 +92,51 @@ fn a_scoped_shell_stays_in_the_directory_the_session_opened() {
 fn a_sealed_shell_refuses_a_workdir_swapped_under_it() {
     swapped_under("sealed");
 }
+
+#[test]
+fn an_allowed_binary_swapped_for_a_symlink_to_the_root_shows_nothing_of_the_host() {
+    // `shell.allow` names are resolved once, at the session's start; whoever can write the
+    // directory of one can swap it for a symlink to `/` while the session runs. A sealed
+    // call must then neither bind the host's root over its own (which would show the
+    // host's `/tmp` and everything else) nor fail open.
+    let w = World::new("binary-swap");
+    let tools = w.t.path().join("tools");
+    std::fs::create_dir_all(&tools).unwrap();
+    std::fs::copy("/bin/true", tools.join("mytool")).unwrap();
+    // Host paths the sealed root never shows (it has no /var and an allow-list of /etc).
+    let command =
+        "for p in /var /etc/shadow /etc/os-release; do [ -e $p ] && echo \"host: $p\"; done; echo checked";
+    let p = Provider::start(vec![
+        Step::slow(
+            Duration::from_secs(3),
+            Step::tool("c1", "sh", json!({ "command": command })),
+        ),
+        Step::text("done"),
+    ]);
+    let mut spec = Spec::new(Drv::OpenAi, &p);
+    spec.shell = vec!["sh".into(), "mytool".into()];
+    spec.containment = Some("sealed".into());
+    w.manifest(&spec);
+    let path = format!("{}:/usr/bin:/bin", tools.display());
+    std::thread::scope(|s| {
+        let run = s.spawn(|| w.run("look around", &[("PATH", path.as_str())]));
+        if !p.wait_requests(1, Duration::from_secs(60)) {
+            let r = run.join().unwrap();
+            let err = String::from_utf8_lossy(&r.out.stderr).into_owned();
+            assert!(
+                err.contains("E-CAP-003"),
+                "no model request and no refusal: {err}"
+            );
+            return;
+        }
+        std::fs::remove_file(tools.join("mytool")).unwrap();
+        std::os::unix::fs::symlink("/", tools.join("mytool")).unwrap();
+        let r = run.join().unwrap();
+        assert_eq!(r.code(), Some(0), "{}", String::from_utf8_lossy(&r.out.stderr));
+        let results = tool_results(&p.model_requests()[1]);
+        assert!(
+            results[0].contains("exit code: 0\n--- stdout ---\nchecked\n"),
+            "{results:?}"
+        );
+    });
+}

@@ -86,9 +86,17 @@ impl Builder {
     ) -> Result<(), String> {
         let dst = self.staged(at)?;
         self.plan.sources.push(cstr(host.as_os_str().as_bytes())?);
-        self.plan.idents.push(ident);
         self.plan.fds.push(-1);
         let src = self.plan.sources.len() - 1;
+        if let Some((dev, ino)) = ident {
+            self.op(
+                Op::SameSource { src, dev, ino },
+                format!(
+                    "check that {} is the file the ELF closure read (fstat)",
+                    host.display()
+                ),
+            );
+        }
         self.op(
             Op::Bind {
                 src,

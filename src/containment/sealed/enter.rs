@@ -60,15 +60,6 @@ impl Plan {
                 return Err((n + 1, io::Error::last_os_error()));
             }
             self.fds[i] = fd;
-            if let Some((dev, ino)) = self.idents[i] {
-                // SAFETY: all-zero bytes are a valid `stat` (plain integers).
-                let mut st: libc::stat = unsafe { std::mem::zeroed() };
-                // SAFETY: `fd` was opened above; `st` is a local the call fills.
-                check(unsafe { libc::fstat(fd, &mut st) }).map_err(|e| (n + 1, e))?;
-                if (st.st_dev as u64, st.st_ino as u64) != (dev, ino) {
-                    return Err((n + 3, io::Error::from_raw_os_error(libc::EXDEV)));
-                }
-            }
         }
         for (i, op) in self.ops.iter().enumerate() {
             run_op(op, &self.fds).map_err(|e| (i, e))?;
@@ -176,6 +167,14 @@ fn run_op(op: &Op, fds: &[libc::c_int]) -> io::Result<()> {
             Op::Same { path, dev, ino } => {
                 let mut st: libc::stat = std::mem::zeroed();
                 check(libc::stat(path.as_ptr(), &mut st))?;
+                if st.st_dev as u64 != *dev || st.st_ino as u64 != *ino {
+                    return Err(io::Error::from_raw_os_error(libc::EXDEV));
+                }
+                Ok(())
+            }
+            Op::SameSource { src, dev, ino } => {
+                let mut st: libc::stat = std::mem::zeroed();
+                check(libc::fstat(fds[*src], &mut st))?;
                 if st.st_dev as u64 != *dev || st.st_ino as u64 != *ino {
                     return Err(io::Error::from_raw_os_error(libc::EXDEV));
                 }

@@ -56,6 +56,14 @@ enum Op {
         path: CString,
         bytes: Vec<u8>,
     },
+    /// Fail unless the bind source `src` (opened by path in the new namespace) is the file
+    /// with this device and inode number: the one the ELF closure read, not whatever a
+    /// rename put at its path since.
+    SameSource {
+        src: usize,
+        dev: u64,
+        ino: u64,
+    },
     /// Fail unless `path` is the directory with this device and inode number (the workdir
     /// the session holds: a bind by path must have found that one, not a planted symlink's
     /// target).
@@ -73,9 +81,6 @@ pub struct Plan {
     /// Bind sources, opened by path after `unshare(CLONE_NEWNS)` (a descriptor opened in
     /// the host namespace cannot be a bind source there); `fds` holds them, preallocated.
     sources: Vec<CString>,
-    /// The device and inode each source must be, when known (a file of the ELF closure:
-    /// the one that was read and checked), checked on the opened descriptor.
-    idents: Vec<Option<(u64, u64)>>,
     fds: Vec<libc::c_int>,
     stage: CString,
     uid_map: Vec<u8>,
@@ -136,7 +141,7 @@ fn cstr(s: impl AsRef<[u8]>) -> Result<CString, String> {
 /// host probe.
 pub fn plan(
     workdir: Option<(&Path, Option<(u64, u64)>)>,
-    files: &BTreeMap<PathBuf, Option<(u64, u64)>>,
+    files: &BTreeMap<PathBuf, (u64, u64)>,
     read: &[PathBuf],
     workdir_exec: bool,
 ) -> Result<Plan, String> {
@@ -154,7 +159,6 @@ pub fn plan(
         ops: Vec::new(),
         descriptions: Vec::new(),
         sources: Vec::new(),
-        idents: Vec::new(),
         fds: Vec::new(),
         stage: cstr(stage)?,
         uid_map: format!("{uid} {uid} 1\n").into_bytes(),
@@ -272,7 +276,7 @@ pub fn plan(
         b.bind_own_path(r, RO)?;
     }
     for (f, ident) in files {
-        b.bind_own_file(f, RO, *ident)?;
+        b.bind_own_file(f, RO, Some(*ident))?;
     }
     if let Some((w, ident)) = workdir {
         b.bind_writable_dir(w, ident)?;
@@ -302,7 +306,6 @@ pub fn describe(descriptions: &[String], detail: u16) -> String {
         i if i < n => descriptions[i].clone(),
         i if i == n => "make the mount tree private (mount)".into(),
         i if i == n + 1 => "open a bind source (open)".into(),
-        i if i == n + 3 => "check that a bound file is the one the ELF closure read (fstat)".into(),
         _ => "enter the new root (pivot_root)".into(),
     }
 }
@@ -328,7 +331,7 @@ mod tests {
         let env = std::fs::canonicalize("/usr/bin/env").unwrap();
         let st = rustix::fs::stat(&env).unwrap();
         let read = (st.st_dev, st.st_ino);
-        let files = |ident| BTreeMap::from([(env.clone(), Some(ident))]);
+        let files = |ident| BTreeMap::from([(env.clone(), ident)]);
         let good = crate::containment::probe::run_plan(&mut plan(None, &files(read), &[], false).unwrap());
         let bad = crate::containment::probe::run_plan(
             &mut plan(None, &files((read.0, read.1 ^ 1)), &[], false).unwrap(),
@@ -338,7 +341,8 @@ mod tests {
             Ok(()) => assert_eq!(
                 err,
                 format!(
-                    "sealed: compose the sealed root: check that a bound file is the one the ELF closure read (fstat): errno 18 ({})",
+                    "sealed: compose the sealed root: check that {} is the file the ELF closure read (fstat): errno 18 ({})",
+                    env.display(),
                     std::io::Error::from_raw_os_error(libc::EXDEV)
                 )
             ),
@@ -349,9 +353,10 @@ mod tests {
     #[test]
     fn the_plan_binds_the_workdir_last_and_system_code_only_where_granted() {
         let env = std::fs::canonicalize("/usr/bin/env").unwrap();
-        let files: BTreeMap<PathBuf, Option<(u64, u64)>> = crate::containment::elf::closure([env.as_path()])
+        let files: BTreeMap<PathBuf, (u64, u64)> = crate::containment::elf::closure([env.as_path()])
+            .unwrap()
             .into_iter()
-            .map(|(p, g)| (p, Some((g.dev, g.ino))))
+            .map(|(p, g)| (p, (g.dev, g.ino)))
             .collect();
         let libs = crate::containment::runtime_dirs::library_dirs();
         let read = [PathBuf::from("/srv/murmur-grant")];

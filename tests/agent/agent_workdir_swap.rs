@@ -5,11 +5,27 @@
 
 use crate::common;
 
-use common::agent::{Drv, Spec, World};
+use common::agent::{Drv, Run, Spec, World};
 use common::provider::{tool_results, Provider, Step};
 use serde_json::json;
 use std::path::PathBuf;
+use std::thread::ScopedJoinHandle;
 use std::time::Duration;
+
+/// The session `run` once it sent its first model request; `None` when it never did, which
+/// must be because it was refused (a host that cannot back the class: E-CAP-003).
+fn reached_the_model<'s>(p: &Provider, run: ScopedJoinHandle<'s, Run>) -> Option<ScopedJoinHandle<'s, Run>> {
+    if p.wait_requests(1, Duration::from_secs(60)) {
+        return Some(run);
+    }
+    let r = run.join().unwrap();
+    let err = String::from_utf8_lossy(&r.out.stderr).into_owned();
+    assert!(
+        err.contains("E-CAP-003"),
+        "no model request and no refusal: {err}"
+    );
+    None
+}
 
 fn swapped_under(class: &str) {
     let p = Provider::start(vec![
@@ -27,17 +43,9 @@ fn swapped_under(class: &str) {
     let elsewhere = w.t.path().join("elsewhere");
     std::fs::create_dir_all(&elsewhere).unwrap();
     std::thread::scope(|s| {
-        let run = s.spawn(|| w.run("write the marker", &[]));
-        if !p.wait_requests(1, Duration::from_secs(60)) {
-            let r = run.join().unwrap();
-            let err = String::from_utf8_lossy(&r.out.stderr).into_owned();
-            // A host that cannot back the class refuses the launch; nothing to swap.
-            assert!(
-                err.contains("E-CAP-003"),
-                "no model request and no refusal: {err}"
-            );
+        let Some(run) = reached_the_model(&p, s.spawn(|| w.run("write the marker", &[]))) else {
             return;
-        }
+        };
         // The session is running with its workdir open: move it away, plant a symlink.
         let parent = w.dir.join("workdir");
         let wd: PathBuf = std::fs::read_dir(&parent)
@@ -119,16 +127,10 @@ fn an_allowed_binary_swapped_for_a_symlink_to_the_root_shows_nothing_of_the_host
     w.manifest(&spec);
     let path = format!("{}:/usr/bin:/bin", tools.display());
     std::thread::scope(|s| {
-        let run = s.spawn(|| w.run("look around", &[("PATH", path.as_str())]));
-        if !p.wait_requests(1, Duration::from_secs(60)) {
-            let r = run.join().unwrap();
-            let err = String::from_utf8_lossy(&r.out.stderr).into_owned();
-            assert!(
-                err.contains("E-CAP-003"),
-                "no model request and no refusal: {err}"
-            );
+        let Some(run) = reached_the_model(&p, s.spawn(|| w.run("look around", &[("PATH", path.as_str())])))
+        else {
             return;
-        }
+        };
         std::fs::remove_file(tools.join("mytool")).unwrap();
         std::os::unix::fs::symlink("/", tools.join("mytool")).unwrap();
         let r = run.join().unwrap();

@@ -64,12 +64,23 @@ impl Sandbox {
     /// Start `mur exec -- sleep SECONDS` and wait until the contained `sleep` exists:
     /// the `mur` child and the pid of `sleep`.
     fn start_sleep(&self, class: &str, seconds: &str, env: &[(&str, &str)]) -> (std::process::Child, String) {
+        self.start_sleeping(class, &["sleep", seconds], env)
+    }
+
+    /// Start `mur exec -- CMD` and wait until a contained `sleep` (which CMD runs) exists.
+    fn start_sleeping(
+        &self,
+        class: &str,
+        cmd: &[&str],
+        env: &[(&str, &str)],
+    ) -> (std::process::Child, String) {
         let mut child = Command::new(MUR)
             .args(["exec", "--manifest"])
             .arg(&self.manifest)
             .arg("--workdir")
             .arg(&self.workdir)
-            .args(["--containment", class, "--", "sleep", seconds])
+            .args(["--containment", class, "--"])
+            .args(cmd)
             .env("PATH", self.path_env())
             .envs(env.iter().copied())
             .spawn()
@@ -536,11 +547,7 @@ fn an_allowed_binarys_libraries_are_mapped_never_executed() {
     if !host_backs_scoped() {
         return assert_refused_everywhere();
     }
-    let mut classes = vec!["scoped"];
-    if host_backs_sealed() {
-        classes.push("sealed");
-    }
-    for class in classes {
+    for class in contained_classes() {
         let out = run(class);
         let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
         // `sh` itself ran (its loader executed, libc mapped); the exec of libc was refused.
@@ -592,29 +599,14 @@ fn a_forwarded_signal_ends_a_sealed_command_that_ignores_it() {
         return;
     }
     let s = sandbox_allowing("ignored-term", "sh, sleep", "");
-    let mut child = Command::new(MUR)
-        .args(["exec", "--manifest"])
-        .arg(&s.manifest)
-        .arg("--workdir")
-        .arg(&s.workdir)
-        .args([
-            "--containment",
-            "sealed",
-            "--",
-            "sh",
-            "-c",
-            "trap '' TERM INT; sleep 30",
-        ])
-        .env("PATH", s.path_env())
-        .stdin(Stdio::null())
-        .spawn()
-        .unwrap();
-    let sleeper = (0..100)
-        .find_map(|_| {
-            std::thread::sleep(std::time::Duration::from_millis(20));
-            find_descendant(child.id(), "sleep")
-        })
-        .expect("the contained sleep started");
+    let cmd = ["sh", "-c", "trap '' TERM INT; sleep 30"];
+    let (mut child, sleeper) = s.start_sleeping("sealed", &cmd, &[]);
+    terminate(&mut child, &sleeper, "a command ignoring SIGTERM");
+}
+
+/// SIGTERM to `mur exec` (`child`): its status, once it ended within 20 s and the contained
+/// `sleeper` is gone.
+fn terminate(child: &mut std::process::Child, sleeper: &str, what: &str) -> std::process::ExitStatus {
     let started = std::time::Instant::now();
     rustix::process::kill_process(
         rustix::process::Pid::from_raw(child.id() as i32).unwrap(),
@@ -624,7 +616,7 @@ fn a_forwarded_signal_ends_a_sealed_command_that_ignores_it() {
     let status = child.wait().unwrap();
     assert!(
         started.elapsed() < std::time::Duration::from_secs(20),
-        "mur exec waited for the command that ignores SIGTERM ({status})"
+        "{what}: mur exec waited ({status})"
     );
     let gone = (0..100).any(|_| {
         let alive = std::fs::read_to_string(format!("/proc/{sleeper}/stat")).is_ok_and(|st| {
@@ -637,7 +629,8 @@ fn a_forwarded_signal_ends_a_sealed_command_that_ignores_it() {
         }
         !alive
     });
-    assert!(gone, "the contained sleep outlived mur exec");
+    assert!(gone, "{what}: the contained sleep outlived mur exec");
+    status
 }
 
 #[test]
@@ -645,39 +638,15 @@ fn a_terminating_signal_to_mur_exec_reaches_the_child_and_leaves_nothing_running
     if !host_backs_scoped() {
         return assert_refused_everywhere();
     }
-    let mut classes = vec!["scoped"];
-    if host_backs_sealed() {
-        classes.push("sealed");
-    }
-    for class in classes {
+    for class in contained_classes() {
         let s = sandbox("signal", "");
         let (mut child, sleeper) = s.start_sleep(class, "30", &[]);
-        let started = std::time::Instant::now();
-        rustix::process::kill_process(
-            rustix::process::Pid::from_raw(child.id() as i32).unwrap(),
-            rustix::process::Signal::TERM,
-        )
-        .unwrap();
-        let status = child.wait().unwrap();
+        let status = terminate(&mut child, &sleeper, class);
         assert_eq!(
             status.code(),
             Some(128 + 15),
             "{class}: the child's SIGTERM status"
         );
-        assert!(started.elapsed() < std::time::Duration::from_secs(20), "{class}");
-        let gone = (0..100).any(|_| {
-            let stat = std::fs::read_to_string(format!("/proc/{sleeper}/stat")).unwrap_or_default();
-            let running = !stat.is_empty()
-                && stat
-                    .rsplit(')')
-                    .next()
-                    .is_some_and(|rest| !rest.trim_start().starts_with('Z'));
-            if running {
-                std::thread::sleep(std::time::Duration::from_millis(20));
-            }
-            !running
-        });
-        assert!(gone, "{class}: the contained sleep outlived mur exec");
     }
 }
 

@@ -3,7 +3,7 @@
 //! `seccomp_args`), the landlock rules (`rules`), the ELF closure of allowed binaries
 //! (`elf`), the per-session network namespace and egress relay (`egress`), the composed root of `sealed` (`sealed`), the pids cgroup (`cgroup`), the steps
 //! a child installs on itself (`child`), the one spawn function (`spawn`, over the
-//! clone-and-exec primitive `launch`) and the one
+//! clone-and-exec primitive `process`) and the one
 //! policy every contained child of a session is started under (`child_policy`). `confine` is
 //! the daemon's confinement of itself. `runtime_dirs` decides what a contained child may
 //! read beyond its workdir (interpreter runtimes, the trust store, time zone data).
@@ -23,9 +23,9 @@ pub mod confine;
 pub mod egress;
 pub mod elf;
 pub mod host_env;
-pub mod launch;
 pub mod probe;
 pub mod probe_cache;
+pub mod process;
 pub mod rules;
 pub mod runtime_dirs;
 pub mod sealed;

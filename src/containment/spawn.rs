@@ -1,18 +1,17 @@
 //! The one function that starts every child process of the runtime. Parent side: resolve,
-//! open and compile everything (ruleset, filter, cgroup descriptor). Child side, between
-//! fork and exec, in this order, any failure aborting the spawn and reported through a
+//! open and compile everything (ruleset, filter, cgroup descriptor). Child side (see `process`), between
+//! clone and exec, in this order, any failure aborting the spawn and reported through a
 //! close-on-exec pipe: a new session with no controlling terminal (`setsid`), join the
 //! pids cgroup, enter a loopback-only network namespace (under `sealed`: all the namespaces
 //! and the composed root of `sealed.rs`, as pid 1 of its own PID namespace), mark
 //! descriptors above 2 close-on-exec, unblock signals, set hard
 //! rlimits, drop every capability, `no_new_privs`, the seccomp filter, then the landlock
 //! ruleset; under `sealed` pid 1 then forks the command and stays as its reaper.
-#![allow(unsafe_code)]
 
 use super::cgroup::Cgroup;
 use super::class::Class;
 use super::elf::Closure;
-pub use super::launch::{Proc, Stdio};
+pub use super::process::{Proc, Stdio};
 use super::sealed::{self, Failure};
 use super::{child, rules, seccomp};
 use crate::diag::{code, Diagnostic};
@@ -305,13 +304,13 @@ pub fn spawn(s: Spawn<'_>) -> Result<Proc, Diagnostic> {
             format!("cannot start {}: {e}", s.program.display()),
         )
     };
-    let image = super::launch::Image::new(s.program, s.args, s.env, s.workdir_held.unwrap_or(s.workdir))
+    let image = super::process::Image::new(s.program, s.args, s.env, s.workdir_held.unwrap_or(s.workdir))
         .map_err(cannot_start)?;
     // A sealed child's waiter and pid 1 run on without exec: they get a copy of memory.
     let memory = if plan.is_some() {
-        super::launch::Memory::Copy
+        super::process::Memory::Copy
     } else {
-        super::launch::Memory::Vm
+        super::process::Memory::Vm
     };
     let mut hook = move || -> std::io::Result<()> {
         let report = |f: Failure| -> std::io::Error {
@@ -404,7 +403,7 @@ pub fn spawn(s: Spawn<'_>) -> Result<Proc, Diagnostic> {
         };
         let _ = child::write_fd(err_fd, &f.encode());
     };
-    let spawned = super::launch::start(
+    let spawned = super::process::start(
         &image,
         [s.stdin, s.stdout, s.stderr],
         memory,

@@ -109,6 +109,13 @@ impl ChildPolicy {
         let cgroup = session_cgroup(i.session_id, i.class)?;
         let allowed_paths: Vec<PathBuf> = allowed.iter().filter_map(|(_, p)| p.clone()).collect();
         let reads = runtime_dirs::read_grants(i.class, &allowed_paths, i.caps);
+        let redirectable = redirectable_grants(i.caps, &workdir);
+        let keep = |v: Vec<PathBuf>| -> Vec<PathBuf> {
+            v.into_iter()
+                .filter(|g| !g.starts_with(&workdir) && !redirectable.contains(g))
+                .collect()
+        };
+        let (read_dirs, read_unlisted) = (keep(reads.paths), keep(reads.unlisted));
         let policy = ChildPolicy {
             class: i.class,
             landlock_abi: i.landlock_abi,
@@ -118,8 +125,8 @@ impl ChildPolicy {
             workdir_exec: i.caps.workdir_exec,
             unix_sockets: i.caps.unix_sockets,
             env,
-            read_dirs: reads.paths,
-            read_unlisted: reads.unlisted,
+            read_dirs,
+            read_unlisted,
             cgroup,
             net: i.net,
             rlimits: spawn::Rlimits::default(),
@@ -176,6 +183,22 @@ fn resolve_allowed(caps: &Capabilities, host_path: &str) -> Vec<(String, Option<
 }
 
 /// The workdir's real path, and its session home made (through the held descriptor).
+/// The grants (canonical) of the declared `interpreter_runtime` directories the contained
+/// command could have redirected: one whose path passes through its workdir (a directory on
+/// the way, or the directory itself, is the workdir or below it), where the command may
+/// have left a symlink to anywhere (`/`, `~/.ssh`) for the next launch to resolve. Nothing
+/// is granted for those; a grant inside the workdir is redundant anyway (the workdir's own
+/// rights cover it).
+fn redirectable_grants(caps: &crate::manifest::Capabilities, workdir: &Path) -> Vec<PathBuf> {
+    let inside = |p: &Path| std::fs::canonicalize(p).is_ok_and(|r| r.starts_with(workdir));
+    caps.interpreter_runtime
+        .iter()
+        .flat_map(|e| e.dirs.iter())
+        .filter(|d| d.path.starts_with(workdir) || d.path.ancestors().any(inside))
+        .filter_map(|d| std::fs::canonicalize(&d.path).ok())
+        .collect()
+}
+
 fn real_workdir(work: &Dir) -> Result<PathBuf, Diagnostic> {
     let fail = |what: &str, e: String| Diagnostic::new(code::IO_READ, "", format!("{what}: {e}"));
     let real = std::fs::canonicalize(work.proc_path())

@@ -327,3 +327,54 @@ fn a_declared_interpreter_runtime_opens_its_directories_with_w_sec_009() {
     }
     let _ = std::fs::remove_dir_all(&base);
 }
+
+#[test]
+fn a_runtime_directory_declared_in_the_workdir_cannot_be_redirected_by_the_command() {
+    // The command may leave a symlink where the manifest declares a runtime directory
+    // inside its workdir; the next launch must not resolve it into a grant of wherever it
+    // points (here a host directory holding a secret).
+    let base =
+        Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("murmur-interp-redirect-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&base);
+    let secret_dir = base.join("secret-dir");
+    std::fs::create_dir_all(&secret_dir).unwrap();
+    let secret = secret_dir.join("secret.txt");
+    std::fs::write(&secret, "host secret\n").unwrap();
+    let t = TempDir::new("interp-redirect");
+    let workdir = std::fs::canonicalize(t.path()).unwrap().join("work");
+    std::fs::create_dir_all(&workdir).unwrap();
+    let declared = workdir.join("rt");
+    let c = capsule(
+        "interp-redirect",
+        &format!(
+            "    interpreter_runtime:\n      - binary: cat\n        dirs:\n          - {{path: {}, list_dir: true}}\n",
+            declared.display()
+        ),
+    );
+    // What a previous run of the command left behind.
+    std::os::unix::fs::symlink(&secret_dir, &declared).unwrap();
+    let exec = |class: &str| {
+        Command::new(MUR)
+            .args(["exec", "--manifest"])
+            .arg(&c.manifest)
+            .arg("--workdir")
+            .arg(&workdir)
+            .args(["--containment", class, "--", "cat"])
+            .arg(&secret)
+            .env("PATH", "/usr/bin:/bin")
+            .stdin(Stdio::null())
+            .output()
+            .unwrap()
+    };
+    for class in classes() {
+        let out = exec(class.unwrap_or_else(|c| c));
+        match class {
+            Err(class) => assert_refused(class, &out),
+            Ok(class) => {
+                assert_ne!(out.status.code(), Some(0), "{class}: {}", text(&out.stdout));
+                assert!(!text(&out.stdout).contains("host secret"), "{class}");
+            }
+        }
+    }
+    let _ = std::fs::remove_dir_all(&base);
+}

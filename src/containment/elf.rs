@@ -6,11 +6,14 @@
 use std::collections::BTreeMap;
 use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 /// What one ELF file asks for, and the machine it is built for (`e_machine`).
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub struct Needs {
     pub machine: u16,
+    /// `e_type`: [`ET_EXEC`] or [`ET_DYN`].
+    pub e_type: u16,
     pub interp: Option<String>,
     pub needed: Vec<String>,
     pub runpath: Vec<String>,
@@ -66,13 +69,20 @@ const DT_RPATH: u64 = 15;
 const DT_RUNPATH: u64 = 29;
 /// `e_type` of an executable and of a shared object (a PIE or a library): the only files a
 /// loader maps. A core dump or an object file is no dependency.
-const ET_EXEC: u16 = 2;
-const ET_DYN: u16 = 3;
+pub const ET_EXEC: u16 = 2;
+pub const ET_DYN: u16 = 3;
 /// At most this many run-path directories (distinct) and needed names per file: a file
 /// over either is no dependency (a hostile run path of thousands of `/:` entries, times
 /// thousands of names, would otherwise cost millions of lookups on every spawn).
-pub const MAX_RUNPATH: usize = 64;
+pub const MAX_RUNPATH: usize = 256;
 pub const MAX_NEEDED: usize = 512;
+/// At most this many bytes of names and run paths per file, kept in the parse cache: a file
+/// whose strings are larger (hundreds of names each 64 KiB long) is no dependency.
+pub const MAX_STRINGS: usize = 64 << 10;
+/// A needed name longer than a file name can be, or a run-path entry longer than a path can
+/// be, names nothing: it is skipped.
+const NAME_MAX: usize = 255;
+const PATH_MAX: usize = 4096;
 
 /// This host's `e_machine`: a library built for another is skipped, as the loader does.
 #[cfg(target_arch = "x86_64")]
@@ -96,7 +106,8 @@ fn parse_at(read: &mut dyn FnMut(u64, usize) -> Option<Vec<u8>>) -> Option<Needs
     if ident[..4] != *b"\x7fELF" || ident[4] != 2 || ident[5] != 1 {
         return None;
     }
-    if !matches!(b.u16(0x10)?, ET_EXEC | ET_DYN) {
+    let e_type = b.u16(0x10)?;
+    if !matches!(e_type, ET_EXEC | ET_DYN) {
         return None;
     }
     let phoff = b.u64(0x20)?;
@@ -107,6 +118,7 @@ fn parse_at(read: &mut dyn FnMut(u64, usize) -> Option<Vec<u8>>) -> Option<Needs
     }
     let mut needs = Needs {
         machine: b.u16(0x12)?,
+        e_type,
         ..Needs::default()
     };
     let mut loads = Vec::new();
@@ -146,16 +158,24 @@ fn parse_at(read: &mut dyn FnMut(u64, usize) -> Option<Vec<u8>>) -> Option<Needs
             .find(|(vaddr, _, size)| v >= *vaddr && v - vaddr < *size)
             .and_then(|(vaddr, off, _)| (v - vaddr).checked_add(*off))
     })?;
+    let mut kept = 0usize;
     for (tag, val) in entries {
         let Some(s) = strtab.checked_add(val).and_then(|o| b.cstr(o)) else {
             continue;
         };
         match tag {
+            DT_NEEDED if s.len() > NAME_MAX || needs.needed.contains(&s) => {}
             DT_NEEDED if needs.needed.len() >= MAX_NEEDED => return None,
-            DT_NEEDED => needs.needed.push(s),
+            DT_NEEDED => {
+                kept += s.len();
+                needs.needed.push(s);
+            }
             _ => {
-                for dir in s.split(':').filter(|p| p.starts_with('/')) {
+                let usable =
+                    |p: &&str| p.len() <= PATH_MAX && (p.starts_with('/') || origin_relative(p).is_some());
+                for dir in s.split(':').filter(usable) {
                     if !needs.runpath.iter().any(|d| d == dir) {
+                        kept += dir.len();
                         if needs.runpath.len() >= MAX_RUNPATH {
                             return None;
                         }
@@ -164,8 +184,20 @@ fn parse_at(read: &mut dyn FnMut(u64, usize) -> Option<Vec<u8>>) -> Option<Needs
                 }
             }
         }
+        if kept > MAX_STRINGS {
+            return None;
+        }
     }
     Some(needs)
+}
+
+/// What follows `$ORIGIN` (or `${ORIGIN}`) in a run-path entry that starts with it: the
+/// loader puts the directory of the file in its place.
+fn origin_relative(entry: &str) -> Option<&str> {
+    let rest = entry
+        .strip_prefix("$ORIGIN")
+        .or_else(|| entry.strip_prefix("${ORIGIN}"))?;
+    (rest.is_empty() || rest.starts_with('/')).then_some(rest)
 }
 
 /// The per-architecture library directories (as Debian and others lay them out), searched
@@ -179,9 +211,13 @@ pub const ARCH_LIB_DIRS: &[&str] = &[
     "/usr/lib64",
 ];
 
-/// Every directory a library is looked for in, in order.
+/// Every directory a library is looked for in, in order (`/usr/local/lib` as Debian's
+/// `ld.so.conf.d/libc.conf` adds it).
 pub fn lib_dirs() -> impl Iterator<Item = &'static str> {
-    ARCH_LIB_DIRS.iter().copied().chain(["/lib", "/usr/lib"])
+    ARCH_LIB_DIRS
+        .iter()
+        .copied()
+        .chain(["/lib", "/usr/lib", "/usr/local/lib"])
 }
 /// One file of a closure: the identity (device, inode) of the file that was read, and
 /// whether the kernel executes it (a binary and a loader: read + execute) or only the
@@ -242,9 +278,14 @@ pub fn closure<'a>(binaries: impl IntoIterator<Item = &'a Path>) -> Result<Closu
         let Some((kind, (dev, ino))) = needs_of(&real) else {
             continue;
         };
-        let needs = match (kind, role) {
-            (Kind::Elf(n), _) if n.machine == HOST_MACHINE => Some(n),
-            (Kind::Script, Role::Binary) => None,
+        let loadable = |n: &Needs| n.machine == HOST_MACHINE && n.e_type == ET_DYN;
+        let needs: Option<&Needs> = match (&*kind, role) {
+            // A binary built for another machine is granted; nothing of it is followed.
+            (Kind::Elf(n), Role::Binary) => (n.machine == HOST_MACHINE).then_some(n),
+            // A loader is a shared object that needs no loader of its own.
+            (Kind::Elf(n), Role::Loader) if loadable(n) && n.interp.is_none() => Some(n),
+            (Kind::Elf(n), Role::Library) if loadable(n) => Some(n),
+            (Kind::OtherElf | Kind::Script | Kind::Unreadable, Role::Binary) => None,
             _ => continue,
         };
         if seen.len() >= MAX_FILES {
@@ -253,17 +294,25 @@ pub fn closure<'a>(binaries: impl IntoIterator<Item = &'a Path>) -> Result<Closu
             ));
         }
         let exec = role != Role::Library;
-        seen.insert(real, Granted { dev, ino, exec });
-        let Some(needs) = needs else { continue };
+        let Some(needs) = needs else {
+            seen.insert(real, Granted { dev, ino, exec });
+            continue;
+        };
         if role == Role::Binary {
             if let Some(i) = needs.interp.as_ref().filter(|i| i.starts_with('/')) {
                 todo.push_back((PathBuf::from(i), Role::Loader));
             }
         }
-        let mut dirs: Vec<&str> = needs.runpath.iter().map(String::as_str).collect();
-        for d in lib_dirs() {
-            dirs.push(d);
-        }
+        let origin = real.parent().unwrap_or(Path::new("/"));
+        let mut dirs: Vec<PathBuf> = needs
+            .runpath
+            .iter()
+            .map(|d| match origin_relative(d) {
+                Some(rest) => origin.join(rest.trim_start_matches('/')),
+                None => PathBuf::from(d),
+            })
+            .collect();
+        dirs.extend(lib_dirs().map(PathBuf::from));
         for lib in &needs.needed {
             if lib.contains('/') {
                 continue;
@@ -271,12 +320,13 @@ pub fn closure<'a>(binaries: impl IntoIterator<Item = &'a Path>) -> Result<Closu
             // The first candidate the loader could map, as it searches.
             let found = dirs
                 .iter()
-                .filter_map(|d| std::fs::canonicalize(Path::new(d).join(lib)).ok())
-                .find(|c| matches!(needs_of(c), Some((Kind::Elf(n), _)) if n.machine == HOST_MACHINE));
+                .filter_map(|d| std::fs::canonicalize(d.join(lib)).ok())
+                .find(|c| matches!(needs_of(c), Some((k, _)) if matches!(&*k, Kind::Elf(n) if loadable(n))));
             if let Some(f) = found {
                 todo.push_back((f, Role::Library));
             }
         }
+        seen.insert(real, Granted { dev, ino, exec });
     }
     Ok(seen)
 }
@@ -299,10 +349,16 @@ pub fn open_checked(real: &Path, want: &Granted) -> Result<OwnedFd, String> {
 /// What a regular file is, for the closure.
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum Kind {
-    /// An ELF executable or shared object, and what it needs.
+    /// A little-endian ELF64 executable or shared object, and what it needs.
     Elf(Needs),
+    /// Another ELF file (32-bit, big-endian, a core dump, an object file): a binary may be
+    /// one (it then runs or fails on its own), a dependency never.
+    OtherElf,
     /// A script (`#!`): run by an interpreter, which must be allowed itself.
     Script,
+    /// A file with an execute bit that cannot be opened for reading (mode 0711): the
+    /// kernel runs it, so a binary may be one; nothing of it can be read.
+    Unreadable,
     Other,
 }
 
@@ -314,13 +370,13 @@ enum Kind {
 /// never opened for reading, let alone granted. A file changed in place with identical
 /// metadata could give stale answers; the worst outcome is a program that fails to start
 /// (a missing grant) or a library's read/execute grant kept.
-fn needs_of(real: &Path) -> Option<(Kind, (u64, u64))> {
+fn needs_of(real: &Path) -> Option<(Arc<Kind>, (u64, u64))> {
     use std::collections::HashMap;
     use std::os::unix::fs::FileExt;
     use std::sync::{Mutex, OnceLock};
     // The status fields' types differ between architectures; i128 holds each of them.
     type Key = (PathBuf, [i128; 7]);
-    static CACHE: OnceLock<Mutex<HashMap<Key, Kind>>> = OnceLock::new();
+    static CACHE: OnceLock<Mutex<HashMap<Key, Arc<Kind>>>> = OnceLock::new();
     let (handle, st) = regular_handle(real)?;
     let ident = (st.st_dev, st.st_ino);
     let key = (
@@ -337,24 +393,33 @@ fn needs_of(real: &Path) -> Option<(Kind, (u64, u64))> {
     );
     let cache = CACHE.get_or_init(|| Mutex::new(HashMap::new()));
     if let Some(hit) = cache.lock().unwrap_or_else(|p| p.into_inner()).get(&key) {
-        return Some((hit.clone(), ident));
+        return Some((Arc::clone(hit), ident));
     }
-    let file = reopen(&handle, &st)?;
-    let kind = match parse_by_reads(&mut |buf, off| file.read_at(buf, off)) {
+    let Some(file) = reopen(&handle, &st) else {
+        // Not cached: its mode or this process's rights may change.
+        let exec_bits = st.st_mode & 0o111 != 0;
+        return Some((
+            Arc::new(if exec_bits { Kind::Unreadable } else { Kind::Other }),
+            ident,
+        ));
+    };
+    let kind = Arc::new(match parse_by_reads(&mut |buf, off| file.read_at(buf, off)) {
         Some(needs) => Kind::Elf(needs),
         None => {
-            let mut head = [0u8; 2];
-            match file.read_exact_at(&mut head, 0) {
-                Ok(()) if head == *b"#!" => Kind::Script,
+            let mut head = [0u8; 4];
+            let got = file.read_at(&mut head, 0).unwrap_or(0);
+            match &head[..got] {
+                [0x7f, b'E', b'L', b'F'] => Kind::OtherElf,
+                [b'#', b'!', ..] => Kind::Script,
                 _ => Kind::Other,
             }
         }
-    };
+    });
     let mut c = cache.lock().unwrap_or_else(|p| p.into_inner());
     if c.len() > 4096 {
         c.clear();
     }
-    c.insert(key, kind.clone());
+    c.insert(key, Arc::clone(&kind));
     Some((kind, ident))
 }
 
@@ -661,6 +726,66 @@ mod tests {
     }
 
     #[test]
+    fn loaders_and_libraries_are_shared_objects_origin_is_expanded_and_any_elf_binary_runs() {
+        let dir = scratch("kinds");
+        let d = dir.to_str().unwrap();
+        // A "loader" that needs a loader itself (an executable such as python3) is none.
+        let fake_loader = dir.join("fake-ld.so");
+        std::fs::write(
+            &fake_loader,
+            elf_with(Some("/lib64/ld-linux-x86-64.so.2"), "/nowhere", &[]),
+        )
+        .unwrap();
+        let bin = dir.join("bin");
+        std::fs::write(
+            &bin,
+            elf_with(
+                Some(fake_loader.to_str().unwrap()),
+                "$ORIGIN/sub",
+                &["libexec.so", "liborigin.so"],
+            ),
+        )
+        .unwrap();
+        // An executable (ET_EXEC) named as a library is no library; one beside the binary,
+        // found through $ORIGIN, is.
+        std::fs::create_dir_all(dir.join("sub")).unwrap();
+        let mut exec_type = elf_with(None, "/nowhere", &[]);
+        exec_type[0x10..0x12].copy_from_slice(&ET_EXEC.to_le_bytes());
+        std::fs::write(dir.join("sub/libexec.so"), &exec_type).unwrap();
+        std::fs::write(dir.join("sub/liborigin.so"), elf_with(None, "/nowhere", &[])).unwrap();
+        // A 32-bit ELF binary is a binary (it runs or fails on its own).
+        let elf32 = dir.join("elf32");
+        std::fs::write(&elf32, b"\x7fELF\x01\x01\x01\0\0\0\0\0\0\0\0\0\x02\0\x03\0").unwrap();
+        let got = closure([bin.as_path(), elf32.as_path()]).unwrap();
+        let _ = std::fs::remove_dir_all(&dir);
+        let mut names: Vec<(String, bool)> = got
+            .iter()
+            .map(|(p, g)| (p.strip_prefix(d).unwrap().display().to_string(), g.exec))
+            .collect();
+        names.sort();
+        assert_eq!(
+            names,
+            [
+                ("bin".to_string(), true),
+                ("elf32".to_string(), true),
+                ("sub/liborigin.so".to_string(), false),
+            ]
+        );
+        // The strings a file may keep are bounded; names too long for a file are skipped.
+        let long = "l".repeat(NAME_MAX + 1);
+        assert_eq!(
+            parse(&elf_with(None, "/nowhere", &[&long, "libc.so.6"]))
+                .unwrap()
+                .needed,
+            ["libc.so.6"]
+        );
+        let names: Vec<String> = (0..MAX_NEEDED).map(|i| format!("{i:0>250}")).collect();
+        let names: Vec<&str> = names.iter().map(String::as_str).collect();
+        const { assert!(MAX_NEEDED * 250 > MAX_STRINGS) };
+        assert!(parse(&elf_with(None, "/nowhere", &names)).is_none());
+    }
+
+    #[test]
     fn run_paths_and_needed_names_are_capped_and_a_closure_too_big_is_refused() {
         // Thousands of entries of one directory are one directory.
         let same = vec!["/usr/lib"; 5000].join(":");
@@ -700,7 +825,7 @@ mod tests {
             let whole = parse(&std::fs::read(&f).unwrap());
             assert!(whole.is_some(), "{}", f.display());
             assert_eq!(
-                needs_of(&f).map(|(n, _)| n),
+                needs_of(&f).map(|(n, _)| (*n).clone()),
                 whole.map(Kind::Elf),
                 "{}",
                 f.display()

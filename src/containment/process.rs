@@ -216,6 +216,15 @@ pub fn start(
         exec_failed,
     };
     let arg = (&mut ctx as *mut Ctx<'_>).cast::<libc::c_void>();
+    // The error of a failed clone or fork is read at once, before the stack is unmapped and
+    // the signal mask restored.
+    let started = |pid: libc::pid_t| {
+        if pid < 0 {
+            Err(io::Error::last_os_error())
+        } else {
+            Ok(pid)
+        }
+    };
     let pid = match memory {
         Memory::Vm => {
             let stack = Stack::new()?;
@@ -223,14 +232,14 @@ pub fn start(
             // SAFETY: `child` gets a pointer to `ctx`, which outlives the call: under
             // CLONE_VFORK this thread is suspended until the child execs or exits. The
             // stack is a mapping of our own, its top page-aligned; it is unmapped after.
-            unsafe {
+            started(unsafe {
                 libc::clone(
                     child,
                     stack.top(),
                     libc::CLONE_VM | libc::CLONE_VFORK | libc::SIGCHLD,
                     arg,
                 )
-            }
+            })
         }
         Memory::Copy => {
             let _blocked = BlockedSignals::new()?;
@@ -242,13 +251,10 @@ pub fn start(
                     // SAFETY: `child` does not return; leave without running `mur`'s code.
                     unsafe { libc::_exit(127) }
                 }
-                pid => pid,
+                pid => started(pid),
             }
         }
-    };
-    if pid < 0 {
-        return Err(io::Error::last_os_error());
-    }
+    }?;
     drop(held);
     let [stdin, stdout, stderr] = ours;
     Ok(Proc {

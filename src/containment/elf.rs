@@ -275,9 +275,14 @@ pub fn closure<'a>(binaries: impl IntoIterator<Item = &'a Path>) -> Result<Closu
         }
         // Not a regular file, or not a file this role may be: nothing is granted (a binary
         // then fails to start).
-        let Some((kind, (dev, ino))) = needs_of(&real) else {
+        let Some((kind, (dev, ino), executable)) = needs_of(&real) else {
             continue;
         };
+        // The kernel runs nothing without an execute bit: a file swapped in for a binary
+        // (a key, a core dump) is not granted.
+        if role == Role::Binary && !executable {
+            continue;
+        }
         let loadable = |n: &Needs| n.machine == HOST_MACHINE && n.e_type == ET_DYN;
         let needs: Option<&Needs> = match (&*kind, role) {
             // A binary built for another machine is granted; nothing of it is followed.
@@ -321,7 +326,9 @@ pub fn closure<'a>(binaries: impl IntoIterator<Item = &'a Path>) -> Result<Closu
             let found = dirs
                 .iter()
                 .filter_map(|d| std::fs::canonicalize(d.join(lib)).ok())
-                .find(|c| matches!(needs_of(c), Some((k, _)) if matches!(&*k, Kind::Elf(n) if loadable(n))));
+                .find(
+                    |c| matches!(needs_of(c), Some((k, _, _)) if matches!(&*k, Kind::Elf(n) if loadable(n))),
+                );
             if let Some(f) = found {
                 todo.push_back((f, Role::Library));
             }
@@ -362,15 +369,15 @@ enum Kind {
     Other,
 }
 
-/// What the regular file `real` is, with its device and inode as the opened descriptor
-/// says, read once per process for each file version (path, device, inode, size, mtime,
+/// What the regular file `real` is, with its device and inode and whether it has an
+/// execute bit, as the opened descriptor says, read once per process for each file version (path, device, inode, size, mtime,
 /// change time, as the opened descriptor says): every contained spawn computes the closure
 /// of every allowed binary.
 /// `None` when `real` is not a regular file: a directory, a FIFO, a device or a symlink is
 /// never opened for reading, let alone granted. A file changed in place with identical
 /// metadata could give stale answers; the worst outcome is a program that fails to start
 /// (a missing grant) or a library's read/execute grant kept.
-fn needs_of(real: &Path) -> Option<(Arc<Kind>, (u64, u64))> {
+fn needs_of(real: &Path) -> Option<(Arc<Kind>, (u64, u64), bool)> {
     use std::collections::HashMap;
     use std::os::unix::fs::FileExt;
     use std::sync::{Mutex, OnceLock};
@@ -379,6 +386,7 @@ fn needs_of(real: &Path) -> Option<(Arc<Kind>, (u64, u64))> {
     static CACHE: OnceLock<Mutex<HashMap<Key, Arc<Kind>>>> = OnceLock::new();
     let (handle, st) = regular_handle(real)?;
     let ident = (st.st_dev, st.st_ino);
+    let executable = st.st_mode & 0o111 != 0;
     let key = (
         real.to_path_buf(),
         [
@@ -393,15 +401,12 @@ fn needs_of(real: &Path) -> Option<(Arc<Kind>, (u64, u64))> {
     );
     let cache = CACHE.get_or_init(|| Mutex::new(HashMap::new()));
     if let Some(hit) = cache.lock().unwrap_or_else(|p| p.into_inner()).get(&key) {
-        return Some((Arc::clone(hit), ident));
+        return Some((Arc::clone(hit), ident, executable));
     }
     let Some(file) = reopen(&handle, &st) else {
         // Not cached: its mode or this process's rights may change.
-        let exec_bits = st.st_mode & 0o111 != 0;
-        return Some((
-            Arc::new(if exec_bits { Kind::Unreadable } else { Kind::Other }),
-            ident,
-        ));
+        let kind = if executable { Kind::Unreadable } else { Kind::Other };
+        return Some((Arc::new(kind), ident, executable));
     };
     let kind = Arc::new(match parse_by_reads(&mut |buf, off| file.read_at(buf, off)) {
         Some(needs) => Kind::Elf(needs),
@@ -420,7 +425,7 @@ fn needs_of(real: &Path) -> Option<(Arc<Kind>, (u64, u64))> {
         c.clear();
     }
     c.insert(key, Arc::clone(&kind));
-    Some((kind, ident))
+    Some((kind, ident, executable))
 }
 
 /// An `O_PATH` handle on `real` (which runs no device's open and blocks on no FIFO) and its
@@ -593,6 +598,7 @@ mod tests {
         assert_eq!(needs.needed, ["id_ed25519", "libreal.so"]);
         assert_eq!(needs.runpath, [dir.display().to_string()]);
         std::fs::write(&bin, &elf).unwrap();
+        executable(&[&bin]);
         let got = closure([bin.as_path()]).unwrap();
         assert!(got[&bin].exec, "{got:?}");
         assert!(
@@ -633,6 +639,7 @@ mod tests {
         .unwrap();
         let bin = dir.join("hostile");
         std::fs::write(&bin, elf_with(Some(fifo.to_str().unwrap()), "/nowhere", &[])).unwrap();
+        executable(&[&bin]);
         assert_eq!(
             parse(&std::fs::read(&bin).unwrap()).unwrap().interp.as_deref(),
             fifo.to_str()
@@ -659,6 +666,14 @@ mod tests {
         assert_eq!(closure([link.as_path()]), Ok(Closure::new()));
         assert_eq!(closure([fifo.as_path()]), Ok(Closure::new()));
         let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// Give each file an execute bit (mode 0755).
+    fn executable(files: &[&Path]) {
+        use std::os::unix::fs::PermissionsExt;
+        for f in files {
+            std::fs::set_permissions(f, std::fs::Permissions::from_mode(0o755)).unwrap();
+        }
     }
 
     /// A fresh directory for one test, canonical.
@@ -707,6 +722,8 @@ mod tests {
         std::fs::write(&script, "#!/bin/sh\necho hi\n").unwrap();
         let key = dir.join("key");
         std::fs::write(&key, "-----BEGIN OPENSSH PRIVATE KEY-----\n").unwrap();
+        // (Even with an execute bit, a file that is neither ELF nor a script is no binary.)
+        executable(&[&bin, &script, &key]);
         let got = closure([bin.as_path(), script.as_path(), key.as_path()]).unwrap();
         let _ = std::fs::remove_dir_all(&dir);
         let mut names: Vec<(String, bool)> = got
@@ -756,7 +773,11 @@ mod tests {
         // A 32-bit ELF binary is a binary (it runs or fails on its own).
         let elf32 = dir.join("elf32");
         std::fs::write(&elf32, b"\x7fELF\x01\x01\x01\0\0\0\0\0\0\0\0\0\x02\0\x03\0").unwrap();
-        let got = closure([bin.as_path(), elf32.as_path()]).unwrap();
+        executable(&[&bin, &elf32]);
+        // An ELF file without an execute bit (a core dump swapped in) is no binary.
+        let core = dir.join("core");
+        std::fs::write(&core, b"\x7fELF\x02\x01\x01\0\0\0\0\0\0\0\0\0\x04\0\x3e\0").unwrap();
+        let got = closure([bin.as_path(), elf32.as_path(), core.as_path()]).unwrap();
         let _ = std::fs::remove_dir_all(&dir);
         let mut names: Vec<(String, bool)> = got
             .iter()
@@ -802,6 +823,7 @@ mod tests {
         let bytes = elf_with(None, "/nowhere", &[]);
         for f in &files {
             std::fs::write(f, &bytes).unwrap();
+            executable(&[f]);
         }
         let err = closure(files.iter().map(PathBuf::as_path)).unwrap_err();
         let fits = closure(files[1..].iter().map(PathBuf::as_path)).map(|c| c.len());
@@ -825,7 +847,7 @@ mod tests {
             let whole = parse(&std::fs::read(&f).unwrap());
             assert!(whole.is_some(), "{}", f.display());
             assert_eq!(
-                needs_of(&f).map(|(n, _)| (*n).clone()),
+                needs_of(&f).map(|(n, _, _)| (*n).clone()),
                 whole.map(Kind::Elf),
                 "{}",
                 f.display()

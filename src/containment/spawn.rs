@@ -207,19 +207,16 @@ fn io_of(e: seccompiler::Error) -> std::io::Error {
     }
 }
 
-/// Start the child, contained for `s.class`.
-pub fn spawn(s: Spawn<'_>) -> Result<Proc, Diagnostic> {
-    if let Some(refusal) = super::class::unix_sockets_refusal(s.class, s.unix_sockets) {
-        return Err(refusal);
-    }
-    if s.runtime && s.class != Class::Advisory {
-        return Err(install_error(
-            0,
-            "a delegated runtime contains itself and is started advisory",
-        ));
-    }
-    let runtime = s.runtime;
-    let parent_pid = rustix::process::getpid().as_raw_nonzero().get();
+/// What the parent prepares for a contained child: the landlock ruleset, the seccomp filter
+/// and the sealed root's plan (each `None` where the class needs none).
+struct Prepared {
+    ruleset: Option<OwnedFd>,
+    filter: Option<seccompiler::BpfProgram>,
+    plan: Option<sealed::Plan>,
+}
+
+/// Read the allowed binaries' closure, then build the ruleset, the filter and the plan.
+fn prepare(s: &Spawn<'_>) -> Result<Prepared, Diagnostic> {
     // The held workdir's identity, which a sealed root's bind (made by path in its own
     // mount namespace) must find; a held descriptor that cannot be read refuses the spawn
     // rather than leaving the bind unchecked.
@@ -263,13 +260,12 @@ pub fn spawn(s: Spawn<'_>) -> Result<Proc, Diagnostic> {
     } else {
         None
     };
-    let ruleset_fd = ruleset.as_ref().map(|f| f.as_raw_fd());
     let filter = if contained {
         Some(seccomp::child_filter(s.unix_sockets).map_err(|e| install_error(7, e))?)
     } else {
         None
     };
-    let mut plan = if s.class == Class::Sealed {
+    let plan = if s.class == Class::Sealed {
         // Only the closure's files, each checked in the child to be the one read here: a
         // program that is none of them (missing, a directory, a symlink to `/`) is not
         // bound, and fails to start.
@@ -283,6 +279,33 @@ pub fn spawn(s: Spawn<'_>) -> Result<Proc, Diagnostic> {
     } else {
         None
     };
+    Ok(Prepared {
+        ruleset,
+        filter,
+        plan,
+    })
+}
+
+/// Start the child, contained for `s.class`.
+pub fn spawn(s: Spawn<'_>) -> Result<Proc, Diagnostic> {
+    if let Some(refusal) = super::class::unix_sockets_refusal(s.class, s.unix_sockets) {
+        return Err(refusal);
+    }
+    if s.runtime && s.class != Class::Advisory {
+        return Err(install_error(
+            0,
+            "a delegated runtime contains itself and is started advisory",
+        ));
+    }
+    let runtime = s.runtime;
+    let parent_pid = rustix::process::getpid().as_raw_nonzero().get();
+    let contained = s.class >= Class::Scoped;
+    let Prepared {
+        ruleset,
+        filter,
+        mut plan,
+    } = prepare(&s)?;
+    let ruleset_fd = ruleset.as_ref().map(|f| f.as_raw_fd());
     // Only a contained child joins: advisory constrains nothing, the network included.
     let join = s.net.filter(|_| contained).map(Join::raw);
     if let (Some(p), Some(_)) = (plan.as_mut(), join) {

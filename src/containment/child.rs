@@ -1,6 +1,7 @@
-//! The steps a child installs on itself between fork and exec. Each is one syscall or a
-//! short fixed sequence, allocates nothing, and returns the OS error so the spawn fails
-//! closed. Only the spawn function (and the probe child) call these.
+//! The steps a child installs on itself between clone and exec (under `sealed`, in pid 1,
+//! which never execs). Each is one syscall or a short fixed sequence, allocates nothing, and
+//! returns the OS error so the spawn fails closed. Only the spawn function (and the probe
+//! child) call these.
 #![allow(unsafe_code)]
 
 use std::io;

@@ -107,11 +107,38 @@ pub(super) fn run_plan(plan: &mut super::sealed::Plan) -> Result<(), String> {
         return Err(errno_text("fork", &std::io::Error::last_os_error()));
     }
     if pid == 0 {
-        let msg = match plan.enter() {
-            Ok(()) => vec![0u8],
-            Err(f) => f.encode().to_vec(),
-        };
-        let _ = super::child::write_fd(wfd, &msg);
+        // The root is composed in pid 1 of the new PID namespace (only there can `/proc` be
+        // mounted): the next process this child forks.
+        let composed = plan.enter().and_then(|()| {
+            // SAFETY: as above; the grandchild only composes, reports and exits.
+            match unsafe { libc::fork() } {
+                0 => {
+                    // Nothing allocated after a fork of a possibly threaded process.
+                    let _ = match plan.compose_root() {
+                        Ok(()) => super::child::write_fd(wfd, &[0u8]),
+                        Err(f) => super::child::write_fd(wfd, &f.encode()),
+                    };
+                    // SAFETY: leaving the forked child without running the parent's destructors.
+                    unsafe { libc::_exit(0) }
+                }
+                pid if pid < 0 => Err(super::sealed::Failure {
+                    step: super::sealed::STEP_FORK_INIT,
+                    errno: std::io::Error::last_os_error()
+                        .raw_os_error()
+                        .unwrap_or(libc::EINVAL),
+                    detail: 0,
+                }),
+                pid => {
+                    let mut status = 0;
+                    // SAFETY: waiting for the grandchild forked above.
+                    unsafe { libc::waitpid(pid, &mut status, 0) };
+                    Ok(())
+                }
+            }
+        });
+        if let Err(f) = composed {
+            let _ = super::child::write_fd(wfd, &f.encode());
+        }
         // SAFETY: leaving the forked child without running the parent's destructors.
         unsafe { libc::_exit(0) };
     }

@@ -1,16 +1,23 @@
 //! The process primitive under `spawn`: start a program without copying `mur`'s memory.
-//! A child that execs is made by `clone(CLONE_VM | CLONE_VFORK)` on a stack of its own, as
+//! The child is made by `clone(CLONE_VM | CLONE_VFORK)` on a stack of its own, as
 //! `posix_spawn` does: it runs in `mur`'s address space with the calling thread suspended
 //! until it execs or exits, so no page table is copied and `mur` takes no copy-on-write
 //! faults afterwards (a fork of the runtime, wasmtime's mappings and all, was a fifth of an
-//! agent turn's CPU). A child that must live on without exec (the waiter of a `sealed`
-//! sandbox) is forked instead, with glibc's `fork` (which leaves malloc usable in the
-//! child). In the child, in this order: every caught signal and SIGPIPE back to its
-//! default (the parent's handlers must never run on the shared memory; Rust ignores
+//! agent turn's CPU). In the child, in this order: every caught signal and SIGPIPE back to
+//! its default (the parent's handlers must never run on the shared memory; Rust ignores
 //! SIGPIPE, and a command must die of it as a shell expects), an empty signal mask, the
 //! standard streams, the working directory, the caller's setup, then `execve`; the parent
 //! blocks every signal around the `clone` so none is delivered before the handlers are
 //! reset.
+//!
+//! A start that may be handed over (a `sealed` sandbox) gets two spare stacks: the setup
+//! may start further processes sharing the memory on them ([`Side::start_sharing`]) and
+//! hand the start over to one of them as `mur`'s own child ([`Side::hand_over`]), which
+//! then outlives the child without exec. `start` returns only once every holder of the
+//! start's release pipe has exec'd or exited or closed it (the handed-over process closes
+//! all it holds before it runs on alone, on raw system calls only: it shares `mur`'s
+//! thread-local `errno`). The stacks belong to the returned [`Proc`] and are unmapped only
+//! once it is reaped.
 #![allow(unsafe_code)]
 
 use std::ffi::CString;
@@ -21,6 +28,7 @@ use std::os::unix::ffi::OsStrExt;
 use std::os::unix::process::ExitStatusExt;
 use std::path::Path;
 use std::process::{ChildStderr, ChildStdin, ChildStdout, ExitStatus};
+use std::sync::atomic::{AtomicI32, Ordering};
 
 /// What one standard stream of the child is.
 #[derive(Debug)]
@@ -64,9 +72,20 @@ impl From<File> for Stdio {
 pub struct Proc {
     pid: libc::pid_t,
     status: Option<ExitStatus>,
+    /// A handed-over process's stacks (it runs on them until it ends).
+    stacks: Option<Stacks>,
     pub stdin: Option<ChildStdin>,
     pub stdout: Option<ChildStdout>,
     pub stderr: Option<ChildStderr>,
+}
+
+impl Drop for Proc {
+    fn drop(&mut self) {
+        // Never reaped: it may still run on its stacks, which are then never unmapped.
+        if self.status.is_none() {
+            std::mem::forget(self.stacks.take());
+        }
+    }
 }
 
 impl Proc {
@@ -107,6 +126,8 @@ impl Proc {
                 r if r > 0 => {
                     let s = ExitStatus::from_raw(raw);
                     self.status = Some(s);
+                    // Reaped: nothing runs on its stacks any more.
+                    self.stacks = None;
                     return Ok(Some(s));
                 }
                 _ => {
@@ -177,93 +198,282 @@ impl Image {
     }
 }
 
-/// Whether the child shares `mur`'s memory until it execs (`Vm`) or is forked with a copy
-/// (`Copy`: it runs code of `mur`'s long after the spawn returned).
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub enum Memory {
-    Vm,
-    Copy,
-}
-
 /// What the child runs, reached through the clone's one argument.
 struct Ctx<'a> {
     image: &'a Image,
     /// The descriptor to become stream 0, 1, 2 (`None`: keep `mur`'s).
     streams: [Option<RawFd>; 3],
-    setup: &'a mut dyn FnMut() -> io::Result<()>,
+    setup: &'a mut dyn FnMut(&Side<'_>) -> io::Result<()>,
     exec_failed: &'a dyn Fn(i32),
+    stacks: &'a Stacks,
+    /// The pid of the process the start was handed over to (written by the kernel,
+    /// `CLONE_PARENT_SETTID`, before that process runs), or 0.
+    handed: &'a AtomicI32,
 }
 
-/// The child's stack: ample for the setup (the `sealed` root is composed on it), touched
-/// only as deep as it runs.
+/// The child side of a start, given to the setup.
+pub struct Side<'a> {
+    image: &'a Image,
+    exec_failed: &'a dyn Fn(i32),
+    stacks: &'a Stacks,
+    handed: &'a AtomicI32,
+}
+
+impl Side<'_> {
+    /// Exec the image. Never returns: a failed `execve` is reported through `exec_failed`
+    /// and the process exits 127.
+    pub fn exec(&self) -> ! {
+        // SAFETY: program, argv and envp are NUL-terminated strings and null-terminated
+        // arrays built before the clone.
+        unsafe {
+            libc::execve(
+                self.image.program.as_ptr(),
+                self.image.argv.as_ptr(),
+                self.image.envp.as_ptr(),
+            )
+        };
+        (self.exec_failed)(io::Error::last_os_error().raw_os_error().unwrap_or(libc::EINVAL));
+        // SAFETY: leaving the child without running any of `mur`'s exit code.
+        unsafe { libc::_exit(127) }
+    }
+
+    /// Start the command from the handed-over process: a process sharing this memory runs
+    /// `f` on spare stack 2 and exits with what it returns (it should exec), while this one
+    /// waits (`CLONE_VFORK`).
+    ///
+    /// # Safety
+    ///
+    /// Only from the process [`Side::hand_over`] started (spare stack 2 must be free), and
+    /// `f` must allocate nothing and never panic.
+    pub unsafe fn start_command(&self, f: &mut dyn FnMut() -> libc::c_int) -> io::Result<libc::pid_t> {
+        let top = self
+            .stacks
+            .top(2)
+            .ok_or_else(|| io::Error::from_raw_os_error(libc::EINVAL))?;
+        let mut f = f;
+        let arg = (&mut f as *mut &mut dyn FnMut() -> libc::c_int).cast::<libc::c_void>();
+        // SAFETY: the new process runs `run_command` on a spare stack of its own, reaching
+        // `f` through `arg`; under CLONE_VFORK this frame outlives its use of them.
+        let pid = unsafe {
+            libc::clone(
+                run_command,
+                top,
+                libc::CLONE_VM | libc::CLONE_VFORK | libc::SIGCHLD,
+                arg,
+            )
+        };
+        if pid < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(pid)
+    }
+
+    /// Hand the start over to a new process sharing this memory, a child of `mur`'s
+    /// (`CLONE_PARENT`) on spare stack 1, and exit. That process runs `f`, which starts the
+    /// command and returns its pid (or fails, reporting its own error: it then exits 127);
+    /// it then closes every descriptor it holds (which releases the start) and reaps every
+    /// child until the command ends, exiting with its status, on raw system calls only.
+    /// Returns only the error of a failed clone.
+    ///
+    /// # Safety
+    ///
+    /// Only from the setup of a start that may hand over, and `f` must allocate nothing and
+    /// never panic. `f` and what it borrows stay valid until the release: this frame is
+    /// never left, and `mur` holds everything else until then.
+    pub unsafe fn hand_over(&self, f: &mut dyn FnMut() -> io::Result<libc::pid_t>) -> io::Error {
+        let Some(top) = self.stacks.top(1) else {
+            return io::Error::from_raw_os_error(libc::EINVAL);
+        };
+        let mut f = f;
+        let arg = (&mut f as *mut &mut dyn FnMut() -> io::Result<libc::pid_t>).cast::<libc::c_void>();
+        // SAFETY: as in `start_command`; this process exits below without leaving the frame,
+        // and the kernel writes the new pid into `handed` (shared memory) before it runs.
+        let pid = unsafe {
+            libc::clone(
+                run_handed,
+                top,
+                libc::CLONE_VM | libc::CLONE_PARENT | libc::CLONE_PARENT_SETTID | libc::SIGCHLD,
+                arg,
+                self.handed.as_ptr(),
+            )
+        };
+        if pid < 0 {
+            return io::Error::last_os_error();
+        }
+        // SAFETY: leaving the child without running any of `mur`'s exit code.
+        unsafe { libc::_exit(0) }
+    }
+}
+
+/// The command's side of `start_command`: run the closure, exit with its result.
+extern "C" fn run_command(arg: *mut libc::c_void) -> libc::c_int {
+    // SAFETY: `arg` points at the `&mut dyn FnMut` the suspended starting frame holds.
+    let f = unsafe { &mut *arg.cast::<&mut dyn FnMut() -> libc::c_int>() };
+    let code = f();
+    // SAFETY: leaving without running any of `mur`'s exit code.
+    unsafe { libc::_exit(code) }
+}
+
+/// The handed-over process: run the closure, then release the start and reap.
+extern "C" fn run_handed(arg: *mut libc::c_void) -> libc::c_int {
+    // SAFETY: `arg` points at the `&mut dyn FnMut` of `hand_over`'s frame, never left.
+    let f = unsafe { &mut *arg.cast::<&mut dyn FnMut() -> io::Result<libc::pid_t>>() };
+    match f() {
+        Ok(command) => release_and_reap(command),
+        // SAFETY: leaving without running any of `mur`'s exit code.
+        Err(_) => unsafe { libc::_exit(127) },
+    }
+}
+
+/// Close every descriptor (the release pipe with them: `start` may now return and free
+/// what the closure borrowed, so nothing below touches it), then reap every child (pid 1
+/// of a PID namespace inherits its orphans) until `command` ends, and exit with its status
+/// (128 + the signal when killed). Raw system calls only: this process shares `mur`'s
+/// memory and the `errno` of the thread that started it, which may be gone.
+fn release_and_reap(command: libc::pid_t) -> ! {
+    // SAFETY: close_range on this process's own table; it cannot fail with these arguments,
+    // so glibc's wrapper writes no `errno`.
+    unsafe { libc::syscall(libc::SYS_close_range, 0u32, u32::MAX, 0u32) };
+    let code = loop {
+        match rustix::process::wait(rustix::process::WaitOptions::empty()) {
+            Ok(Some((pid, st))) if pid.as_raw_nonzero().get() == command => {
+                break match (st.exit_status(), st.terminating_signal()) {
+                    (Some(c), _) => c,
+                    (None, Some(s)) => 128 + s,
+                    _ => 127,
+                };
+            }
+            Ok(_) | Err(rustix::io::Errno::INTR) => {}
+            Err(_) => break 127,
+        }
+    };
+    // SAFETY: _exit makes only the exit_group call.
+    unsafe { libc::_exit(code) }
+}
+
+/// One stack, touched only as deep as it runs: ample for the setup and for composing the
+/// `sealed` root.
 const STACK: usize = 1 << 20;
 
 /// Start `image` with `stdio` (stdin, stdout, stderr). In the child `setup` runs after the
 /// streams and the working directory are set, and reports its own failure (the child then
-/// exits 127 without exec); `exec_failed` gets the errno of a failed `execve`.
+/// exits 127 without exec); `exec_failed` gets the errno of a failed `execve`. With
+/// `may_hand_over` the setup gets the spare stacks and may hand the start over; the
+/// returned `Proc` is then that process.
 pub fn start(
     image: &Image,
     stdio: [Stdio; 3],
-    memory: Memory,
-    setup: &mut dyn FnMut() -> io::Result<()>,
+    may_hand_over: bool,
+    setup: &mut dyn FnMut(&Side<'_>) -> io::Result<()>,
     exec_failed: &dyn Fn(i32),
 ) -> io::Result<Proc> {
     let (held, ours) = streams(stdio)?;
+    let stacks = Stacks::new(if may_hand_over { 3 } else { 1 })?;
+    // Held open by the child and every process it starts until they exec or exit (it is
+    // close-on-exec) or close it; numbered above 2, so making the child's streams never
+    // closes it.
+    let release = if may_hand_over {
+        let (r, w) = rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC)?;
+        Some((above_2(r)?, above_2(w)?))
+    } else {
+        None
+    };
+    let handed = AtomicI32::new(0);
     let mut ctx = Ctx {
         image,
         streams: [0, 1, 2].map(|i| held[i].as_ref().map(AsRawFd::as_raw_fd)),
         setup,
         exec_failed,
+        stacks: &stacks,
+        handed: &handed,
     };
     let arg = (&mut ctx as *mut Ctx<'_>).cast::<libc::c_void>();
-    // The error of a failed clone or fork is read at once, before the stack is unmapped and
-    // the signal mask restored.
-    let started = |pid: libc::pid_t| {
-        if pid < 0 {
-            Err(io::Error::last_os_error())
-        } else {
-            Ok(pid)
-        }
+    let top = stacks
+        .top(0)
+        .ok_or_else(|| io::Error::from_raw_os_error(libc::EINVAL))?;
+    // Every signal stays blocked until the start is released: no handler of `mur`'s runs on
+    // this thread while a handed-over process may still write its `errno`.
+    let blocked = BlockedSignals::new()?;
+    // SAFETY: `child` gets a pointer to `ctx`, which outlives the call: under CLONE_VFORK
+    // this thread is suspended until the child execs or exits, and a handed-over start is
+    // released below before `ctx` goes. The stack is a mapping of our own, its top
+    // page-aligned.
+    let pid = unsafe {
+        libc::clone(
+            child,
+            top,
+            libc::CLONE_VM | libc::CLONE_VFORK | libc::SIGCHLD,
+            arg,
+        )
     };
-    let pid = match memory {
-        Memory::Vm => {
-            let stack = Stack::new()?;
-            let _blocked = BlockedSignals::new()?;
-            // SAFETY: `child` gets a pointer to `ctx`, which outlives the call: under
-            // CLONE_VFORK this thread is suspended until the child execs or exits. The
-            // stack is a mapping of our own, its top page-aligned; it is unmapped after.
-            started(unsafe {
-                libc::clone(
-                    child,
-                    stack.top(),
-                    libc::CLONE_VM | libc::CLONE_VFORK | libc::SIGCHLD,
-                    arg,
-                )
-            })
-        }
-        Memory::Copy => {
-            let _blocked = BlockedSignals::new()?;
-            // SAFETY: glibc's fork; the child only runs `child` on its copy of `ctx` and
-            // never returns (it execs or exits).
-            match unsafe { libc::fork() } {
-                0 => {
-                    child(arg);
-                    // SAFETY: `child` does not return; leave without running `mur`'s code.
-                    unsafe { libc::_exit(127) }
+    if pid < 0 {
+        // Read at once, before anything else can set `errno`.
+        return Err(io::Error::last_os_error());
+    }
+    let handed = handed.load(Ordering::SeqCst);
+    let (pid, stacks) = match release {
+        Some((r, w)) if handed > 0 => {
+            // Raw system calls only until the release (see `reap_quietly`).
+            // SAFETY: `w` is ours; into_raw_fd gives up its ownership, closed once here.
+            unsafe { rustix::io::close(std::os::fd::IntoRawFd::into_raw_fd(w)) };
+            // The child exited after handing over; its status says nothing more.
+            reap_quietly(pid);
+            if let Err(e) = released(&r) {
+                // Never return while it may still use this frame: end it first.
+                if let Some(p) = rustix::process::Pid::from_raw(handed) {
+                    let _ = rustix::process::kill_process(p, rustix::process::Signal::KILL);
                 }
-                pid => started(pid),
+                reap_quietly(handed);
+                return Err(e);
             }
+            (handed, Some(stacks))
         }
-    }?;
+        // It exec'd or exited: nothing runs on the stacks.
+        _ => (pid, None),
+    };
+    drop(blocked);
     drop(held);
     let [stdin, stdout, stderr] = ours;
     Ok(Proc {
         pid,
         status: None,
+        stacks,
         stdin: stdin.map(ChildStdin::from),
         stdout: stdout.map(ChildStdout::from),
         stderr: stderr.map(ChildStderr::from),
     })
+}
+
+/// `fd`, moved above 2 if it is 0, 1 or 2 (so making a child's streams never closes it).
+pub fn above_2(fd: OwnedFd) -> io::Result<OwnedFd> {
+    if fd.as_raw_fd() < 3 {
+        Ok(rustix::io::fcntl_dupfd_cloexec(&fd, 3)?)
+    } else {
+        Ok(fd)
+    }
+}
+
+/// Wait for `pid` (a child) to end, ignoring its status. Raw system calls only: a
+/// handed-over process may write this thread's `errno` until the start is released.
+fn reap_quietly(pid: libc::pid_t) {
+    let Some(p) = rustix::process::Pid::from_raw(pid) else {
+        return;
+    };
+    while let Err(rustix::io::Errno::INTR) =
+        rustix::process::waitpid(Some(p), rustix::process::WaitOptions::empty())
+    {}
+}
+
+/// Read the release pipe until every writer is gone (raw system calls, as above).
+fn released(r: &OwnedFd) -> io::Result<()> {
+    let mut buf = [0u8; 64];
+    loop {
+        match rustix::io::read(r, &mut buf) {
+            Ok(0) => return Ok(()),
+            Ok(_) | Err(rustix::io::Errno::INTR) => {}
+            Err(e) => return Err(e.into()),
+        }
+    }
 }
 
 /// The child's ends (to become its streams) and `mur`'s ends of the pipes. A descriptor
@@ -271,7 +481,6 @@ pub fn start(
 #[allow(clippy::type_complexity)]
 fn streams(stdio: [Stdio; 3]) -> io::Result<([Option<OwnedFd>; 3], [Option<OwnedFd>; 3])> {
     use rustix::fs::{open, Mode, OFlags};
-    use rustix::io::fcntl_dupfd_cloexec;
     let mut held: [Option<OwnedFd>; 3] = [None, None, None];
     let mut ours: [Option<OwnedFd>; 3] = [None, None, None];
     for (i, s) in stdio.into_iter().enumerate() {
@@ -286,11 +495,7 @@ fn streams(stdio: [Stdio; 3]) -> io::Result<([Option<OwnedFd>; 3], [Option<Owned
                 child_end
             }
         };
-        held[i] = Some(if fd.as_raw_fd() < 3 {
-            fcntl_dupfd_cloexec(&fd, 3)?
-        } else {
-            fd
-        });
+        held[i] = Some(above_2(fd)?);
     }
     Ok((held, ours))
 }
@@ -314,20 +519,17 @@ extern "C" fn child(arg: *mut libc::c_void) -> libc::c_int {
     if unsafe { libc::chdir(ctx.image.cwd.as_ptr()) } < 0 {
         return exec_failed(ctx);
     }
-    if (ctx.setup)().is_err() {
+    let side = Side {
+        image: ctx.image,
+        exec_failed: ctx.exec_failed,
+        stacks: ctx.stacks,
+        handed: ctx.handed,
+    };
+    if (ctx.setup)(&side).is_err() {
         // SAFETY: leaving the child without running any of `mur`'s exit code.
         unsafe { libc::_exit(127) };
     }
-    // SAFETY: program, argv and envp are NUL-terminated strings and null-terminated arrays
-    // built before the clone.
-    unsafe {
-        libc::execve(
-            ctx.image.program.as_ptr(),
-            ctx.image.argv.as_ptr(),
-            ctx.image.envp.as_ptr(),
-        )
-    };
-    exec_failed(ctx)
+    side.exec()
 }
 
 /// Report the errno of the step that failed and exit 127.
@@ -360,8 +562,8 @@ fn default_signal_handlers() {
     }
 }
 
-/// No signal blocked: the child starts as a new program expects (a sealed child's waiter,
-/// which never execs, must die of the signals `mur exec` forwards).
+/// No signal blocked: the child starts as a new program expects (and a sealed sandbox's pid
+/// 1, which never execs, must take the signals `mur exec` forwards).
 fn empty_signal_mask() {
     // SAFETY: sigemptyset initialises a local set, which pthread_sigmask reads.
     unsafe {
@@ -397,44 +599,59 @@ impl Drop for BlockedSignals {
     }
 }
 
-/// An anonymous mapping for the child's stack, with a guard page below it.
-struct Stack(*mut libc::c_void);
+/// One anonymous mapping for `count` stacks, each with a guard page below it.
+#[derive(Debug)]
+struct Stacks {
+    base: *mut libc::c_void,
+    count: usize,
+}
 
-impl Stack {
-    fn new() -> io::Result<Stack> {
+// SAFETY: the mapping is plain memory owned by this value; moving it between threads moves
+// only the right to unmap it.
+unsafe impl Send for Stacks {}
+// SAFETY: shared references only compute addresses.
+unsafe impl Sync for Stacks {}
+
+impl Stacks {
+    fn new(count: usize) -> io::Result<Stacks> {
         // SAFETY: a fresh private anonymous mapping; nothing else refers to it.
-        let p = unsafe {
+        let base = unsafe {
             libc::mmap(
                 std::ptr::null_mut(),
-                STACK,
+                STACK * count,
                 libc::PROT_READ | libc::PROT_WRITE,
                 libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_STACK | libc::MAP_NORESERVE,
                 -1,
                 0,
             )
         };
-        if p == libc::MAP_FAILED {
+        if base == libc::MAP_FAILED {
             return Err(io::Error::last_os_error());
         }
-        let stack = Stack(p);
-        // SAFETY: the lowest page of the mapping made above.
-        if unsafe { libc::mprotect(p, 4096, libc::PROT_NONE) } != 0 {
-            return Err(io::Error::last_os_error());
+        let stacks = Stacks { base, count };
+        for i in 0..count {
+            // SAFETY: the lowest page of stack `i` of the mapping made above.
+            if unsafe { libc::mprotect(base.cast::<u8>().add(i * STACK).cast(), 4096, libc::PROT_NONE) } != 0
+            {
+                return Err(io::Error::last_os_error());
+            }
         }
-        Ok(stack)
+        Ok(stacks)
     }
 
-    fn top(&self) -> *mut libc::c_void {
-        // SAFETY: one past the end of the mapping, a multiple of the page size.
-        unsafe { self.0.cast::<u8>().add(STACK).cast() }
+    /// The top of stack `i`, if there is one.
+    fn top(&self, i: usize) -> Option<*mut libc::c_void> {
+        // SAFETY: one past the end of stack `i`, within (or one past) the mapping, a
+        // multiple of the page size.
+        (i < self.count).then(|| unsafe { self.base.cast::<u8>().add((i + 1) * STACK).cast() })
     }
 }
 
-impl Drop for Stack {
+impl Drop for Stacks {
     fn drop(&mut self) {
-        // SAFETY: unmaps the mapping `new` made; the child no longer runs on it (it exec'd or
-        // exited, or runs on its own copy).
-        unsafe { libc::munmap(self.0, STACK) };
+        // SAFETY: unmaps the mapping `new` made; its owner dropped it only once nothing runs
+        // on it (the child exec'd or exited, the handed-over process was reaped).
+        unsafe { libc::munmap(self.base, STACK * self.count) };
     }
 }
 
@@ -461,7 +678,7 @@ mod tests {
 
     #[test]
     fn a_child_gets_its_streams_environment_and_directory_and_its_status_comes_back() {
-        for memory in [Memory::Vm, Memory::Copy] {
+        for may_hand_over in [false, true] {
             let img = image(&["-c", "read x; echo \"$x $V $(pwd)\"; echo err >&2; exit 3"]);
             // The environment exactly as given, sorted, the last value of a name kept.
             let envp: Vec<&CStr> = img.envp[..img.envp.len() - 1]
@@ -473,8 +690,8 @@ mod tests {
             let mut p = start(
                 &img,
                 [Stdio::piped(), Stdio::piped(), Stdio::piped()],
-                memory,
-                &mut || Ok(()),
+                may_hand_over,
+                &mut |_| Ok(()),
                 &|_| {},
             )
             .unwrap();
@@ -497,8 +714,8 @@ mod tests {
         let mut p = start(
             &img,
             [Stdio::null(), Stdio::null(), Stdio::null()],
-            Memory::Vm,
-            &mut || Ok(()),
+            false,
+            &mut |_| Ok(()),
             &|e| got.store(e, std::sync::atomic::Ordering::SeqCst),
         )
         .unwrap();
@@ -509,8 +726,8 @@ mod tests {
         let mut p = start(
             &img,
             [Stdio::null(), Stdio::null(), Stdio::null()],
-            Memory::Vm,
-            &mut || Err(io::Error::from_raw_os_error(libc::EPERM)),
+            false,
+            &mut |_| Err(io::Error::from_raw_os_error(libc::EPERM)),
             &|_| {},
         )
         .unwrap();
@@ -531,8 +748,8 @@ mod tests {
         let mut p = start(
             &img,
             [Stdio::null(), Stdio::null(), Stdio::null()],
-            Memory::Vm,
-            &mut || {
+            false,
+            &mut |_| {
                 // SAFETY: reads the child's dispositions and mask into locals.
                 let (old, old_pipe, mask) = unsafe {
                     let mut old: libc::sigaction = std::mem::zeroed();
@@ -569,5 +786,42 @@ mod tests {
         assert_eq!(blocked.load(Ordering::SeqCst), 0);
         // SAFETY: `mask` was filled above.
         assert_eq!(unsafe { libc::sigismember(&mask, libc::SIGTERM) }, 0);
+    }
+
+    #[test]
+    fn a_start_handed_over_is_mur_s_child_and_returns_once_released() {
+        let img = image(&["-c", "echo ran; exit 5"]);
+        let mut p = start(
+            &img,
+            [Stdio::null(), Stdio::piped(), Stdio::null()],
+            true,
+            &mut |side| {
+                // SAFETY: called from the handed-over process; the closures allocate nothing.
+                let mut init = || unsafe { side.start_command(&mut || side.exec()) };
+                // SAFETY: the setup of a start that may hand over.
+                Err(unsafe { side.hand_over(&mut init) })
+            },
+            &|_| {},
+        )
+        .unwrap();
+        // The handed-over process (not the child that exited 0) is the one waited for, and
+        // its stacks stay mapped until then.
+        assert!(p.stacks.is_some());
+        let mut out = String::new();
+        p.stdout.take().unwrap().read_to_string(&mut out).unwrap();
+        assert_eq!(out, "ran\n");
+        assert_eq!(p.wait().unwrap().code(), Some(5));
+        assert!(p.stacks.is_none());
+        // The same setup without spare stacks cannot hand over: the child exits 127.
+        let mut p = start(
+            &img,
+            [Stdio::null(), Stdio::null(), Stdio::null()],
+            false,
+            // SAFETY: the closure allocates nothing (the hand-over fails before it runs).
+            &mut |side| Err(unsafe { side.hand_over(&mut || Ok(0)) }),
+            &|_| {},
+        )
+        .unwrap();
+        assert_eq!(p.wait().unwrap().code(), Some(127));
     }
 }

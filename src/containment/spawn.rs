@@ -1,12 +1,15 @@
 //! The one function that starts every child process of the runtime. Parent side: resolve,
-//! open and compile everything (ruleset, filter, cgroup descriptor). Child side (see `process`), between
-//! clone and exec, in this order, any failure aborting the spawn and reported through a
-//! close-on-exec pipe: a new session with no controlling terminal (`setsid`), join the
-//! pids cgroup, enter a loopback-only network namespace (under `sealed`: all the namespaces
-//! and the composed root of `sealed.rs`, as pid 1 of its own PID namespace), mark
-//! descriptors above 2 close-on-exec, unblock signals, set hard
-//! rlimits, drop every capability, `no_new_privs`, the seccomp filter, then the landlock
-//! ruleset; under `sealed` pid 1 then forks the command and stays as its reaper.
+//! open and compile everything (ruleset, filter, cgroup descriptor). Child side (see
+//! `process`), between clone and exec, in this order, any failure aborting the spawn and
+//! reported through a close-on-exec pipe: a new session with no controlling terminal
+//! (`setsid`), join the pids cgroup, enter a loopback-only network namespace, mark
+//! descriptors above 2 close-on-exec, unblock signals, set hard rlimits, drop every
+//! capability, `no_new_privs`, the seccomp filter, then the landlock ruleset. Under
+//! `sealed` the child makes its session, joins the cgroup, enters all the namespaces of
+//! `sealed` and hands the start over to pid 1 of its PID namespace (`mur`'s own child,
+//! sharing its memory), which makes a session of its own, catches the forwarded signals,
+//! composes the root, installs the same steps, starts the command (which adds a landlock
+//! domain below pid 1's and execs) and stays as its reaper.
 
 use super::cgroup::Cgroup;
 use super::class::Class;
@@ -128,7 +131,7 @@ pub fn socket_pair() -> Result<(OwnedFd, OwnedFd), String> {
 }
 
 /// The steps of the child, numbered for the error pipe (`sealed::STEP_*` share them).
-const STEPS: [&str; 20] = [
+const STEPS: [&str; 21] = [
     "",
     "join the pids cgroup",
     "enter a network namespace (unshare)",
@@ -139,16 +142,17 @@ const STEPS: [&str; 20] = [
     "install the seccomp filter (seccomp)",
     "install the landlock ruleset (landlock_restrict_self)",
     "write the user namespace's id maps (setgroups, uid_map, gid_map)",
-    "fork pid 1 of the new PID namespace (clone)",
+    "start pid 1 of the new PID namespace (clone)",
     "compose the sealed root",
     "enter new user, mount, PID, network, IPC and UTS namespaces (unshare)",
-    "fork the command inside the PID namespace (clone)",
+    "start the command inside the PID namespace (clone)",
     "grant the private /tmp and /etc (landlock_add_rule)",
     "unblock signals (pthread_sigmask)",
     "start a session without a controlling terminal (setsid)",
     "ask for SIGTERM when the parent dies (prctl PR_SET_PDEATHSIG)",
     "join the session's network namespace (setns)",
     "start the program (execve)",
+    "catch the signals mur forwards in pid 1 (sigaction)",
 ];
 
 /// The step of a failed `execve` (or of the streams or directory before it), reported as
@@ -265,6 +269,24 @@ fn prepare(s: &Spawn<'_>) -> Result<Prepared, Diagnostic> {
     } else {
         None
     };
+    // Pid 1 of a sealed sandbox shares `mur`'s memory: no read grant may show the command
+    // any of `/proc` (its `oom_score_adj`, `clear_refs`, `cmdline` act on or show `mur`).
+    if s.class == Class::Sealed {
+        if let Some(p) = s
+            .read_dirs
+            .iter()
+            .chain(s.read_unlisted)
+            .find(|p| p.starts_with("/proc"))
+        {
+            return Err(install_error(
+                11,
+                format!(
+                    "{} is under /proc, which a sealed command may not read",
+                    p.display()
+                ),
+            ));
+        }
+    }
     let plan = if s.class == Class::Sealed {
         // Only the closure's files, each checked in the child to be the one read here: a
         // program that is none of them (missing, a directory, a symlink to `/`) is not
@@ -315,7 +337,9 @@ pub fn spawn(s: Spawn<'_>) -> Result<Proc, Diagnostic> {
     let tmp_rights = rules::workdir_rights(s.landlock_abi, s.workdir_exec).bits();
     let etc_rights = rules::read_rights().bits();
     let (err_r, err_w) = rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC)
-        .map_err(|e| install_error(0, std::io::Error::from(e)))?;
+        .map_err(std::io::Error::from)
+        .and_then(|(r, w)| Ok((super::process::above_2(r)?, super::process::above_2(w)?)))
+        .map_err(|e| install_error(0, e))?;
     let err_fd = err_w.as_raw_fd();
     let procs_fd = s.cgroup.map(|c| c.procs_fd());
     let limits = s.rlimits;
@@ -329,13 +353,8 @@ pub fn spawn(s: Spawn<'_>) -> Result<Proc, Diagnostic> {
     };
     let image = super::process::Image::new(s.program, s.args, s.env, s.workdir_held.unwrap_or(s.workdir))
         .map_err(cannot_start)?;
-    // A sealed child's waiter and pid 1 run on without exec: they get a copy of memory.
-    let memory = if plan.is_some() {
-        super::process::Memory::Copy
-    } else {
-        super::process::Memory::Vm
-    };
-    let mut hook = move || -> std::io::Result<()> {
+    let sealed = plan.is_some();
+    let mut hook = move |side: &super::process::Side<'_>| -> std::io::Result<()> {
         let report = |f: Failure| -> std::io::Error {
             let _ = child::write_fd(err_fd, &f.encode());
             std::io::Error::from_raw_os_error(f.errno)
@@ -354,8 +373,49 @@ pub fn spawn(s: Spawn<'_>) -> Result<Proc, Diagnostic> {
                 })
             })
         };
+        // The limits, capabilities, filter and ruleset, in the process that execs (under
+        // `sealed`, pid 1, whose command inherits them).
+        let confine = || -> std::io::Result<()> {
+            run(3, child::cloexec_from_3())?;
+            run(15, child::unblock_signals())?;
+            // A delegated runtime keeps the host's limits: wasmtime reserves address space
+            // far beyond any command's, and the child sets its own subprocesses' limits. All
+            // but the core size: a runtime holds its spawn credential and approval in
+            // memory, and a core file would write them to disk.
+            run(
+                4,
+                if runtime {
+                    child::limit(libc::RLIMIT_CORE, 0)
+                } else {
+                    child::limit(libc::RLIMIT_NOFILE, limits.open_files)
+                        .and_then(|_| child::limit(libc::RLIMIT_FSIZE, limits.file_size))
+                        .and_then(|_| child::limit(libc::RLIMIT_CPU, limits.cpu_seconds))
+                        .and_then(|_| child::limit(libc::RLIMIT_CORE, 0))
+                        .and_then(|_| child::limit(libc::RLIMIT_AS, limits.address_space))
+                },
+            )?;
+            if !runtime {
+                run(5, child::drop_capabilities())?;
+            }
+            run(6, child::no_new_privs())?;
+            if let Some(f) = &filter {
+                run(7, seccompiler::apply_filter(f).map_err(io_of))?;
+            }
+            if let Some(fd) = ruleset_fd {
+                if sealed {
+                    run(
+                        sealed::STEP_PRIVATE_RULES,
+                        child::landlock_add_path(fd, c"/tmp", tmp_rights)
+                            .and_then(|_| child::landlock_add_path(fd, c"/etc", etc_rights)),
+                    )?;
+                }
+                run(8, child::landlock_restrict(fd))?;
+            }
+            Ok(())
+        };
         // Its own session and process group, with no controlling terminal: no TIOCSTI
-        // into the operator's terminal, no job-control signals from it.
+        // into the operator's terminal, no job-control signals from it. (Under `sealed`,
+        // pid 1 makes another: the process `mur` waits for and signals.)
         run(16, child::new_session())?;
         if runtime {
             run(17, child::die_with_parent(parent_pid))?;
@@ -369,55 +429,55 @@ pub fn spawn(s: Spawn<'_>) -> Result<Proc, Diagnostic> {
             }
             run(18, child::join_namespace(net, libc::CLONE_NEWNET))?;
         }
-        if let Some(p) = plan.as_mut() {
-            // Returns in pid 1 of the new namespaces, inside the composed root.
-            p.enter().map_err(report)?;
-        } else if contained && join.is_none() {
-            run(2, child::enter_network_namespace())?;
-        }
-        run(3, child::cloexec_from_3())?;
-        run(15, child::unblock_signals())?;
-        // A delegated runtime keeps the host's limits: wasmtime reserves address space far
-        // beyond any command's, and the child sets its own subprocesses' limits. All but
-        // the core size: a runtime holds its spawn credential and approval in memory, and a
-        // core file would write them to disk.
-        run(
-            4,
-            if runtime {
-                child::limit(libc::RLIMIT_CORE, 0)
-            } else {
-                child::limit(libc::RLIMIT_NOFILE, limits.open_files)
-                    .and_then(|_| child::limit(libc::RLIMIT_FSIZE, limits.file_size))
-                    .and_then(|_| child::limit(libc::RLIMIT_CPU, limits.cpu_seconds))
-                    .and_then(|_| child::limit(libc::RLIMIT_CORE, 0))
-                    .and_then(|_| child::limit(libc::RLIMIT_AS, limits.address_space))
-            },
-        )?;
-        if !runtime {
-            run(5, child::drop_capabilities())?;
-        }
-        run(6, child::no_new_privs())?;
-        if let Some(f) = &filter {
-            run(7, seccompiler::apply_filter(f).map_err(io_of))?;
-        }
-        if let Some(fd) = ruleset_fd {
-            if plan.is_some() {
-                run(
-                    sealed::STEP_PRIVATE_RULES,
-                    child::landlock_add_path(fd, c"/tmp", tmp_rights)
-                        .and_then(|_| child::landlock_add_path(fd, c"/etc", etc_rights)),
-                )?;
+        let Some(p) = plan.as_mut() else {
+            if contained && join.is_none() {
+                run(2, child::enter_network_namespace())?;
             }
-            run(8, child::landlock_restrict(fd))?;
-        }
-        if plan.is_some() {
-            run(sealed::STEP_FORK_COMMAND, sealed::fork_command())?;
-        }
-        Ok(())
+            return confine();
+        };
+        p.enter().map_err(report)?;
+        // Pid 1, `mur`'s own child: it never execs, and runs on in `mur`'s memory.
+        // Pid 1, `mur`'s own child: it starts the command, then (in `process`) releases the
+        // start and reaps, never exec'ing.
+        let mut init = || -> std::io::Result<libc::pid_t> {
+            run(16, child::new_session())?;
+            run(sealed::STEP_SIGNALS, sealed::catch_forwarded_signals())?;
+            p.compose_root().map_err(report)?;
+            confine()?;
+            // The command gets a landlock domain below pid 1's (the same rules): landlock
+            // then refuses it pid 1 through ptrace and /proc/1/mem, environ and the like.
+            let mut command = || -> libc::c_int {
+                if let Some(fd) = ruleset_fd {
+                    if run(8, child::landlock_restrict(fd)).is_err() {
+                        return 127;
+                    }
+                }
+                side.exec()
+            };
+            // SAFETY: this is the handed-over process; `command` allocates nothing.
+            #[allow(unsafe_code)]
+            let pid = unsafe { side.start_command(&mut command) };
+            let errno = |e: &std::io::Error| e.raw_os_error().unwrap_or(libc::EINVAL);
+            run(
+                sealed::STEP_FORK_COMMAND,
+                pid.as_ref()
+                    .map(|_| ())
+                    .map_err(|e| std::io::Error::from_raw_os_error(errno(e))),
+            )?;
+            pid
+        };
+        // SAFETY: a start that may hand over (`sealed` below); `init` allocates nothing.
+        #[allow(unsafe_code)]
+        let e = unsafe { side.hand_over(&mut init) };
+        Err(report(Failure {
+            step: sealed::STEP_FORK_INIT,
+            errno: e.raw_os_error().unwrap_or(libc::EINVAL),
+            detail: 0,
+        }))
     };
-    // The hook runs in the child before exec, in `mur`'s memory unless sealed. It only makes
-    // syscalls on values prepared above (descriptors, a compiled filter, a ruleset, the
-    // sealed plan) and allocates nothing.
+    // The hook runs in the child before exec, in `mur`'s memory (and under `sealed` in pid 1
+    // until it released the start). It only makes syscalls on values prepared above
+    // (descriptors, a compiled filter, a ruleset, the sealed plan) and allocates nothing.
     let exec_failed = |errno: i32| {
         let f = Failure {
             step: STEP_EXEC,
@@ -429,14 +489,14 @@ pub fn spawn(s: Spawn<'_>) -> Result<Proc, Diagnostic> {
     let spawned = super::process::start(
         &image,
         [s.stdin, s.stdout, s.stderr],
-        memory,
+        sealed,
         &mut hook,
         &exec_failed,
     );
     drop(err_w);
     drop(ruleset);
-    // Every writer of the pipe has exec'd or exited by now (a sealed child's waiter and
-    // pid 1 close all they hold), so this read ends at once.
+    // Every writer of the pipe has exec'd or exited by now (a sealed sandbox's pid 1 closed
+    // all it holds before the start returned), so this read ends at once.
     let mut msg = Vec::new();
     let _ = std::fs::File::from(err_r).read_to_end(&mut msg);
     let failure = Failure::decode(&msg).filter(|f| (f.step as usize) < STEPS.len() && f.step > 0);

@@ -592,9 +592,9 @@ fn a_command_dies_of_sigpipe_as_a_shell_expects() {
 
 #[test]
 fn a_forwarded_signal_ends_a_sealed_command_that_ignores_it() {
-    // Under `sealed` the process `mur exec` started is the sandbox's waiter: it must die of
-    // the forwarded SIGTERM (its pid 1 then dies with it, and the kernel ends the rest) even
-    // when the command ignores it.
+    // Under `sealed` the process `mur exec` waits for is the sandbox's pid 1: the forwarded
+    // SIGTERM must end it (the kernel then ends the rest) even when the command ignores it,
+    // though pid 1 of a PID namespace takes no signal from outside without a handler.
     if !host_backs_sealed() {
         return;
     }
@@ -602,6 +602,76 @@ fn a_forwarded_signal_ends_a_sealed_command_that_ignores_it() {
     let cmd = ["sh", "-c", "trap '' TERM INT; sleep 30"];
     let (mut child, sleeper) = s.start_sleeping("sealed", &cmd, &[]);
     terminate(&mut child, &sleeper, "a command ignoring SIGTERM");
+}
+
+#[test]
+fn a_sealed_sandboxs_pid_1_is_murs_own_child_sharing_its_memory_not_a_copy() {
+    // No process of a sealed start copies `mur`'s memory (a fork of an agent's runtime was
+    // most of a sealed call's cost): pid 1 is started sharing it, as `mur`'s own child (no
+    // waiter between them), and the command is exec'd from it.
+    if !host_backs_sealed() {
+        return;
+    }
+    let s = sandbox_allowing("shared-init", "sh, sleep", "");
+    let (mut child, sleeper) = s.start_sleeping("sealed", &["sleep", "30"], &[]);
+    let ppid = |pid: &str| -> i32 {
+        let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+        let line = status.lines().find(|l| l.starts_with("PPid:")).unwrap();
+        line[5..].trim().parse().unwrap()
+    };
+    let init = ppid(&sleeper);
+    let mur = child.id() as i32;
+    let parent_of_init = ppid(&init.to_string());
+    let kcmp = |a: i32, b: i32| {
+        // SAFETY: kcmp with two pids and KCMP_VM (1): 0 when they share one address space.
+        unsafe { libc::syscall(libc::SYS_kcmp, a, b, 1, 0, 0) }
+    };
+    let (init_vs_mur, sleeper_vs_mur) = (kcmp(init, mur), kcmp(sleeper.parse().unwrap(), mur));
+    terminate(&mut child, &sleeper, "a sealed sleep");
+    assert_eq!(parent_of_init, mur, "pid 1's parent is mur exec itself");
+    assert_eq!(init_vs_mur, 0, "pid 1 shares mur's memory (no copy made)");
+    assert!(
+        sleeper_vs_mur > 0,
+        "the command runs in memory of its own ({sleeper_vs_mur})"
+    );
+    // Sharing `mur`'s memory, pid 1 must be out of the command's reach: its /proc files
+    // (oom_score_adj would be applied to `mur` too) and its signals (each would end it).
+    let out = s.exec(
+        "sealed",
+        &[
+            "sh",
+            "-c",
+            "(echo 1000 > /proc/1/oom_score_adj) 2>/dev/null && echo adj-written; \
+             (kill -TERM 1) 2>/dev/null && echo signalled; echo survived",
+        ],
+        &[],
+    );
+    assert_eq!(text(&out.stdout), "survived\n", "{}", text(&out.stderr));
+    assert!(out.status.success());
+}
+
+#[test]
+fn a_read_grant_under_proc_refuses_a_sealed_spawn() {
+    // Pid 1 of a sealed sandbox shares `mur`'s memory, and some /proc files act on it
+    // without a ptrace check: no grant may open any of /proc to the command.
+    if !host_backs_sealed() {
+        return;
+    }
+    let s = sandbox_allowing(
+        "proc-grant",
+        "cat",
+        "    interpreter_runtime:\n      - binary: cat\n        dirs:\n          - {path: /proc/sys/kernel, list_dir: true}\n",
+    );
+    let out = s.exec("sealed", &["cat", "/proc/sys/kernel/ostype"], &[]);
+    assert!(!out.status.success());
+    assert!(out.stdout.is_empty());
+    assert!(
+        text(&out.stderr).contains(
+            "error[E-RUN-014]: containment could not be installed, the command was not run: compose the sealed root: /proc/sys/kernel is under /proc, which a sealed command may not read"
+        ),
+        "{}",
+        text(&out.stderr)
+    );
 }
 
 /// SIGTERM to `mur exec` (`child`): its status, once it ended within 20 s and the contained

@@ -1,15 +1,14 @@
-//! The child side of `sealed`: the namespaces, pid 1 and its waiter, the plan's operations
-//! and `pivot_root`. Everything here runs between fork and exec: syscalls on values the
-//! parent prepared, no allocation.
+//! The child side of `sealed`: the namespaces, the plan's operations and `pivot_root`, and
+//! pid 1's signals and reaping. Everything here runs in the child, in `mur`'s memory:
+//! syscalls on values the parent prepared, no allocation.
 #![allow(unsafe_code)]
 
-use super::{Failure, Op, Plan, STEP_FORK_INIT, STEP_ID_MAPS, STEP_ROOT, STEP_UNSHARE};
+use super::{Failure, Op, Plan, STEP_ID_MAPS, STEP_ROOT, STEP_UNSHARE};
 use std::io;
 
 impl Plan {
-    /// Child side: enter the namespaces and become pid 1 of the new PID namespace with the
-    /// root composed and entered. Returns only in pid 1; the process that called it waits
-    /// for pid 1 and exits with its status.
+    /// Child side: enter the new namespaces and write the user namespace's id maps. The
+    /// next process this one starts is pid 1 of the new PID namespace.
     pub fn enter(&mut self) -> Result<(), Failure> {
         let fail = |step: u8, detail: u16| {
             move |e: io::Error| Failure {
@@ -27,9 +26,16 @@ impl Plan {
             | libc::CLONE_NEWUTS;
         // SAFETY: unshare takes flags only; the caller is a single-threaded child.
         check(unsafe { libc::unshare(flags) }).map_err(fail(STEP_UNSHARE, 0))?;
-        self.write_id_maps().map_err(fail(STEP_ID_MAPS, 0))?;
-        fork_and_wait(true).map_err(fail(STEP_FORK_INIT, 0))?;
-        self.compose().map_err(|(i, e)| fail(STEP_ROOT, i as u16)(e))
+        self.write_id_maps().map_err(fail(STEP_ID_MAPS, 0))
+    }
+
+    /// Pid 1: compose the root and enter it.
+    pub fn compose_root(&mut self) -> Result<(), Failure> {
+        self.compose().map_err(|(i, e)| Failure {
+            step: STEP_ROOT,
+            errno: e.raw_os_error().unwrap_or(libc::EINVAL),
+            detail: i as u16,
+        })
     }
 
     fn write_id_maps(&self) -> io::Result<()> {
@@ -59,7 +65,11 @@ impl Plan {
             if fd < 0 {
                 return Err((n + 1, io::Error::last_os_error()));
             }
-            self.fds[i] = fd;
+            // Indices within the plan (no panic in the child): a missing slot is EINVAL.
+            *self
+                .fds
+                .get_mut(i)
+                .ok_or((n + 1, io::Error::from_raw_os_error(libc::EINVAL)))? = fd;
         }
         for (i, op) in self.ops.iter().enumerate() {
             run_op(op, &self.fds).map_err(|e| (i, e))?;
@@ -115,6 +125,13 @@ fn write_file(path: &std::ffi::CStr, extra: libc::c_int, bytes: &[u8]) -> io::Re
         }
     }
     Ok(())
+}
+
+/// The descriptor the plan opened for source `i` (EINVAL for an index beyond them).
+fn source(fds: &[libc::c_int], i: usize) -> io::Result<libc::c_int> {
+    fds.get(i)
+        .copied()
+        .ok_or_else(|| io::Error::from_raw_os_error(libc::EINVAL))
 }
 
 /// `/proc/self/fd/N` in a stack buffer (no allocation in the child).
@@ -174,7 +191,7 @@ fn run_op(op: &Op, fds: &[libc::c_int]) -> io::Result<()> {
             }
             Op::SameSource { src, dev, ino } => {
                 let mut st: libc::stat = std::mem::zeroed();
-                check(libc::fstat(fds[*src], &mut st))?;
+                check(libc::fstat(source(fds, *src)?, &mut st))?;
                 if st.st_dev as u64 != *dev || st.st_ino as u64 != *ino {
                     return Err(io::Error::from_raw_os_error(libc::EXDEV));
                 }
@@ -182,7 +199,7 @@ fn run_op(op: &Op, fds: &[libc::c_int]) -> io::Result<()> {
             }
             Op::Bind { src, dst } => {
                 let mut buf = [0u8; 32];
-                let from = fd_path(fds[*src], &mut buf);
+                let from = fd_path(source(fds, *src)?, &mut buf);
                 check(libc::mount(
                     from,
                     dst.as_ptr(),
@@ -215,79 +232,43 @@ fn run_op(op: &Op, fds: &[libc::c_int]) -> io::Result<()> {
     }
 }
 
-/// Fork without glibc's fork handlers (a raw `clone` with only `SIGCHLD`): the caller may be
-/// the child of a multi-threaded process, where those handlers are not safe.
-fn raw_fork() -> io::Result<libc::pid_t> {
-    // SAFETY: clone with SIGCHLD and no stack behaves like fork; both sides return here.
-    let pid = unsafe { libc::syscall(libc::SYS_clone, libc::SIGCHLD as libc::c_long, 0, 0, 0, 0) };
-    if pid < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    Ok(pid as libc::pid_t)
-}
+/// The signals `mur` passes on to a contained command (SIGTERM and SIGINT from `mur exec`)
+/// and the others whose default is to end a process. Pid 1 of a PID namespace gets a signal
+/// from outside only when it has a handler for it.
+const FORWARDED: [libc::c_int; 13] = [
+    libc::SIGHUP,
+    libc::SIGINT,
+    libc::SIGQUIT,
+    libc::SIGUSR1,
+    libc::SIGUSR2,
+    libc::SIGALRM,
+    libc::SIGTERM,
+    libc::SIGXCPU,
+    libc::SIGXFSZ,
+    libc::SIGVTALRM,
+    libc::SIGPROF,
+    libc::SIGIO,
+    libc::SIGPWR,
+];
 
-/// The exit code that stands for a wait status: the code, or 128 + the signal.
-fn code_of(status: libc::c_int) -> libc::c_int {
-    if libc::WIFEXITED(status) {
-        libc::WEXITSTATUS(status)
-    } else if libc::WIFSIGNALED(status) {
-        128 + libc::WTERMSIG(status)
-    } else {
-        127
-    }
-}
-
-/// Fork. The child returns `Ok`; the parent closes every descriptor it holds, waits and
-/// exits with the child's status, never returning. With `init_child`, the child dies with
-/// the parent (`PR_SET_PDEATHSIG`): killing the waiter kills the sandbox.
-fn fork_and_wait(init_child: bool) -> io::Result<()> {
-    let pid = raw_fork()?;
-    if pid == 0 {
-        if init_child {
-            // SAFETY: prctl with integer arguments.
-            check(unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong, 0, 0, 0) })?;
-        }
-        return Ok(());
-    }
-    // SAFETY: close_range on this process's own table, then waits and _exit: the waiter
-    // holds no descriptor (so the spawn's pipes see their end) and never returns.
-    unsafe {
-        libc::syscall(libc::SYS_close_range, 0u32, u32::MAX, 0u32);
-        let mut status = 0;
-        loop {
-            let r = libc::waitpid(pid, &mut status, 0);
-            if r == pid {
-                libc::_exit(code_of(status));
-            }
-            if r < 0 && *libc::__errno_location() != libc::EINTR {
-                libc::_exit(127);
-            }
+/// Pid 1: each of those signals ends it at once with 128 + the signal (the kernel then ends
+/// every process of the namespace), as the signal's default would end any other process.
+pub fn catch_forwarded_signals() -> io::Result<()> {
+    for sig in FORWARDED {
+        // SAFETY: all-zero bytes are a valid `sigaction`; `leave` is async-signal-safe.
+        unsafe {
+            let mut act: libc::sigaction = std::mem::zeroed();
+            act.sa_sigaction = leave as *const () as libc::sighandler_t;
+            libc::sigfillset(&mut act.sa_mask);
+            check(libc::sigaction(sig, &act, std::ptr::null_mut()))?;
         }
     }
+    Ok(())
 }
 
-/// Pid 1, after containment is installed: fork the command (the caller returns in it and
-/// execs), then reap every process of the namespace until the command ends, and exit with
-/// its status.
-pub fn fork_command() -> io::Result<()> {
-    let pid = raw_fork()?;
-    if pid == 0 {
-        return Ok(());
-    }
-    // SAFETY: as in `fork_and_wait`; wait4(-1) reaps orphans reparented to pid 1 as well.
-    unsafe {
-        libc::syscall(libc::SYS_close_range, 0u32, u32::MAX, 0u32);
-        let mut status = 0;
-        loop {
-            let r = libc::waitpid(-1, &mut status, 0);
-            if r == pid {
-                libc::_exit(code_of(status));
-            }
-            if r < 0 && *libc::__errno_location() != libc::EINTR {
-                libc::_exit(127);
-            }
-        }
-    }
+extern "C" fn leave(sig: libc::c_int) {
+    // SAFETY: _exit is async-signal-safe and only makes the exit_group call.
+    unsafe { libc::_exit(128 + sig) }
 }
 
 #[cfg(test)]

@@ -1,6 +1,6 @@
 //! `sealed`: the child's own root. The parent plans every step as data (paths as C strings,
-//! flags, file contents); the child, single-threaded between fork and exec, only runs the
-//! plan: new user (identity-mapped, `setgroups` denied), mount, PID, network, IPC and UTS
+//! flags, file contents); the child and pid 1, single-threaded in `mur`'s memory, only run
+//! the plan: new user (identity-mapped, `setgroups` denied), mount, PID, network, IPC and UTS
 //! namespaces; pid 1 of the new PID namespace composes a tmpfs root (the system
 //! directories read-only, `nosuid`, `nodev` and `noexec`, with the shared-library
 //! directories, the read grants and each allowed binary and its closure bound over them
@@ -9,17 +9,20 @@
 //! workdir read-write and noexec at its own path), `pivot_root`s into it, detaches the old
 //! root and remounts `/` read-only. Paths outside the plan do not exist in the child.
 //!
-//! Processes: the forked child (outside) unshares and forks pid 1, then only waits for it
-//! and exits with its status. Pid 1 (which dies with that waiter) finishes containment,
-//! forks the command, then reaps every process of the namespace and exits with the
-//! command's status (128 + signal when killed); the kernel then kills what is left.
+//! Processes, none of which copies `mur`'s memory: the child (outside) unshares and hands
+//! the start over to pid 1, a child of `mur`'s own, and exits. Pid 1 starts its own session,
+//! catches the signals `mur` forwards (each ends it), composes and enters the root, finishes
+//! containment and starts the command in a landlock domain below its own (so the command
+//! can never trace or read pid 1, which shares `mur`'s memory), then reaps every process
+//! of the namespace and exits with the command's status (128 + signal when killed); the
+//! kernel then kills what is left.
 
 mod builder;
 mod enter;
 
 use super::runtime_dirs::{ETC_ALLOWED, SYSTEM_DIRS};
 use builder::{Builder, Shows, RO};
-pub use enter::fork_command;
+pub use enter::catch_forwarded_signals;
 use std::collections::BTreeMap;
 use std::ffi::CString;
 use std::os::unix::ffi::OsStrExt;
@@ -124,6 +127,7 @@ pub const STEP_ROOT: u8 = 11;
 pub const STEP_UNSHARE: u8 = 12;
 pub const STEP_FORK_COMMAND: u8 = 13;
 pub const STEP_PRIVATE_RULES: u8 = 14;
+pub const STEP_SIGNALS: u8 = 20;
 
 const DEVICES: [&str; 6] = ["null", "zero", "full", "random", "urandom", "tty"];
 

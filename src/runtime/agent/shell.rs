@@ -9,11 +9,12 @@ use crate::containment::spawn::{Proc, Stdio};
 use crate::fsx::Dir;
 use crate::runtime::records::{Health, Watched};
 use rustix::process::Pid;
-use std::io::{Read, Write};
+use std::io::Write;
+use std::os::fd::OwnedFd;
 use std::path::Path;
 use std::process::ExitStatus;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{mpsc, Arc};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// Bytes of each stream the model sees.
@@ -76,55 +77,164 @@ struct Capture {
 /// How long a call's output may still arrive after its command ended (or was killed).
 const DRAIN_GRACE: Duration = Duration::from_secs(2);
 
-/// Read `from` until EOF or until `stop` is set (checked at least every 50 ms), keeping
-/// the first [`SHOW_CAP`] bytes and saving up to [`SAVE_CAP`]. A descendant that keeps the
-/// pipe open can therefore not hold the session.
-fn drain<F: Read + std::os::fd::AsFd>(
-    mut from: F,
-    mut save: Option<(std::fs::File, Watched)>,
-    stop: &AtomicBool,
-) -> Capture {
-    use rustix::event::{poll, PollFd, PollFlags, Timespec};
-    let mut shown = Vec::new();
-    let mut total = 0u64;
-    let mut buf = [0u8; 16 << 10];
-    let tick = Timespec {
-        tv_sec: 0,
-        tv_nsec: 50_000_000,
-    };
-    loop {
-        if stop.load(Ordering::Relaxed) {
-            break;
+/// One output stream of a call: its pipe until EOF, the first [`SHOW_CAP`] bytes kept for
+/// the model, up to [`SAVE_CAP`] saved in the records.
+struct Stream {
+    pipe: Option<OwnedFd>,
+    save: Option<(std::fs::File, Watched)>,
+    capture: Capture,
+}
+
+impl Stream {
+    fn new(pipe: Option<OwnedFd>, save: Option<(std::fs::File, Watched)>) -> Stream {
+        Stream {
+            pipe,
+            save,
+            capture: Capture {
+                shown: Vec::new(),
+                total: 0,
+            },
         }
-        let ready = {
-            let mut fds = [PollFd::new(&from, PollFlags::IN)];
-            poll(&mut fds, Some(&tick)).unwrap_or(0)
+    }
+
+    /// Read what the pipe has (it was ready); at EOF or on an error the pipe is closed.
+    fn read_some(&mut self, buf: &mut [u8]) {
+        let Some(pipe) = &self.pipe else {
+            return;
         };
-        if ready == 0 {
-            continue;
-        }
-        let n = match from.read(&mut buf) {
-            Ok(0) => break,
+        let n = match rustix::io::read(pipe, &mut *buf) {
+            Ok(0) => {
+                self.pipe = None;
+                return;
+            }
             Ok(n) => n,
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-            Err(_) => break,
+            Err(rustix::io::Errno::INTR) | Err(rustix::io::Errno::AGAIN) => return,
+            Err(_) => {
+                self.pipe = None;
+                return;
+            }
         };
-        if shown.len() < SHOW_CAP {
-            let take = n.min(SHOW_CAP - shown.len());
-            shown.extend_from_slice(&buf[..take]);
+        let c = &mut self.capture;
+        if c.shown.len() < SHOW_CAP {
+            let take = n.min(SHOW_CAP - c.shown.len());
+            c.shown.extend_from_slice(&buf[..take]);
         }
-        if let Some((f, watched)) = save.as_mut() {
-            if total < SAVE_CAP {
-                let take = n.min((SAVE_CAP - total) as usize);
+        if let Some((f, watched)) = self.save.as_mut() {
+            if c.total < SAVE_CAP {
+                let take = n.min((SAVE_CAP - c.total) as usize);
                 if let Err(e) = f.write_all(&buf[..take]) {
                     watched.failed(&e);
-                    save = None;
+                    self.save = None;
                 }
             }
         }
-        total += n as u64;
+        c.total += n as u64;
     }
-    Capture { shown, total }
+}
+
+/// A running call, watched on the calling thread: both output pipes and the command's exit
+/// (a pidfd, readable once it has exited and before it is reaped) in one `poll`.
+struct Watch {
+    streams: [Stream; 2],
+    exit: Option<OwnedFd>,
+    group: Option<Pid>,
+    buf: Vec<u8>,
+}
+
+impl Watch {
+    /// Poll the open pipes and the exit for at most `timeout`, reading what is ready.
+    /// Whether the command has exited: decided by `waitid(WNOWAIT)`, which leaves it a
+    /// zombie (its group id is still its own); the pidfd only wakes the poll.
+    fn turn(&mut self, timeout: Duration) -> bool {
+        use rustix::event::{poll, PollFd, PollFlags, Timespec};
+        // Without a pidfd (none could be opened) the exit is looked at every 10 ms.
+        let timeout = if self.exit.is_none() && self.group.is_some() {
+            timeout.min(Duration::from_millis(10))
+        } else {
+            timeout
+        };
+        let ts = Timespec::try_from(timeout).unwrap_or(Timespec {
+            tv_sec: i64::MAX,
+            tv_nsec: 0,
+        });
+        let [out, err] = &mut self.streams;
+        let mut ready = [false; 2];
+        let polled = {
+            let mut fds: [Option<PollFd<'_>>; 3] = [
+                out.pipe.as_ref().map(|p| PollFd::new(p, PollFlags::IN)),
+                err.pipe.as_ref().map(|p| PollFd::new(p, PollFlags::IN)),
+                self.exit.as_ref().map(|e| PollFd::new(e, PollFlags::IN)),
+            ];
+            let mut set: Vec<PollFd<'_>> = Vec::new();
+            set.extend(fds.iter_mut().flat_map(|f| f.take()));
+            let polled = poll(&mut set, Some(&ts));
+            let mut it = set.iter();
+            for (i, open) in [out.pipe.is_some(), err.pipe.is_some()].into_iter().enumerate() {
+                if open {
+                    ready[i] = it.next().is_some_and(|f| !f.revents().is_empty());
+                }
+            }
+            polled
+        };
+        if let Err(e) = polled {
+            // Never a busy loop on a poll that keeps failing.
+            if e != rustix::io::Errno::INTR {
+                std::thread::sleep(timeout.min(Duration::from_millis(10)));
+            }
+        }
+        if ready[0] {
+            out.read_some(&mut self.buf);
+        }
+        if ready[1] {
+            err.read_some(&mut self.buf);
+        }
+        let Some(p) = self.group else {
+            // Nothing to wait for (the drain, or a pid that was never a process's).
+            return true;
+        };
+        use rustix::process::{waitid, WaitId, WaitIdOptions};
+        let opts = WaitIdOptions::EXITED | WaitIdOptions::NOWAIT | WaitIdOptions::NOHANG;
+        match waitid(WaitId::Pid(p), opts) {
+            Ok(Some(_)) => true,
+            Ok(None) | Err(rustix::io::Errno::INTR) => false,
+            // Not waitable (reaped elsewhere): over, and its pid may already be another's,
+            // so no group is killed through it.
+            Err(_) => {
+                self.group = None;
+                true
+            }
+        }
+    }
+
+    /// Until the command exits, or at most `within`. Whether it did.
+    fn exited_within(&mut self, within: Duration) -> bool {
+        let until = Instant::now() + within;
+        loop {
+            if self.turn(until.saturating_duration_since(Instant::now())) {
+                return true;
+            }
+            if Instant::now() >= until {
+                return false;
+            }
+        }
+    }
+
+    /// The rest of the output, until both pipes end or [`DRAIN_GRACE`] passed (a
+    /// descendant that keeps a pipe open cannot hold the session).
+    fn drain(mut self) -> (Capture, Capture) {
+        self.exit = None;
+        self.group = None;
+        let until = Instant::now() + DRAIN_GRACE;
+        while self.streams.iter().any(|s| s.pipe.is_some()) {
+            let left = until.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                break;
+            }
+            self.turn(left);
+        }
+        let [out, err] = self.streams;
+        (out.capture, err.capture)
+    }
 }
 
 impl Runner {
@@ -221,16 +331,36 @@ impl Runner {
                 let _ = pipe.write_all(&bytes);
             });
         }
-        let readers = Readers::start(&mut child, records, label, &self.health);
         let group = rustix::process::Pid::from_raw(child.id() as i32);
-        let exited = reap(child, group);
-        let (status, ended) = self.wait(&exited, group);
+        let save = |stream: &str| {
+            let rel = format!("logs/{label}.{stream}");
+            let watched = self.health.watch(&rel);
+            match records.create_new(&rel) {
+                Ok(f) => Some((f, watched)),
+                Err(e) => {
+                    watched.failed(&e);
+                    None
+                }
+            }
+        };
+        let mut watch = Watch {
+            streams: [
+                Stream::new(child.stdout.take().map(OwnedFd::from), save("stdout")),
+                Stream::new(child.stderr.take().map(OwnedFd::from), save("stderr")),
+            ],
+            exit: group
+                .and_then(|p| rustix::process::pidfd_open(p, rustix::process::PidfdFlags::empty()).ok()),
+            group,
+            buf: vec![0u8; 16 << 10],
+        };
+        let (status, ended) = self.wait(&mut watch, child);
         // Nothing a call started outlives it: its process group is killed as it exits
-        // (above), and what left the group (setsid) is killed through the session cgroup.
+        // (in `wait`), and what left the group (setsid) is killed through the session
+        // cgroup.
         if let Some(cg) = &self.policy.cgroup {
             cg.kill_all();
         }
-        let (out, err) = readers.finish();
+        let (out, err) = watch.drain();
         Ran {
             text: self.render(shown_line, status, ended, [&out, &err], label),
             exit_code: status.and_then(|s| s.code()),
@@ -245,37 +375,48 @@ impl Runner {
         }
     }
 
-    /// Wait for the exit within the time limit, watching the task's cancel flag; past
-    /// either, kill the command's group. The status (if it came) and how the wait ended.
-    fn wait(
-        &self,
-        exited: &mpsc::Receiver<std::io::Result<ExitStatus>>,
-        group: Option<Pid>,
-    ) -> (Option<ExitStatus>, Ended) {
-        let deadline = Instant::now() + self.time_limit;
-        let waited = loop {
+    /// Wait for the exit within the time limit, watching the task's cancel flag and reading
+    /// the output as it comes; past either, kill the command's group. Once it has exited
+    /// (not yet reaped, so its group id cannot have been reused), what it left running in
+    /// its group is killed, then it is reaped. The status (if it came) and how the wait
+    /// ended.
+    fn wait(&self, watch: &mut Watch, mut child: Proc) -> (Option<ExitStatus>, Ended) {
+        let now = Instant::now();
+        let deadline = now
+            .checked_add(self.time_limit)
+            .unwrap_or(now + Duration::from_secs(1 << 32));
+        let ended = loop {
             let left = deadline.saturating_duration_since(Instant::now());
-            match exited.recv_timeout(left.min(CANCEL_TICK)) {
-                Ok(s) => break Ok(s),
-                Err(mpsc::RecvTimeoutError::Timeout) if left > CANCEL_TICK => {
-                    if self.cancel.load(Ordering::SeqCst) {
-                        break Err(Ended::Canceled);
-                    }
-                }
-                Err(_) => break Err(Ended::TimedOut),
+            if watch.turn(left.min(CANCEL_TICK)) {
+                break Ended::Exited;
+            }
+            if Instant::now() >= deadline {
+                break Ended::TimedOut;
+            }
+            if self.cancel.load(Ordering::SeqCst) {
+                break Ended::Canceled;
             }
         };
-        match waited {
-            Ok(s) => (s.ok(), Ended::Exited),
-            Err(how) => {
+        let exited = ended == Ended::Exited || {
+            kill_group(watch.group);
+            watch.exited_within(Duration::from_secs(5))
+        };
+        if !exited {
+            // Stuck past SIGKILL (uninterruptible I/O): whenever it ends, what it left in its
+            // group is killed and it is reaped, as below.
+            let group = watch.group;
+            let _ = std::thread::Builder::new().name("reap".into()).spawn(move || {
+                if let Some(p) = group {
+                    use rustix::process::{waitid, WaitId, WaitIdOptions};
+                    let _ = waitid(WaitId::Pid(p), WaitIdOptions::EXITED | WaitIdOptions::NOWAIT);
+                }
                 kill_group(group);
-                let status = exited
-                    .recv_timeout(Duration::from_secs(5))
-                    .ok()
-                    .and_then(Result::ok);
-                (status, how)
-            }
+                let _ = child.wait();
+            });
+            return (None, ended);
         }
+        kill_group(watch.group);
+        (child.wait().ok(), ended)
     }
 
     /// What the model reads: the command line, how it ended, then each stream's head.
@@ -339,87 +480,6 @@ fn kill_group(group: Option<Pid>) {
         let _ = rustix::process::kill_process_group(p, rustix::process::Signal::KILL);
     }
 }
-
-/// Reap `child` on a thread of its own; its status arrives on the receiver. It waits for
-/// the exit without reaping first, so the group id cannot have been reused when what the
-/// command left running in its group is killed; then it reaps.
-fn reap(mut child: Proc, group: Option<Pid>) -> mpsc::Receiver<std::io::Result<ExitStatus>> {
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        if let Some(p) = group {
-            use rustix::process::{waitid, WaitId, WaitIdOptions};
-            let _ = waitid(WaitId::Pid(p), WaitIdOptions::EXITED | WaitIdOptions::NOWAIT);
-        }
-        kill_group(group);
-        let _ = tx.send(child.wait());
-    });
-    rx
-}
-
-/// The two output readers of one call, each saving its stream in the records.
-struct Readers {
-    out: Option<std::thread::JoinHandle<Capture>>,
-    err: Option<std::thread::JoinHandle<Capture>>,
-    stop: Arc<AtomicBool>,
-    done: mpsc::Receiver<()>,
-}
-
-impl Readers {
-    fn start(child: &mut Proc, records: &Dir, label: &str, health: &Health) -> Readers {
-        let save = |stream: &str| {
-            let rel = format!("logs/{label}.{stream}");
-            let watched = health.watch(&rel);
-            match records.create_new(&rel) {
-                Ok(f) => Some((f, watched)),
-                Err(e) => {
-                    watched.failed(&e);
-                    None
-                }
-            }
-        };
-        let stop = Arc::new(AtomicBool::new(false));
-        let (done_tx, done) = mpsc::channel::<()>();
-        let spawn = |pipe: Box<dyn ReadFd>, f: Option<(std::fs::File, Watched)>| {
-            let (stop, done) = (stop.clone(), done_tx.clone());
-            std::thread::spawn(move || {
-                let c = drain(pipe, f, &stop);
-                let _ = done.send(());
-                c
-            })
-        };
-        let out = child.stdout.take().map(|p| spawn(Box::new(p), save("stdout")));
-        let err = child.stderr.take().map(|p| spawn(Box::new(p), save("stderr")));
-        Readers { out, err, stop, done }
-    }
-
-    /// The captures, once both streams ended or [`DRAIN_GRACE`] passed (a descendant that
-    /// keeps a pipe open cannot hold the session).
-    fn finish(self) -> (Capture, Capture) {
-        let readers = usize::from(self.out.is_some()) + usize::from(self.err.is_some());
-        let until = Instant::now() + DRAIN_GRACE;
-        for _ in 0..readers {
-            if self
-                .done
-                .recv_timeout(until.saturating_duration_since(Instant::now()))
-                .is_err()
-            {
-                break;
-            }
-        }
-        self.stop.store(true, Ordering::Relaxed);
-        let join = |h: Option<std::thread::JoinHandle<Capture>>| {
-            h.and_then(|h| h.join().ok()).unwrap_or(Capture {
-                shown: Vec::new(),
-                total: 0,
-            })
-        };
-        (join(self.out), join(self.err))
-    }
-}
-
-/// A pipe a reader drains.
-trait ReadFd: Read + std::os::fd::AsFd + Send {}
-impl<T: Read + std::os::fd::AsFd + Send> ReadFd for T {}
 
 #[cfg(test)]
 mod tests {

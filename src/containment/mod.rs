@@ -2,8 +2,8 @@
 //! probe (`probe`), the seccomp policy (`seccomp`, with its argument conditions in
 //! `seccomp_args`), the landlock rules (`rules`), the ELF closure of allowed binaries
 //! (`elf`), the per-session network namespace and egress relay (`egress`), the composed root of `sealed` (`sealed`), the pids cgroup (`cgroup`), the steps
-//! a child installs on itself (`child`), the one spawn function (`spawn`, over the
-//! clone-and-exec primitive `process`) and the one
+//! a child installs on itself (`child`, in the order of `child_steps`), the one spawn
+//! function (`spawn`, over the clone-and-exec primitive `process`) and the one
 //! policy every contained child of a session is started under (`child_policy`). `confine` is
 //! the daemon's confinement of itself. `runtime_dirs` decides what a contained child may
 //! read beyond its workdir (interpreter runtimes, the trust store, time zone data).
@@ -18,6 +18,7 @@ macro_rules! syscalls {
 pub mod cgroup;
 pub mod child;
 pub mod child_policy;
+pub mod child_steps;
 pub mod class;
 pub mod confine;
 pub mod egress;

@@ -1,6 +1,6 @@
 //! The one function that starts every child process of the runtime. Parent side: resolve,
-//! open and compile everything (ruleset, filter, cgroup descriptor). Child side (see
-//! `process`), between clone and exec, in this order, any failure aborting the spawn and
+//! open and compile everything (ruleset, filter, cgroup descriptor). Child side
+//! (`child_steps`, over the primitive `process`), between clone and exec, in this order, any failure aborting the spawn and
 //! reported through a close-on-exec pipe: a new session with no controlling terminal
 //! (`setsid`), join the pids cgroup, enter a loopback-only network namespace, mark
 //! descriptors above 2 close-on-exec, unblock signals, set hard rlimits, drop every
@@ -12,6 +12,7 @@
 //! domain below pid 1's and execs) and stays as its reaper.
 
 use super::cgroup::Cgroup;
+use super::child_steps::ChildSteps;
 use super::class::Class;
 use super::elf::Closure;
 pub use super::process::{Proc, Stdio};
@@ -204,13 +205,6 @@ fn reported(f: Failure, sealed_ops: &[String]) -> Diagnostic {
     )
 }
 
-fn io_of(e: seccompiler::Error) -> std::io::Error {
-    match e {
-        seccompiler::Error::Seccomp(io) | seccompiler::Error::Prctl(io) => io,
-        _ => std::io::Error::from_raw_os_error(libc::EINVAL),
-    }
-}
-
 /// What the parent prepares for a contained child: the landlock ruleset, the seccomp filter
 /// and the sealed root's plan (each `None` where the class needs none).
 struct Prepared {
@@ -334,16 +328,11 @@ pub fn spawn(s: Spawn<'_>) -> Result<Proc, Diagnostic> {
         p.share_network();
     }
     let sealed_ops = plan.as_ref().map(|p| p.descriptions()).unwrap_or_default();
-    let tmp_rights = rules::workdir_rights(s.landlock_abi, s.workdir_exec).bits();
-    let etc_rights = rules::read_rights().bits();
     let (err_r, err_w) = rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC)
         .map_err(std::io::Error::from)
         .and_then(|(r, w)| Ok((super::process::above_2(r)?, super::process::above_2(w)?)))
         .map_err(|e| install_error(0, e))?;
     let err_fd = err_w.as_raw_fd();
-    let procs_fd = s.cgroup.map(|c| c.procs_fd());
-    let limits = s.rlimits;
-    let fault = injected_fault();
     let cannot_start = |e: std::io::Error| {
         Diagnostic::new(
             code::RUN_CONTAINMENT,
@@ -354,127 +343,41 @@ pub fn spawn(s: Spawn<'_>) -> Result<Proc, Diagnostic> {
     let image = super::process::Image::new(s.program, s.args, s.env, s.workdir_held.unwrap_or(s.workdir))
         .map_err(cannot_start)?;
     let sealed = plan.is_some();
-    let mut hook = move |side: &super::process::Side<'_>| -> std::io::Result<()> {
-        let report = |f: Failure| -> std::io::Error {
-            let _ = child::write_fd(err_fd, &f.encode());
-            std::io::Error::from_raw_os_error(f.errno)
-        };
-        let run = |n: u8, r: std::io::Result<()>| -> std::io::Result<()> {
-            let r = if fault == n {
-                Err(std::io::Error::from_raw_os_error(libc::ENOTRECOVERABLE))
-            } else {
-                r
-            };
-            r.map_err(|e| {
-                report(Failure {
-                    step: n,
-                    errno: e.raw_os_error().unwrap_or(libc::EINVAL),
-                    detail: 0,
-                })
-            })
-        };
-        // The limits, capabilities, filter and ruleset, in the process that execs (under
-        // `sealed`, pid 1, whose command inherits them).
-        let confine = || -> std::io::Result<()> {
-            run(3, child::cloexec_from_3())?;
-            run(15, child::unblock_signals())?;
-            // A delegated runtime keeps the host's limits: wasmtime reserves address space
-            // far beyond any command's, and the child sets its own subprocesses' limits. All
-            // but the core size: a runtime holds its spawn credential and approval in
-            // memory, and a core file would write them to disk.
-            run(
-                4,
-                if runtime {
-                    child::limit(libc::RLIMIT_CORE, 0)
-                } else {
-                    child::limit(libc::RLIMIT_NOFILE, limits.open_files)
-                        .and_then(|_| child::limit(libc::RLIMIT_FSIZE, limits.file_size))
-                        .and_then(|_| child::limit(libc::RLIMIT_CPU, limits.cpu_seconds))
-                        .and_then(|_| child::limit(libc::RLIMIT_CORE, 0))
-                        .and_then(|_| child::limit(libc::RLIMIT_AS, limits.address_space))
-                },
-            )?;
-            if !runtime {
-                run(5, child::drop_capabilities())?;
-            }
-            run(6, child::no_new_privs())?;
-            if let Some(f) = &filter {
-                run(7, seccompiler::apply_filter(f).map_err(io_of))?;
-            }
-            if let Some(fd) = ruleset_fd {
-                if sealed {
-                    run(
-                        sealed::STEP_PRIVATE_RULES,
-                        child::landlock_add_path(fd, c"/tmp", tmp_rights)
-                            .and_then(|_| child::landlock_add_path(fd, c"/etc", etc_rights)),
-                    )?;
-                }
-                run(8, child::landlock_restrict(fd))?;
-            }
-            Ok(())
-        };
-        // Its own session and process group, with no controlling terminal: no TIOCSTI
-        // into the operator's terminal, no job-control signals from it. (Under `sealed`,
-        // pid 1 makes another: the process `mur` waits for and signals.)
-        run(16, child::new_session())?;
-        if runtime {
-            run(17, child::die_with_parent(parent_pid))?;
-        }
-        if let Some(fd) = procs_fd {
-            run(1, child::write_fd(fd, b"0"))?;
-        }
-        if let Some((user, net)) = join {
-            if let Some(u) = user {
-                run(18, child::join_namespace(u, libc::CLONE_NEWUSER))?;
-            }
-            run(18, child::join_namespace(net, libc::CLONE_NEWNET))?;
-        }
-        let Some(p) = plan.as_mut() else {
-            if contained && join.is_none() {
-                run(2, child::enter_network_namespace())?;
-            }
-            return confine();
-        };
-        p.enter().map_err(report)?;
-        // Pid 1, `mur`'s own child: it never execs, and runs on in `mur`'s memory.
-        // Pid 1, `mur`'s own child: it starts the command, then (in `process`) releases the
-        // start and reaps, never exec'ing.
-        let mut init = || -> std::io::Result<libc::pid_t> {
-            run(16, child::new_session())?;
-            run(sealed::STEP_SIGNALS, sealed::catch_forwarded_signals())?;
-            p.compose_root().map_err(report)?;
-            confine()?;
-            // The command gets a landlock domain below pid 1's (the same rules): landlock
-            // then refuses it pid 1 through ptrace and /proc/1/mem, environ and the like.
-            let mut command = || -> libc::c_int {
-                if let Some(fd) = ruleset_fd {
-                    if run(8, child::landlock_restrict(fd)).is_err() {
-                        return 127;
-                    }
-                }
-                side.exec()
-            };
-            // SAFETY: this is the handed-over process; `command` allocates nothing.
-            #[allow(unsafe_code)]
-            let pid = unsafe { side.start_command(&mut command) };
-            let errno = |e: &std::io::Error| e.raw_os_error().unwrap_or(libc::EINVAL);
-            run(
-                sealed::STEP_FORK_COMMAND,
-                pid.as_ref()
-                    .map(|_| ())
-                    .map_err(|e| std::io::Error::from_raw_os_error(errno(e))),
-            )?;
-            pid
-        };
-        // SAFETY: a start that may hand over (`sealed` below); `init` allocates nothing.
-        #[allow(unsafe_code)]
-        let e = unsafe { side.hand_over(&mut init) };
-        Err(report(Failure {
-            step: sealed::STEP_FORK_INIT,
-            errno: e.raw_os_error().unwrap_or(libc::EINVAL),
-            detail: 0,
-        }))
+    // A delegated runtime keeps the host's limits: wasmtime reserves address space far
+    // beyond any command's, and the child sets its own subprocesses' limits. All but the
+    // core size: a runtime holds its spawn credential and approval in memory, and a core
+    // file would write them to disk.
+    let l = s.rlimits;
+    let limits: &[(libc::__rlimit_resource_t, u64)] = if runtime {
+        &[(libc::RLIMIT_CORE, 0)]
+    } else {
+        &[
+            (libc::RLIMIT_NOFILE, l.open_files),
+            (libc::RLIMIT_FSIZE, l.file_size),
+            (libc::RLIMIT_CPU, l.cpu_seconds),
+            (libc::RLIMIT_CORE, 0),
+            (libc::RLIMIT_AS, l.address_space),
+        ]
     };
+    let steps = ChildSteps {
+        err_fd,
+        fault: injected_fault(),
+        runtime,
+        parent_pid,
+        contained,
+        procs_fd: s.cgroup.map(|c| c.procs_fd()),
+        join,
+        limits,
+        filter: filter.as_ref(),
+        ruleset_fd,
+        private_rules: sealed.then(|| {
+            (
+                rules::workdir_rights(s.landlock_abi, s.workdir_exec).bits(),
+                rules::read_rights().bits(),
+            )
+        }),
+    };
+    let mut hook = |side: &super::process::Side<'_>| steps.run_child(side, plan.as_mut());
     // The hook runs in the child before exec, in `mur`'s memory (and under `sealed` in pid 1
     // until it released the start). It only makes syscalls on values prepared above
     // (descriptors, a compiled filter, a ruleset, the sealed plan) and allocates nothing.

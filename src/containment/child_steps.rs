@@ -1,0 +1,164 @@
+//! The child side of `spawn`, in order: each step one call of `child` (or of the sealed
+//! plan), its failure reported through the spawn's error pipe by step number. Under
+//! `sealed`, the child enters the namespaces and hands the start over to pid 1, whose own
+//! steps end in the command's start. Runs between clone and exec, in `mur`'s memory: only
+//! syscalls on values the parent prepared, nothing allocated.
+
+use super::child;
+use super::process::Side;
+use super::sealed::{self, Failure, Plan};
+use std::io;
+use std::os::fd::RawFd;
+
+/// Everything the child's steps use, prepared by the parent.
+pub struct ChildSteps<'a> {
+    /// The spawn's error pipe (its write end).
+    pub err_fd: RawFd,
+    /// The step `MURMUR_FAULT` makes fail (0: none).
+    pub fault: u8,
+    /// A delegated `mur`: dies with its parent, keeps its capabilities.
+    pub runtime: bool,
+    pub parent_pid: i32,
+    /// Scoped or sealed.
+    pub contained: bool,
+    /// The session cgroup's `cgroup.procs`.
+    pub procs_fd: Option<RawFd>,
+    /// The session's user (when not root) and network namespaces to join.
+    pub join: Option<(Option<RawFd>, RawFd)>,
+    /// The hard limits set, each `(resource, value)`.
+    pub limits: &'a [(libc::__rlimit_resource_t, u64)],
+    pub filter: Option<&'a seccompiler::BpfProgram>,
+    pub ruleset_fd: Option<RawFd>,
+    /// Under `sealed`: the landlock rights of the private `/tmp` and `/etc`.
+    pub private_rules: Option<(u64, u64)>,
+}
+
+impl ChildSteps<'_> {
+    /// Write `f` to the error pipe; the error to end the child with.
+    fn report(&self, f: Failure) -> io::Error {
+        let _ = child::write_fd(self.err_fd, &f.encode());
+        io::Error::from_raw_os_error(f.errno)
+    }
+
+    /// Step `n`'s outcome (failed on purpose under `MURMUR_FAULT`), reported if it failed.
+    fn run(&self, n: u8, r: io::Result<()>) -> io::Result<()> {
+        let r = if self.fault == n {
+            Err(io::Error::from_raw_os_error(libc::ENOTRECOVERABLE))
+        } else {
+            r
+        };
+        r.map_err(|e| {
+            self.report(Failure {
+                step: n,
+                errno: e.raw_os_error().unwrap_or(libc::EINVAL),
+                detail: 0,
+            })
+        })
+    }
+
+    /// The child's steps; `Ok` means exec. Under `sealed` (`plan`) this process hands the
+    /// start over to pid 1 and never returns `Ok`.
+    pub fn run_child(&self, side: &Side<'_>, plan: Option<&mut Plan>) -> io::Result<()> {
+        // Its own session and process group, with no controlling terminal: no TIOCSTI
+        // into the operator's terminal, no job-control signals from it. (Under `sealed`,
+        // pid 1 makes another: the process `mur` waits for and signals.)
+        self.run(16, child::new_session())?;
+        if self.runtime {
+            self.run(17, child::die_with_parent(self.parent_pid))?;
+        }
+        if let Some(fd) = self.procs_fd {
+            self.run(1, child::write_fd(fd, b"0"))?;
+        }
+        if let Some((user, net)) = self.join {
+            if let Some(u) = user {
+                self.run(18, child::join_namespace(u, libc::CLONE_NEWUSER))?;
+            }
+            self.run(18, child::join_namespace(net, libc::CLONE_NEWNET))?;
+        }
+        let Some(p) = plan else {
+            if self.contained && self.join.is_none() {
+                self.run(2, child::enter_network_namespace())?;
+            }
+            return self.confine();
+        };
+        p.enter().map_err(|f| self.report(f))?;
+        let mut init = || self.pid1(side, p);
+        // SAFETY: a start that may hand over (`sealed`); `init` allocates nothing.
+        #[allow(unsafe_code)]
+        let e = unsafe { side.hand_over(&mut init) };
+        Err(self.report(Failure {
+            step: sealed::STEP_FORK_INIT,
+            errno: e.raw_os_error().unwrap_or(libc::EINVAL),
+            detail: 0,
+        }))
+    }
+
+    /// The limits, capabilities, filter and ruleset, in the process that execs (under
+    /// `sealed`, pid 1, whose command inherits them).
+    fn confine(&self) -> io::Result<()> {
+        self.run(3, child::cloexec_from_3())?;
+        self.run(15, child::unblock_signals())?;
+        self.run(
+            4,
+            self.limits
+                .iter()
+                .try_for_each(|&(resource, value)| child::limit(resource, value)),
+        )?;
+        if !self.runtime {
+            self.run(5, child::drop_capabilities())?;
+        }
+        self.run(6, child::no_new_privs())?;
+        if let Some(f) = self.filter {
+            self.run(7, seccompiler::apply_filter(f).map_err(io_of))?;
+        }
+        if let Some(fd) = self.ruleset_fd {
+            if let Some((tmp, etc)) = self.private_rules {
+                self.run(
+                    sealed::STEP_PRIVATE_RULES,
+                    child::landlock_add_path(fd, c"/tmp", tmp)
+                        .and_then(|_| child::landlock_add_path(fd, c"/etc", etc)),
+                )?;
+            }
+            self.run(8, child::landlock_restrict(fd))?;
+        }
+        Ok(())
+    }
+
+    /// Pid 1, `mur`'s own child: its session, the forwarded signals, the root, the
+    /// containment steps, then the command's start (its pid). `process` then releases the
+    /// start and reaps; pid 1 never execs.
+    fn pid1(&self, side: &Side<'_>, p: &mut Plan) -> io::Result<libc::pid_t> {
+        self.run(16, child::new_session())?;
+        self.run(sealed::STEP_SIGNALS, sealed::catch_forwarded_signals())?;
+        p.compose_root().map_err(|f| self.report(f))?;
+        self.confine()?;
+        // The command gets a landlock domain below pid 1's (the same rules): landlock then
+        // refuses it pid 1 through ptrace and /proc/1/mem, environ and the like.
+        let mut command = || -> libc::c_int {
+            if let Some(fd) = self.ruleset_fd {
+                if self.run(8, child::landlock_restrict(fd)).is_err() {
+                    return 127;
+                }
+            }
+            side.exec()
+        };
+        // SAFETY: this is the handed-over process; `command` allocates nothing.
+        #[allow(unsafe_code)]
+        let pid = unsafe { side.start_command(&mut command) };
+        let errno = |e: &io::Error| e.raw_os_error().unwrap_or(libc::EINVAL);
+        self.run(
+            sealed::STEP_FORK_COMMAND,
+            pid.as_ref()
+                .map(|_| ())
+                .map_err(|e| io::Error::from_raw_os_error(errno(e))),
+        )?;
+        pid
+    }
+}
+
+fn io_of(e: seccompiler::Error) -> io::Error {
+    match e {
+        seccompiler::Error::Seccomp(io) | seccompiler::Error::Prctl(io) => io,
+        _ => io::Error::from_raw_os_error(libc::EINVAL),
+    }
+}

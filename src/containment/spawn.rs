@@ -377,10 +377,10 @@ pub fn spawn(s: Spawn<'_>) -> Result<Proc, Diagnostic> {
             )
         }),
     };
-    let mut hook = |side: &super::process::Side<'_>| steps.run_child(side, plan.as_mut());
     // The hook runs in the child before exec, in `mur`'s memory (and under `sealed` in pid 1
     // until it released the start). It only makes syscalls on values prepared above
     // (descriptors, a compiled filter, a ruleset, the sealed plan) and allocates nothing.
+    let mut hook = |side: &super::process::Side<'_>| steps.run_child(side, plan.as_mut());
     let exec_failed = |errno: i32| {
         let f = Failure {
             step: STEP_EXEC,

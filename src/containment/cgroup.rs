@@ -1,7 +1,14 @@
 //! A per-session pids cgroup, so a fork bomb stops at the session's process ceiling even for
 //! uid 0 (`RLIMIT_NPROC` does not bind root). cgroup v2 where the pids controller is
-//! delegated to us, else the v1 `pids` hierarchy. The child joins by writing to a
-//! `cgroup.procs` descriptor the parent opened; the parent kills what is left at the end.
+//! delegated to us, else the v1 `pids` hierarchy. The child joins by writing `0` to a
+//! descriptor the parent opened (v1: `tasks`, v2: `cgroup.procs`); the parent kills what is
+//! left at the end.
+//!
+//! Why `tasks` under v1: a write to `cgroup.procs` takes the kernel's global
+//! threadgroup lock for writing, which waits for a whole RCU grace period (7 to 15 ms of
+//! wall time on a 2-core host, per spawn). Writing `0` to `tasks` moves only the calling
+//! thread and skips that lock; the child joins before it starts anything and is then
+//! single-threaded (a new process of one thread), so moving the thread moves the process.
 //! Every descriptor the cleanup needs (`cgroup.procs` to read, `cgroup.kill` where the
 //! kernel has it) is opened when the cgroup is made, before any child runs: the cleanup
 //! opens nothing, so a child that somehow lowered `mur`'s `RLIMIT_NOFILE` could not make it
@@ -31,7 +38,9 @@ pub struct Cgroup {
     /// The directory, locked (`flock`, exclusive) while this session lives; `None` for an
     /// adopted cgroup, whose lock is its own session's.
     _held: Option<File>,
-    procs: File,
+    /// What a child writes `0` to in order to join (v1 `tasks`, v2 `cgroup.procs`); `None`
+    /// for an adopted cgroup, which nothing joins.
+    join: Option<File>,
     /// `cgroup.procs` opened for reading, re-read from offset 0 by `kill_all`.
     procs_read: File,
     /// `cgroup.kill` (cgroup v2, Linux 5.14): writing `1` kills every task in the cgroup.
@@ -118,7 +127,7 @@ impl Cgroup {
         };
         let cg = Cgroup {
             _held: Some(held),
-            procs: open("cgroup.procs", true)?,
+            join: Some(open(if v2 { "cgroup.procs" } else { "tasks" }, true)?),
             procs_read: open("cgroup.procs", false)?,
             kill: if v2 { open("cgroup.kill", true).ok() } else { None },
             dir,
@@ -144,21 +153,17 @@ impl Cgroup {
         };
         Some(Cgroup {
             _held: None,
-            procs: open("cgroup.procs", true)?,
+            join: None,
             procs_read: open("cgroup.procs", false)?,
             kill: open("cgroup.kill", true),
             dir,
         })
     }
 
-    /// The descriptor a child writes `0` to in order to join.
-    pub fn procs_fd(&self) -> libc::c_int {
-        self.procs.as_raw_fd()
-    }
-
-    /// Add `pid` from the parent side.
-    pub fn add(&self, pid: u32) -> std::io::Result<()> {
-        (&self.procs).write_all(pid.to_string().as_bytes())
+    /// The descriptor a single-threaded child writes `0` to in order to join; `None` for an
+    /// adopted cgroup.
+    pub fn join_fd(&self) -> Option<libc::c_int> {
+        self.join.as_ref().map(AsRawFd::as_raw_fd)
     }
 
     /// The pids in the cgroup, read through the descriptor opened at creation; `None` when

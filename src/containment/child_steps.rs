@@ -21,8 +21,8 @@ pub struct ChildSteps<'a> {
     pub parent_pid: i32,
     /// Scoped or sealed.
     pub contained: bool,
-    /// The session cgroup's `cgroup.procs`.
-    pub procs_fd: Option<RawFd>,
+    /// What joins the session cgroup (written `0` while this process is one thread).
+    pub join_fd: Option<RawFd>,
     /// The session's user (when not root) and network namespaces to join.
     pub join: Option<(Option<RawFd>, RawFd)>,
     /// The hard limits set, each `(resource, value)`.
@@ -66,7 +66,7 @@ impl ChildSteps<'_> {
         if self.runtime {
             self.run(17, child::die_with_parent(self.parent_pid))?;
         }
-        if let Some(fd) = self.procs_fd {
+        if let Some(fd) = self.join_fd {
             self.run(1, child::write_fd(fd, b"0"))?;
         }
         if let Some((user, net)) = self.join {

@@ -365,7 +365,7 @@ pub fn spawn(s: Spawn<'_>) -> Result<Proc, Diagnostic> {
         runtime,
         parent_pid,
         contained,
-        procs_fd: s.cgroup.map(|c| c.procs_fd()),
+        join_fd: s.cgroup.and_then(|c| c.join_fd()),
         join,
         limits,
         filter: filter.as_ref(),

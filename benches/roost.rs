@@ -1,7 +1,8 @@
 //! Roost load figures, printed and never asserted: `/health` requests/s and full delegation
 //! cycles/s (register parent, spawn, register child with the approval, deregister child,
 //! deregister parent) at 1 and 16 clients from one event-driven generator (one request per
-//! connection), each with p50/p99 and the daemon's own CPU per request or cycle and the
+//! connection; the cycles at 16 clients again from 16 blocking threads, a second
+//! generator), each with p50/p99 and the daemon's own CPU per request or cycle and the
 //! kernel's share of it (from `/proc/<pid>/stat`), medians of two rounds; `/health` latency while another client
 //! resolves a 100 MiB artifact (and one of 15 MiB, inside the roost's bound) in a loop; RSS and threads while 2,000
 //! idle connections are held. Set MURMUR_REF_ROOST to the reference `mur-roost` 0.8.0
@@ -346,6 +347,18 @@ fn measure(label: &str, bin: &str, reg: &std::path::Path, big: &[(&str, u64)]) {
             r.rate, r.p50, r.p99, r.cpu, r.kernel_pct, r.failed
         );
     }
+    // The second generator: one blocking thread per client.
+    let r = rounds(pid, &mut || {
+        round += 1;
+        let base_id = round * 10_000;
+        support::driver::drive_blocking(addr, 16, RUN_FOR, move |client, n| {
+            Cycle::new(addr, base_id + client, n)
+        })
+    });
+    println!(
+        "  cycles    16 threads: {:>8.0} cyc/s   p50 {:.2} ms  p99 {:.2} ms  daemon CPU {:.0} µs/cycle, kernel {:.0} %  ({} failed)  (one blocking thread per client)",
+        r.rate, r.p50, r.p99, r.cpu, r.kernel_pct, r.failed
+    );
     for (name, size) in big {
         let (p50, p99, max, done, statuses) = health_under_resolve(&base, name);
         println!(

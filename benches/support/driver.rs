@@ -1,7 +1,9 @@
 //! An event-driven load generator: one thread keeps `clients` scripts in flight over
 //! non-blocking sockets, one connection per request, the way `wrk`-style tools do. Unlike
 //! 32 blocking OS threads, it leaves the server most of the machine's cores, so the figure
-//! measures the server rather than the generator's context switches.
+//! measures the server rather than the generator's context switches. [`drive_blocking`] runs
+//! the same scripts the other way, one blocking OS thread per client, as a second
+//! generator whose own costs differ (a daemon's figure should not depend on which one).
 
 use super::Load;
 use mio::net::TcpStream;
@@ -111,6 +113,38 @@ pub fn drive<S: Script>(
         p50: pick(0.50),
         p99: pick(0.99),
     }
+}
+
+/// The same scripts from `clients` OS threads, each with blocking sockets: connect, write
+/// the request, read to the server's close, next request.
+pub fn drive_blocking<S: Script>(
+    addr: SocketAddr,
+    clients: usize,
+    run_for: Duration,
+    make: impl Fn(usize, u64) -> S + Send + Sync + 'static,
+) -> Load {
+    super::load(clients, run_for, move |client, n| {
+        let mut script = make(client, n);
+        let mut last: Option<(u16, Vec<u8>)> = None;
+        loop {
+            let req = match script.next(last.as_ref().map(|(s, b)| (*s, b.as_slice()))) {
+                Ok(Some(req)) => req,
+                Ok(None) => return true,
+                Err(()) => return false,
+            };
+            let Ok(mut stream) = std::net::TcpStream::connect(addr) else {
+                return false;
+            };
+            let mut input = Vec::new();
+            if stream.write_all(&req).is_err() || stream.read_to_end(&mut input).is_err() {
+                return false;
+            }
+            match parse(&input) {
+                Event::Response(status, body) => last = Some((status, body)),
+                _ => return false,
+            }
+        }
+    })
 }
 
 fn begin<S: Script>(

@@ -3,15 +3,78 @@
 //! once per distinct content rather than once per request.
 //!
 //! The key is the hash of the very bytes the value was parsed from, so an entry can never
-//! describe other bytes: a republished archive hashes to a new key and misses. Every resolve
-//! still reads and hashes the archive (see [`super::store::resolve_cached`]); only the
-//! inflate and the YAML parse are skipped on a hit. Bounded by entries and by bytes (each
-//! entry weighs the manifest text it was parsed from plus [`ENTRY_OVERHEAD`]), evicting the
-//! least recently used. One cache serves one [`crate::manifest::Resolve`] mode and one
-//! environment: its owner must never feed it parses made under another.
+//! describe other bytes: a republished archive hashes to a new key and misses. Bounded by
+//! entries and by bytes (each entry weighs the manifest text it was parsed from plus
+//! [`ENTRY_OVERHEAD`]), evicting the least recently used. One cache serves one
+//! [`crate::manifest::Resolve`] mode and one environment: its owner must never feed it
+//! parses made under another.
+//!
+//! Beside it, what each archive path hashed to, with the [`Stamp`]s of the archive and its
+//! `.sha256` sidecar when they were read and the archive's descriptor held (so its inode
+//! number cannot pass to another file): while both files still stat to those stamps, a
+//! resolve skips the read, the hash and the sidecar check (see
+//! [`super::store::resolve_cached`]). Any write changes a file's ctime, which no caller can
+//! set, so a changed file misses; a file changed within [`SETTLE_MS`] before the read began
+//! is not remembered, since a second change in the same timestamp tick could leave its stamp
+//! as it was.
 
 use std::collections::HashMap;
+use std::fs::File;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
+
+/// At most this many archive descriptors are held (their owner reserves them).
+pub const MAX_HELD: usize = 64;
+/// A file whose ctime is less than this before the read began is read again next time.
+pub const SETTLE_MS: u64 = 2_000;
+
+/// What stat said of a file: device, inode, size, mtime and ctime (seconds, nanoseconds).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Stamp {
+    dev: u64,
+    ino: u64,
+    size: u64,
+    mtime: (i64, i64),
+    ctime: (i64, i64),
+}
+
+impl Stamp {
+    /// The stamp of `meta`.
+    pub fn of(meta: &std::fs::Metadata) -> Stamp {
+        use std::os::unix::fs::MetadataExt;
+        Stamp {
+            dev: meta.dev(),
+            ino: meta.ino(),
+            size: meta.size(),
+            mtime: (meta.mtime(), meta.mtime_nsec()),
+            ctime: (meta.ctime(), meta.ctime_nsec()),
+        }
+    }
+
+    /// The stamp of the file `path` names (following a symlink, as opening it does).
+    pub fn at(path: &Path) -> Option<Stamp> {
+        std::fs::metadata(path).ok().map(|m| Stamp::of(&m))
+    }
+
+    /// Whether the file last changed at least [`SETTLE_MS`] before `now_ms` (unix ms).
+    fn settled(&self, now_ms: u64) -> bool {
+        let (s, ns) = self.ctime;
+        let Ok(s) = u64::try_from(s) else { return true };
+        let changed_ms = s
+            .saturating_mul(1000)
+            .saturating_add(ns.max(0) as u64 / 1_000_000);
+        changed_ms.saturating_add(SETTLE_MS) <= now_ms
+    }
+}
+
+/// An archive path's last verified read.
+struct Known {
+    _held: File,
+    archive: Stamp,
+    sidecar: Stamp,
+    digest: [u8; 32],
+    used: u64,
+}
 
 /// Weight charged per entry on top of its manifest text: the key, the bookkeeping and the
 /// parsed structures beyond the text they came from.
@@ -41,6 +104,9 @@ pub struct ParsedCache<V> {
     tick: u64,
     /// The archive read buffer, reused between resolves while it stays small.
     pub(super) scratch: Vec<u8>,
+    known: HashMap<PathBuf, Known>,
+    /// Reads of an archive (a resolve that skipped the read does not count).
+    reads: u64,
 }
 
 impl<V> ParsedCache<V> {
@@ -53,7 +119,79 @@ impl<V> ParsedCache<V> {
             bytes: 0,
             tick: 0,
             scratch: Vec::new(),
+            known: HashMap::new(),
+            reads: 0,
         }
+    }
+
+    /// The hash `archive` had when it was last read, if it and its sidecar still stat to
+    /// `now` as they did then.
+    pub(super) fn known(&mut self, archive: &Path, now: (Stamp, Stamp)) -> Option<[u8; 32]> {
+        self.tick += 1;
+        let tick = self.tick;
+        let k = self.known.get_mut(archive)?;
+        if (k.archive, k.sidecar) != now {
+            return None;
+        }
+        k.used = tick;
+        Some(k.digest)
+    }
+
+    /// Forget what `archive` hashed to (closing its held descriptor).
+    pub(super) fn forget(&mut self, archive: &Path) {
+        self.known.remove(archive);
+    }
+
+    /// Count one read of an archive.
+    pub(super) fn read_once(&mut self) {
+        self.reads += 1;
+    }
+
+    /// Remember that `archive`, read through `held` and stamped `stamps` (each the same
+    /// before and after the read), hashed to `digest` and its sidecar agreed; unless either
+    /// file changed within [`SETTLE_MS`] before `began_ms`, when the read began.
+    pub(super) fn remember(
+        &mut self,
+        archive: &Path,
+        held: File,
+        stamps: (Stamp, Stamp),
+        digest: [u8; 32],
+        began_ms: u64,
+    ) {
+        if !(stamps.0.settled(began_ms) && stamps.1.settled(began_ms)) {
+            return;
+        }
+        if !self.known.contains_key(archive) && self.known.len() >= MAX_HELD.min(self.max_entries) {
+            let oldest = self
+                .known
+                .iter()
+                .min_by_key(|(_, k)| k.used)
+                .map(|(p, _)| p.clone());
+            if let Some(p) = oldest {
+                self.known.remove(&p);
+            }
+        }
+        self.tick += 1;
+        self.known.insert(
+            archive.to_path_buf(),
+            Known {
+                _held: held,
+                archive: stamps.0,
+                sidecar: stamps.1,
+                digest,
+                used: self.tick,
+            },
+        );
+    }
+
+    /// How many times an archive was read (and hashed) by resolves through this cache.
+    pub fn reads(&self) -> u64 {
+        self.reads
+    }
+
+    /// How many archive identities are remembered (each holding a descriptor).
+    pub fn held(&self) -> usize {
+        self.known.len()
     }
 
     /// The entry for content hash `key`, marked most recently used.

@@ -3,7 +3,7 @@
 //! beside `<stem>.sha256` and `<stem>.meta.json`.
 
 use super::archive::{Archive, ArchiveLimits};
-use super::cache::{Artifact, ParsedCache};
+use super::cache::{Artifact, ParsedCache, Stamp};
 use crate::diag::{code, Diagnostic};
 use crate::manifest::{self, name_error, Loaded, Resolve};
 use sha2::{Digest, Sha256};
@@ -154,8 +154,8 @@ fn integrity(full: &str, version: &str, why: impl std::fmt::Display) -> Diagnost
 fn read_capped(path: &Path) -> std::io::Result<Vec<u8>> {
     let mut bytes = Vec::new();
     match read_bounded(path, &mut bytes, MAX_ARCHIVE_BYTES)? {
-        None => Ok(bytes),
-        Some(_) => Err(std::io::Error::other("archive larger than the registry allows")),
+        Bounded::Read(_) => Ok(bytes),
+        Bounded::TooLarge(_) => Err(std::io::Error::other("archive larger than the registry allows")),
     }
 }
 
@@ -164,8 +164,8 @@ fn read_capped(path: &Path) -> std::io::Result<Vec<u8>> {
 pub fn read_small(path: &Path, max: u64) -> std::io::Result<Vec<u8>> {
     let mut bytes = Vec::new();
     match read_bounded(path, &mut bytes, max)? {
-        None => Ok(bytes),
-        Some(_) => Err(std::io::Error::other(format!("larger than {max} bytes"))),
+        Bounded::Read(_) => Ok(bytes),
+        Bounded::TooLarge(_) => Err(std::io::Error::other(format!("larger than {max} bytes"))),
     }
 }
 
@@ -320,9 +320,12 @@ const KEEP_SCRATCH: usize = 1 << 20;
 /// [`resolve`] for a daemon that resolves per request: the same reads and checks in the
 /// same order (read the archive, hash the bytes read, require the sidecar to agree, require
 /// the packed manifest to carry the coordinates asked), but the inflate, the parse and
-/// `lower` run only when `cache` holds nothing for that hash. An archive larger than
-/// `max_bytes` is refused on its size, before it is read (key [`ARCHIVE_TOO_LARGE`]).
-/// `cache` must only ever see one `resolve` mode.
+/// `lower` run only when `cache` holds nothing for that hash, and the read, the hash and the
+/// sidecar check only when the archive or its sidecar changed since they last passed (see
+/// [`ParsedCache`]; `now_ms`, unix milliseconds, is when this resolve began). An archive
+/// larger than `max_bytes` is refused on its size, before it is read (key
+/// [`ARCHIVE_TOO_LARGE`]). `cache` must only ever see one `resolve` mode.
+#[allow(clippy::too_many_arguments)]
 pub fn resolve_cached<V>(
     root: &Path,
     full: &str,
@@ -330,16 +333,28 @@ pub fn resolve_cached<V>(
     resolve: Resolve<'_>,
     cache: &mut ParsedCache<V>,
     max_bytes: u64,
+    now_ms: u64,
     lower: impl FnOnce(Loaded) -> V,
 ) -> Result<CachedResolve<V>, Diagnostic> {
     let name = coordinates(full, version)?;
     let location = locate(root, &name, version);
+    let stamps = Stamp::at(&location.archive).zip(Stamp::at(&location.sha256));
+    let known = stamps.and_then(|s| cache.known(&location.archive, s));
+    if let Some((digest, artifact)) = known.and_then(|d| Some((d, cache.get(&d)?))) {
+        check_packed(full, version, &name, &artifact.name, &artifact.version)?;
+        return Ok(CachedResolve {
+            sha256: hex(&digest),
+            artifact,
+        });
+    }
+    cache.forget(&location.archive);
     let mut buf = std::mem::take(&mut cache.scratch);
+    cache.read_once();
     let read = read_bounded(&location.archive, &mut buf, max_bytes.min(MAX_ARCHIVE_BYTES));
     let answer = (|| {
-        match read {
-            Ok(None) => {}
-            Ok(Some(size)) => {
+        let held = match read {
+            Ok(Bounded::Read(file)) => file,
+            Ok(Bounded::TooLarge(size)) => {
                 return Err(Diagnostic::new(
                     code::IO_READ,
                     ARCHIVE_TOO_LARGE,
@@ -347,7 +362,7 @@ pub fn resolve_cached<V>(
                 ))
             }
             Err(e) => return Err(read_error(full, version, &location, e)),
-        }
+        };
         let digest = sha256_bytes(&buf);
         let sha256 = hex(&digest);
         check_sidecar(full, version, &location, &sha256)?;
@@ -364,6 +379,18 @@ pub fn resolve_cached<V>(
                 cache.insert(digest, artifact, text.len())
             }
         };
+        // Remembered only when neither file changed from before the read to after the check and
+        // the parse.
+        let after = held
+            .metadata()
+            .ok()
+            .map(|m| Stamp::of(&m))
+            .zip(Stamp::at(&location.sha256));
+        if let (Some(before), Some(after)) = (stamps, after) {
+            if before == after {
+                cache.remember(&location.archive, held, before, digest, now_ms);
+            }
+        }
         check_packed(full, version, &name, &artifact.name, &artifact.version)?;
         Ok(CachedResolve { sha256, artifact })
     })();
@@ -374,22 +401,28 @@ pub fn resolve_cached<V>(
     answer
 }
 
-/// Read `path` into `buf` (cleared first) unless it is larger than `max`: `Ok(Some(size))`
+/// Read `path` into `buf` (cleared first) unless it is larger than `max`: `TooLarge(size)`
 /// then, decided on the opened file's size before a byte is read (and again on the bytes
 /// read, should the file grow meanwhile). Opened non-blocking and refused unless it is a
 /// regular file, so a FIFO planted in the registry cannot hang the caller's thread.
-fn read_bounded(path: &Path, buf: &mut Vec<u8>, max: u64) -> std::io::Result<Option<u64>> {
+fn read_bounded(path: &Path, buf: &mut Vec<u8>, max: u64) -> std::io::Result<Bounded> {
     buf.clear();
-    let (file, size) = open_regular(path)?;
+    let (mut file, size) = open_regular(path)?;
     if size > max {
-        return Ok(Some(size));
+        return Ok(Bounded::TooLarge(size));
     }
     buf.reserve(size as usize + 1);
-    file.take(max + 1).read_to_end(buf)?;
+    (&mut file).take(max + 1).read_to_end(buf)?;
     if buf.len() as u64 > max {
-        return Ok(Some(buf.len() as u64));
+        return Ok(Bounded::TooLarge(buf.len() as u64));
     }
-    Ok(None)
+    Ok(Bounded::Read(file))
+}
+
+/// What [`read_bounded`] did: read the whole file (still open), or refused it at its size.
+enum Bounded {
+    Read(std::fs::File),
+    TooLarge(u64),
 }
 
 /// Resolve `full@version`: read the archive, hash the bytes read, require the sidecar to

@@ -122,9 +122,15 @@ fn field<'a>(map: &'a serde_json::Map<String, Value>, key: &str) -> Result<&'a s
 }
 
 impl Roost {
-    /// Resolve `name@version` as the daemon sees it: bytes hashed as read, `${NAME}`
-    /// references from the daemon's environment except `inference.api_key`.
-    fn resolve(&mut self, name: &str, version: &str) -> Result<CachedResolve<Arc<Grants>>, Response> {
+    /// Resolve `name@version` as the daemon sees it at `now_ms`: bytes hashed as read (or as
+    /// last read, while the archive and its sidecar are unchanged), `${NAME}` references from
+    /// the daemon's environment except `inference.api_key`.
+    fn resolve(
+        &mut self,
+        name: &str,
+        version: &str,
+        now_ms: u64,
+    ) -> Result<CachedResolve<Arc<Grants>>, Response> {
         let env = &self.env;
         let lookup = |var: &str| env(var);
         registry::resolve_cached(
@@ -134,6 +140,7 @@ impl Roost {
             Resolve::AllButApiKey(&lookup),
             &mut self.cache,
             MAX_RESOLVE_BYTES,
+            now_ms,
             lower,
         )
         .map_err(|d| {
@@ -213,7 +220,7 @@ impl Roost {
         if children >= self.config.max_concurrent as usize {
             return Response::error(403, &msg::concurrency(self.config.max_concurrent, children));
         }
-        let resolved = match self.resolve(&name, &version) {
+        let resolved = match self.resolve(&name, &version, now_ms) {
             Ok(r) => r,
             Err(resp) => return resp,
         };
@@ -269,13 +276,13 @@ impl Roost {
                 if !self.config.spawn_allow.contains(&name) {
                     return Response::error(403, &msg::not_in_global_list(&name));
                 }
-                match self.resolve(&name, &version) {
+                match self.resolve(&name, &version, now_ms) {
                     Ok(r) => (None, self.config.max_depth, None, r),
                     Err(resp) => return resp,
                 }
             }
             Some(token) => {
-                let resolved = match self.resolve(&name, &version) {
+                let resolved = match self.resolve(&name, &version, now_ms) {
                     Ok(r) => r,
                     Err(resp) => return resp,
                 };

@@ -1,7 +1,8 @@
 //! The roost's parsed-artifact cache: a republished archive is resolved from its new bytes on
 //! the very next request, a cache fed more distinct artifacts than it may hold stays within
-//! its bounds, an archive beyond the per-request bound is refused on its size, and one
-//! rewritten in place (size and modification time kept) is hashed again.
+//! its bounds, an archive beyond the per-request bound is refused on its size, one rewritten
+//! in place (size and modification time kept) is hashed again, and an unchanged archive is
+//! read and hashed once, not per request.
 
 use crate::common;
 
@@ -15,6 +16,15 @@ const V: &str = "0.1.0";
 
 fn ses(n: u32) -> String {
     format!("ses_{n:032x}")
+}
+
+/// Unix milliseconds now, plus `later_ms`: a resolve made that much later, when the files
+/// written just now have settled.
+fn now_ms(later_ms: u64) -> u64 {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap();
+    now.as_millis() as u64 + later_ms
 }
 
 fn sha_of(body: &str) -> String {
@@ -101,6 +111,7 @@ fn a_cache_fed_more_distinct_artifacts_than_it_may_hold_stays_within_its_bounds(
                 Resolve::Nothing,
                 &mut cache,
                 MAX_RESOLVE_BYTES,
+                now_ms(0),
                 |l| l.manifest.name,
             )
             .unwrap();
@@ -127,6 +138,7 @@ fn a_cache_fed_more_distinct_artifacts_than_it_may_hold_stays_within_its_bounds(
             Resolve::Nothing,
             &mut small,
             MAX_RESOLVE_BYTES,
+            now_ms(0),
             |_| (),
         )
         .unwrap();
@@ -208,16 +220,29 @@ fn an_archive_rewritten_in_place_with_its_old_size_and_mtime_is_hashed_again() {
     let sha = publish(reg, "w", V, "");
     let archive = reg.join("w").join(V).join(format!("w-{V}.mur.zip"));
     let mut cache: ParsedCache<String> = ParsedCache::new(CACHE_ENTRIES, CACHE_BYTES);
+    // Resolved as if the files had settled, so the archive's identity is remembered.
     let resolve = |cache: &mut ParsedCache<String>| {
-        registry::resolve_cached(reg, "w", V, Resolve::Nothing, cache, MAX_RESOLVE_BYTES, |l| {
-            l.manifest.name
-        })
+        registry::resolve_cached(
+            reg,
+            "w",
+            V,
+            Resolve::Nothing,
+            cache,
+            MAX_RESOLVE_BYTES,
+            now_ms(60_000),
+            |l| l.manifest.name,
+        )
     };
     assert_eq!(resolve(&mut cache).unwrap().sha256, sha);
     assert_eq!(resolve(&mut cache).unwrap().sha256, sha);
+    assert_eq!(
+        (cache.reads(), cache.held()),
+        (1, 1),
+        "the unchanged archive is read once"
+    );
 
-    // Other bytes of the same size, the modification time put back: the next resolve still
-    // hashes what is on disk (a cache keyed by the file's identity would have to see it).
+    // Other bytes of the same size, the modification time put back: the next resolve
+    // hashes what is on disk (the ctime, which no one can set back, changed).
     let before = std::fs::metadata(&archive).unwrap();
     let mut bytes = std::fs::read(&archive).unwrap();
     let at = bytes.len() - 1;
@@ -244,4 +269,64 @@ fn an_archive_rewritten_in_place_with_its_old_size_and_mtime_is_hashed_again() {
         "{}",
         d.message
     );
+    assert_eq!(cache.reads(), 2);
+}
+
+#[test]
+fn an_unchanged_archive_is_read_once_and_any_change_to_it_or_its_sidecar_is_read_again() {
+    let tmp = TempDir::new("roost-cache-identity");
+    let reg = tmp.path();
+    let first = publish(reg, "w", V, "");
+    let dir = reg.join("w").join(V);
+    let mut cache: ParsedCache<String> = ParsedCache::new(CACHE_ENTRIES, CACHE_BYTES);
+    let resolve = |cache: &mut ParsedCache<String>, later_ms: u64| {
+        registry::resolve_cached(
+            reg,
+            "w",
+            V,
+            Resolve::Nothing,
+            cache,
+            MAX_RESOLVE_BYTES,
+            now_ms(later_ms),
+            |l| l.manifest.name,
+        )
+    };
+
+    // Files changed moments before the resolve began are read every time.
+    assert_eq!(resolve(&mut cache, 0).unwrap().sha256, first);
+    assert_eq!(resolve(&mut cache, 0).unwrap().sha256, first);
+    assert_eq!((cache.reads(), cache.held()), (2, 0));
+
+    // Settled: read once more, then answered from what was read.
+    for _ in 0..5 {
+        assert_eq!(resolve(&mut cache, 60_000).unwrap().sha256, first);
+    }
+    assert_eq!((cache.reads(), cache.held()), (3, 1));
+
+    // The sidecar rewritten with the same text is a change: read again, still agrees.
+    std::fs::write(dir.join(format!("w-{V}.sha256")), &first).unwrap();
+    assert_eq!(resolve(&mut cache, 60_000).unwrap().sha256, first);
+    assert_eq!(cache.reads(), 4);
+    // The sidecar made to disagree (same length) is seen at once.
+    let wrong = format!(
+        "{}{}",
+        if first.starts_with('0') { '1' } else { '0' },
+        &first[1..]
+    );
+    std::fs::write(dir.join(format!("w-{V}.sha256")), &wrong).unwrap();
+    assert_eq!(resolve(&mut cache, 60_000).err().unwrap().code, "E-REG-002");
+    assert_eq!(cache.held(), 0, "a failed read is not remembered");
+
+    // Republished through a new file at the same path (another inode): its bytes are read.
+    std::fs::remove_dir_all(&dir).unwrap();
+    let second = publish_files(reg, "w", V, "", &[("notes.md", b"second")]);
+    assert_ne!(second, first);
+    assert_eq!(resolve(&mut cache, 60_000).unwrap().sha256, second);
+    assert_eq!(resolve(&mut cache, 60_000).unwrap().sha256, second);
+    assert_eq!((cache.reads(), cache.held()), (6, 1));
+
+    // Removed: not installed, and its descriptor is let go.
+    std::fs::remove_dir_all(&dir).unwrap();
+    assert_eq!(resolve(&mut cache, 60_000).err().unwrap().code, "E-RUN-008");
+    assert_eq!(cache.held(), 0);
 }

@@ -164,6 +164,18 @@ impl Policy {
         self.rules.iter().any(|r| r.host == name && literal(r).is_none())
     }
 
+    /// How many distinct names our DNS may resolve (every name [`Policy::name_allowed`]
+    /// takes).
+    pub fn name_count(&self) -> usize {
+        let names: BTreeSet<&str> = self
+            .rules
+            .iter()
+            .filter(|r| literal(r).is_none())
+            .map(|r| r.host.as_str())
+            .collect();
+        names.len()
+    }
+
     /// Whether some rule for `host` allows `port`.
     fn port_ok(&self, host: &str, port: u16) -> bool {
         self.rules

@@ -95,7 +95,8 @@ pub fn start(
             .register(&mut l, Token(FIRST_LISTENER + i), Interest::READABLE)?;
         tcp.push(l);
     }
-    let (ask, done) = resolve::worker(resolver, waker.clone());
+    // Only names the policy allows are ever asked: a session allowed none starts no thread.
+    let (ask, done) = resolve::worker(resolver, waker.clone(), policy.name_count());
     let stop = Arc::new(AtomicBool::new(false));
     let mut state = Loop {
         poll,

@@ -134,16 +134,18 @@ pub struct Done {
     pub result: Result<Vec<Ipv4Addr>, Failure>,
 }
 
-/// The relay's resolver workers ([`POOL`] threads): names in, results out, then a wake of
-/// the relay's loop.
+/// The relay's resolver workers (`threads` of them, at most [`POOL`]; none when no name may
+/// be resolved, and then every send fails): names in, results out, then a wake of the
+/// relay's loop.
 pub fn worker(
     resolver: Resolver,
     waker: std::sync::Arc<mio::Waker>,
+    threads: usize,
 ) -> (mpsc::Sender<String>, mpsc::Receiver<Done>) {
     let (ask_tx, ask_rx) = mpsc::channel::<String>();
     let (done_tx, done_rx) = mpsc::channel();
     let ask_rx = std::sync::Arc::new(std::sync::Mutex::new(ask_rx));
-    for _ in 0..POOL {
+    for _ in 0..threads.min(POOL) {
         let (ask_rx, done_tx, waker) = (ask_rx.clone(), done_tx.clone(), waker.clone());
         let spawned = std::thread::Builder::new()
             .name("egress-dns".into())

@@ -59,12 +59,30 @@ impl Stamp {
     /// Whether the file last changed at least [`SETTLE_MS`] before `now_ms` (unix ms).
     fn settled(&self, now_ms: u64) -> bool {
         let (s, ns) = self.ctime;
-        let Ok(s) = u64::try_from(s) else { return true };
+        let Ok(s) = u64::try_from(s) else { return false };
         let changed_ms = s
             .saturating_mul(1000)
             .saturating_add(ns.max(0) as u64 / 1_000_000);
         changed_ms.saturating_add(SETTLE_MS) <= now_ms
     }
+}
+
+/// Whether `file` is on a local disk filesystem (ext2/3/4, XFS, Btrfs, F2FS, ZFS,
+/// bcachefs, tmpfs, overlayfs), whose stat always answers from the inode. A network or FUSE
+/// filesystem may answer stat from a cache for seconds after another host changed the
+/// file, where an open would have revalidated it: archives there are read every time.
+pub fn local_filesystem(file: &File) -> bool {
+    const LOCAL: [u64; 8] = [
+        0xEF53,      // ext2/3/4
+        0x5846_5342, // XFS
+        0x9123_683E, // Btrfs
+        0xF2F5_2010, // F2FS
+        0x2FC1_2FC1, // ZFS
+        0xCA45_1A4E, // bcachefs
+        0x0102_1994, // tmpfs
+        0x794C_7630, // overlayfs
+    ];
+    rustix::fs::fstatfs(file).is_ok_and(|s| LOCAL.contains(&(s.f_type as u64)))
 }
 
 /// An archive path's last verified read.

@@ -250,16 +250,30 @@ fn read_error(full: &str, version: &str, location: &Location, e: std::io::Error)
     )
 }
 
-/// A regular file's text (the sidecar is a hash and a name: 4 KiB is plenty).
-fn read_sidecar(path: &Path) -> std::io::Result<String> {
+/// A regular file's text (the sidecar is a hash and a name: 4 KiB is plenty), with the
+/// stamp of the file read when it was the same before and after the read.
+fn read_sidecar(path: &Path) -> std::io::Result<(String, Option<Stamp>)> {
     let mut text = String::new();
-    open_regular(path)?.0.take(4096).read_to_string(&mut text)?;
-    Ok(text)
+    let (mut file, _) = open_regular(path)?;
+    let before = file.metadata().map(|m| Stamp::of(&m));
+    (&mut file).take(4096).read_to_string(&mut text)?;
+    let after = file.metadata().map(|m| Stamp::of(&m));
+    let same = match (before, after) {
+        (Ok(b), Ok(a)) if a == b => Some(a),
+        _ => None,
+    };
+    Ok((text, same))
 }
 
-/// The `.sha256` sidecar must name the hash of the bytes read.
-fn check_sidecar(full: &str, version: &str, location: &Location, sha256: &str) -> Result<(), Diagnostic> {
-    let sidecar = read_sidecar(&location.sha256).map_err(|e| {
+/// The `.sha256` sidecar must name the hash of the bytes read; the stamp of the sidecar
+/// that did (see [`read_sidecar`]).
+fn check_sidecar(
+    full: &str,
+    version: &str,
+    location: &Location,
+    sha256: &str,
+) -> Result<Option<Stamp>, Diagnostic> {
+    let (sidecar, stamp) = read_sidecar(&location.sha256).map_err(|e| {
         integrity(
             full,
             version,
@@ -276,7 +290,7 @@ fn check_sidecar(full: &str, version: &str, location: &Location, sha256: &str) -
             ),
         ));
     }
-    Ok(())
+    Ok(stamp)
 }
 
 /// The packed manifest must carry the coordinates asked for.
@@ -365,7 +379,7 @@ pub fn resolve_cached<V>(
         };
         let digest = sha256_bytes(&buf);
         let sha256 = hex(&digest);
-        check_sidecar(full, version, &location, &sha256)?;
+        let sidecar = check_sidecar(full, version, &location, &sha256)?;
         let artifact = match cache.get(&digest) {
             Some(hit) => hit,
             None => {
@@ -379,15 +393,12 @@ pub fn resolve_cached<V>(
                 cache.insert(digest, artifact, text.len())
             }
         };
-        // Remembered only when neither file changed from before the read to after the check and
-        // the parse.
-        let after = held
-            .metadata()
-            .ok()
-            .map(|m| Stamp::of(&m))
-            .zip(Stamp::at(&location.sha256));
+        // Remembered only when the files read are the ones the paths named before (same
+        // device and inode) and unchanged through the read, each stamped through the
+        // descriptor it was read from, on a filesystem whose stat answers from the disk.
+        let after = held.metadata().ok().map(|m| Stamp::of(&m)).zip(sidecar);
         if let (Some(before), Some(after)) = (stamps, after) {
-            if before == after {
+            if before == after && super::cache::local_filesystem(&held) {
                 cache.remember(&location.archive, held, before, digest, now_ms);
             }
         }

@@ -27,6 +27,24 @@ fn now_ms(later_ms: u64) -> u64 {
     now.as_millis() as u64 + later_ms
 }
 
+/// Resolve `w` through `cache` as if `later_ms` from now.
+fn resolve_w(
+    reg: &std::path::Path,
+    cache: &mut ParsedCache<String>,
+    later_ms: u64,
+) -> Result<registry::CachedResolve<String>, murmur::diag::Diagnostic> {
+    registry::resolve_cached(
+        reg,
+        "w",
+        V,
+        Resolve::Nothing,
+        cache,
+        MAX_RESOLVE_BYTES,
+        now_ms(later_ms),
+        |l| l.manifest.name,
+    )
+}
+
 fn sha_of(body: &str) -> String {
     json(body)["sha256"].as_str().unwrap().to_string()
 }
@@ -221,18 +239,7 @@ fn an_archive_rewritten_in_place_with_its_old_size_and_mtime_is_hashed_again() {
     let archive = reg.join("w").join(V).join(format!("w-{V}.mur.zip"));
     let mut cache: ParsedCache<String> = ParsedCache::new(CACHE_ENTRIES, CACHE_BYTES);
     // Resolved as if the files had settled, so the archive's identity is remembered.
-    let resolve = |cache: &mut ParsedCache<String>| {
-        registry::resolve_cached(
-            reg,
-            "w",
-            V,
-            Resolve::Nothing,
-            cache,
-            MAX_RESOLVE_BYTES,
-            now_ms(60_000),
-            |l| l.manifest.name,
-        )
-    };
+    let resolve = |cache: &mut ParsedCache<String>| resolve_w(reg, cache, 60_000);
     assert_eq!(resolve(&mut cache).unwrap().sha256, sha);
     assert_eq!(resolve(&mut cache).unwrap().sha256, sha);
     assert_eq!(
@@ -279,18 +286,7 @@ fn an_unchanged_archive_is_read_once_and_any_change_to_it_or_its_sidecar_is_read
     let first = publish(reg, "w", V, "");
     let dir = reg.join("w").join(V);
     let mut cache: ParsedCache<String> = ParsedCache::new(CACHE_ENTRIES, CACHE_BYTES);
-    let resolve = |cache: &mut ParsedCache<String>, later_ms: u64| {
-        registry::resolve_cached(
-            reg,
-            "w",
-            V,
-            Resolve::Nothing,
-            cache,
-            MAX_RESOLVE_BYTES,
-            now_ms(later_ms),
-            |l| l.manifest.name,
-        )
-    };
+    let resolve = |cache: &mut ParsedCache<String>, later_ms: u64| resolve_w(reg, cache, later_ms);
 
     // Files changed moments before the resolve began are read every time.
     assert_eq!(resolve(&mut cache, 0).unwrap().sha256, first);

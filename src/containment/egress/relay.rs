@@ -509,8 +509,13 @@ impl Loop {
         let name = q.name.clone();
         self.pending.entry(name.clone()).or_default().push((q, from));
         self.pending_count += 1;
-        if first && self.ask.send(name).is_err() {
-            self.answer_resolved();
+        if first && self.ask.send(name.clone()).is_err() {
+            // No resolver thread is left to answer: every question waiting on the name is
+            // answered SERVFAIL now rather than left to time out in the child.
+            for (q, from) in self.pending.remove(&name).unwrap_or_default() {
+                self.pending_count = self.pending_count.saturating_sub(1);
+                self.reply(&dns::answer_empty(&q, dns::SERVFAIL), from);
+            }
         }
     }
 

@@ -30,9 +30,17 @@ pub fn exec(o: ExecOptions, exe: &Path) -> Result<u8, Diagnostic> {
     let m = load(&manifest_path)?;
     let host_path = std::env::var("PATH").unwrap_or_else(|_| DEFAULT_PATH.into());
     let (cmd, args) = command(&o, &m, &host_path)?;
+    let rules = m.subprocess_rules();
+    // With no rules the probe answers whether the host can make a network namespace, so
+    // it is taken for at least `scoped` (cached per boot like any other).
+    let floor = m.capabilities.containment.max(o.containment.unwrap_or_default());
     let report = probe_cache::probe(
         exe,
-        m.capabilities.containment.max(o.containment.unwrap_or_default()),
+        if rules.is_empty() {
+            floor.max(Class::Scoped)
+        } else {
+            floor
+        },
         crate::places::cache_dir().as_deref(),
         crate::clock::now_ms(),
     );
@@ -42,16 +50,13 @@ pub fn exec(o: ExecOptions, exe: &Path) -> Result<u8, Diagnostic> {
         m.capabilities.workdir_exec,
         &report,
     );
-    // The session's network namespace and relay first, for the same rules a capsule's shell
-    // tools get: a host that cannot make the namespace refuses whatever the class (E-CAP-005).
-    let (egress, net_events) = egress::start(exe, &m.subprocess_rules())?;
+    let (egress, printed) = network(exe, &rules, &report)?;
     if let Some(refusal) = decision.refusal_for(m.capabilities.unix_sockets) {
         return Err(refusal);
     }
     if decision.achieved == Class::Advisory {
         eprintln!("{}", egress::advisory_warning());
     }
-    let printed = print_refusals(net_events);
     let session_id = crate::ids::session_id()?;
     let work = workdir(&o, &manifest_path, &session_id)?;
     let work = scoped(work, m.capabilities.filesystem_scope.as_deref())?;
@@ -69,7 +74,7 @@ pub fn exec(o: ExecOptions, exe: &Path) -> Result<u8, Diagnostic> {
             .and_then(|i| i.api_key.as_ref())
             .and_then(|k| k.secret()),
         host_path,
-        net: Some(std::sync::Arc::new(egress)),
+        net: egress.map(std::sync::Arc::new),
     })?;
     for w in &warnings {
         eprintln!("{w}");
@@ -77,8 +82,32 @@ pub fn exec(o: ExecOptions, exe: &Path) -> Result<u8, Diagnostic> {
     let code = run(&policy, &cmd, args);
     // The relay stops with the policy; its last refusals are printed before `mur` exits.
     drop(policy);
-    let _ = printed.recv_timeout(std::time::Duration::from_secs(1));
+    if let Some(printed) = printed {
+        let _ = printed.recv_timeout(std::time::Duration::from_secs(1));
+    }
     code
+}
+
+/// Step: the network first, so a host that cannot make a network namespace refuses
+/// whatever the class (E-CAP-005), as it does for a capsule's shell tools. Rules that allow
+/// something get the session's namespace and relay, for the same rules a capsule's shell
+/// tools get, with the relay's refusals printed as they happen (the receiver hears when the
+/// last was). With no rules there is nothing to relay: no namespace is made here, the
+/// probe's own namespace says the host can, and a contained command makes one of its own
+/// (`lo` only, as the session's would be).
+fn network(
+    exe: &Path,
+    rules: &[crate::manifest::netrule::NetRule],
+    report: &class::HostReport,
+) -> Result<(Option<egress::Egress>, Option<std::sync::mpsc::Receiver<()>>), Diagnostic> {
+    if rules.is_empty() {
+        return match &report.netns {
+            Ok(()) => Ok((None, None)),
+            Err(why) => Err(egress::refusal(why.clone())),
+        };
+    }
+    let (egress, events) = egress::start(exe, rules)?;
+    Ok((Some(egress), Some(print_refusals(events))))
 }
 
 /// The manifest, its warnings printed.

@@ -14,7 +14,7 @@ fn check(rc: libc::c_long) -> io::Result<()> {
     }
 }
 
-/// A network namespace with only a (down) loopback: no route anywhere. As root a plain
+/// A network namespace with only a loopback, down (the caller brings it up). As root a plain
 /// `CLONE_NEWNET`; otherwise inside a new user namespace, which grants the right to do it.
 pub fn enter_network_namespace() -> io::Result<()> {
     let flags = if rustix::process::geteuid().is_root() {

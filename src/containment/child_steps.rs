@@ -78,10 +78,14 @@ impl ChildSteps<'_> {
         let Some(p) = plan else {
             if self.contained && self.join.is_none() {
                 self.run(2, child::enter_network_namespace())?;
+                self.run(STEP_LOOPBACK, loopback_up())?;
             }
             return self.confine();
         };
         p.enter().map_err(|f| self.report(f))?;
+        if p.owns_network() {
+            self.run(STEP_LOOPBACK, loopback_up())?;
+        }
         let mut init = || self.pid1(side, p);
         // SAFETY: a start that may hand over (`sealed`); `init` allocates nothing.
         #[allow(unsafe_code)]
@@ -154,6 +158,17 @@ impl ChildSteps<'_> {
         )?;
         pid
     }
+}
+
+/// The step that brings up `lo` in a network namespace the child made for itself.
+const STEP_LOOPBACK: u8 = 21;
+
+/// A network namespace of the child's own is the session's kind, without the relay: `lo`
+/// up and every IPv4 destination delivered locally, so a command may still serve and reach
+/// itself on loopback while nothing beyond it is reached (a connection to anywhere else is
+/// refused at once, as no socket of the namespace listens there).
+fn loopback_up() -> io::Result<()> {
+    super::egress::netlink::loopback_up_with_local_default()
 }
 
 fn io_of(e: seccompiler::Error) -> io::Error {

@@ -132,7 +132,7 @@ pub fn socket_pair() -> Result<(OwnedFd, OwnedFd), String> {
 }
 
 /// The steps of the child, numbered for the error pipe (`sealed::STEP_*` share them).
-const STEPS: [&str; 21] = [
+const STEPS: [&str; 22] = [
     "",
     "join the pids cgroup",
     "enter a network namespace (unshare)",
@@ -154,6 +154,7 @@ const STEPS: [&str; 21] = [
     "join the session's network namespace (setns)",
     "start the program (execve)",
     "catch the signals mur forwards in pid 1 (sigaction)",
+    "bring up the loopback of its own network namespace (netlink)",
 ];
 
 /// The step of a failed `execve` (or of the streams or directory before it), reported as

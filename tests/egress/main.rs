@@ -405,9 +405,15 @@ fn raw_and_packet_sockets_cannot_be_opened() {
 #[test]
 fn a_host_that_cannot_make_the_namespace_refuses_every_class_with_e_cap_005() {
     let _serial = serial();
-    let c = capsule("netns-denied", &["localhost:443".to_string()]);
-    let marker = c.marker();
-    for class in ["advisory", "scoped", "sealed"] {
+    // With rules (the session's namespace is made) and without (the probe answers for the
+    // namespace the command would make itself): refused alike, whatever the class.
+    let ruled = capsule("netns-denied", &["localhost:443".to_string()]);
+    let bare = capsule("netns-denied-bare", &[]);
+    for (c, class) in [&ruled, &bare]
+        .into_iter()
+        .flat_map(|c| ["advisory", "scoped", "sealed"].map(|class| (c, class)))
+    {
+        let marker = c.marker();
         let out = c.exec(
             class,
             &["escape-probe", "mark", &marker],
@@ -421,6 +427,51 @@ fn a_host_that_cannot_make_the_namespace_refuses_every_class_with_e_cap_005() {
             !std::path::Path::new(&marker).exists(),
             "{class}: the command ran"
         );
+    }
+}
+
+/// The network namespaces `pid` holds a descriptor to (`net:[NUMBER]` each).
+fn held_netns(pid: u32) -> Vec<String> {
+    let fds = std::fs::read_dir(format!("/proc/{pid}/fd")).unwrap();
+    fds.flatten()
+        .filter_map(|f| std::fs::read_link(f.path()).ok())
+        .map(|l| l.display().to_string())
+        .filter(|l| l.starts_with("net:["))
+        .collect()
+}
+
+#[test]
+fn with_no_rules_mur_makes_no_namespace_and_the_command_reaches_only_its_own_loopback() {
+    let _serial = serial();
+    let up = Upstream::pong();
+    let p = up.port().to_string();
+    let bare = capsule("no-rules", &[]);
+    let ruled = capsule("ruled", &[format!("localhost:{p}")]);
+    for class in classes(&bare) {
+        // No rules: `mur` holds no namespace (none was made for a relay), and the command
+        // is in one of its own, not the host's.
+        let (mut child, sleeper) = start_sleep(&bare, class);
+        let (held, ns) = (held_netns(child.id()), netns_of(&sleeper.to_string()));
+        stop(&mut child, sleeper);
+        assert_eq!(held, Vec::<String>::new(), "{class}");
+        assert_ne!(ns, netns_of("self"), "{class}");
+        // With a rule, `mur` holds the session's namespace, the one the command is in.
+        let (mut child, sleeper) = start_sleep(&ruled, class);
+        let (held, ns) = (held_netns(child.id()), netns_of(&sleeper.to_string()));
+        stop(&mut child, sleeper);
+        assert!(held.contains(&ns), "{class}: {held:?} against {ns}");
+        // The command's own namespace is the session's kind: it serves and reaches itself
+        // on loopback, and the host's server is not reached.
+        let r = bare.probe(class, &["tcp-self"], &[]);
+        assert_eq!(r.line(), "tcp-self accept 0 allowed", "{class}: {}", r.stderr);
+        let r = bare.probe(class, &["tcp-ip", "127.0.0.1", &p], &[]);
+        assert_eq!(
+            (r.f[1].as_str(), r.verdict()),
+            ("connect", "contained"),
+            "{class}: {}",
+            r.line()
+        );
+        assert_eq!(up.connections(), 0, "{class}");
     }
 }
 

@@ -470,6 +470,21 @@ int main(int argc, char **argv) {
         if (argc < 4) return 2;
         return exchange("connect", tcp4_connect(argv[2], argv[3]));
     }
+    if (!strcmp(name, "tcp-self")) {
+        /* A listener on 127.0.0.1 and a connection to it from this process: whether the
+         * command may serve and reach itself on its namespace's loopback. */
+        int l = socket(AF_INET, SOCK_STREAM, 0);
+        struct sockaddr_in a = {0};
+        socklen_t len = sizeof a;
+        a.sin_family = AF_INET;
+        inet_pton(AF_INET, "127.0.0.1", &a.sin_addr);
+        if (l < 0 || bind(l, (struct sockaddr *)&a, sizeof a) < 0 || listen(l, 1) < 0 ||
+            getsockname(l, (struct sockaddr *)&a, &len) < 0)
+            return report("listen", -1, 1);
+        int s = socket(AF_INET, SOCK_STREAM, 0);
+        if (s < 0 || connect(s, (struct sockaddr *)&a, sizeof a) < 0) return report("connect", -1, 1);
+        return report("accept", accept(l, NULL, NULL), 1);
+    }
     if (!strcmp(name, "tcp6")) {
         int s = socket(AF_INET6, SOCK_STREAM, 0);
         if (s < 0) return report("socket", -1, 0);

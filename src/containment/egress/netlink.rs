@@ -1,7 +1,8 @@
 //! The two rtnetlink requests the namespace helper makes inside its new network namespace:
 //! bring `lo` up, and add `local default dev lo` (table local), so that every IPv4
 //! destination is delivered to a socket inside the namespace. Each request is acknowledged
-//! by the kernel; a negative acknowledgement is the error.
+//! by the kernel; a negative acknowledgement is the error. The namespace helper makes them,
+//! and so does a contained child that gets a network namespace of its own.
 
 use rustix::net::{recv, send, socket, AddressFamily, RecvFlags, SendFlags, SocketType};
 use std::io;
@@ -22,20 +23,22 @@ const RT_SCOPE_HOST: u8 = 254;
 const RTN_LOCAL: u8 = 2;
 const RTA_OIF: u16 = 4;
 
-/// `ip link set lo up` then `ip route add local default dev lo table local`.
+/// `ip link set lo up` then `ip route add local default dev lo table local`. Allocates
+/// nothing (the messages are built on the stack), so a child between clone and exec may
+/// make it too.
 pub fn loopback_up_with_local_default() -> io::Result<()> {
     let fd = socket(AddressFamily::NETLINK, SocketType::RAW, None)?;
     // ifinfomsg: family, pad, type, index, flags, change.
-    let mut link = Vec::with_capacity(16);
-    link.extend_from_slice(&[libc::AF_UNSPEC as u8, 0]);
-    link.extend_from_slice(&0u16.to_ne_bytes());
-    link.extend_from_slice(&LO_INDEX.to_ne_bytes());
-    link.extend_from_slice(&IFF_UP.to_ne_bytes());
-    link.extend_from_slice(&IFF_UP.to_ne_bytes());
+    let mut link = [0u8; 16];
+    link[0] = libc::AF_UNSPEC as u8;
+    link[4..8].copy_from_slice(&LO_INDEX.to_ne_bytes());
+    link[8..12].copy_from_slice(&IFF_UP.to_ne_bytes());
+    link[12..16].copy_from_slice(&IFF_UP.to_ne_bytes());
     request(&fd, RTM_NEWLINK, NLM_F_REQUEST | NLM_F_ACK, 1, &link)?;
     // rtmsg: family, dst_len, src_len, tos, table, protocol, scope, type, flags; then the
     // attribute RTA_OIF = lo.
-    let mut route = vec![
+    let mut route = [0u8; 20];
+    route[..8].copy_from_slice(&[
         libc::AF_INET as u8,
         0,
         0,
@@ -44,11 +47,10 @@ pub fn loopback_up_with_local_default() -> io::Result<()> {
         RTPROT_BOOT,
         RT_SCOPE_HOST,
         RTN_LOCAL,
-    ];
-    route.extend_from_slice(&0u32.to_ne_bytes());
-    route.extend_from_slice(&8u16.to_ne_bytes());
-    route.extend_from_slice(&RTA_OIF.to_ne_bytes());
-    route.extend_from_slice(&LO_INDEX.to_ne_bytes());
+    ]);
+    route[12..14].copy_from_slice(&8u16.to_ne_bytes());
+    route[14..16].copy_from_slice(&RTA_OIF.to_ne_bytes());
+    route[16..20].copy_from_slice(&LO_INDEX.to_ne_bytes());
     request(
         &fd,
         RTM_NEWROUTE,
@@ -58,17 +60,22 @@ pub fn loopback_up_with_local_default() -> io::Result<()> {
     )
 }
 
+/// The longest request body sent.
+const MAX_BODY: usize = 20;
+
 /// Send one message and read its acknowledgement.
 fn request(fd: &std::os::fd::OwnedFd, kind: u16, flags: u16, seq: u32, body: &[u8]) -> io::Result<()> {
     let len = 16 + body.len();
-    let mut msg = Vec::with_capacity(len);
-    msg.extend_from_slice(&(len as u32).to_ne_bytes());
-    msg.extend_from_slice(&kind.to_ne_bytes());
-    msg.extend_from_slice(&flags.to_ne_bytes());
-    msg.extend_from_slice(&seq.to_ne_bytes());
-    msg.extend_from_slice(&0u32.to_ne_bytes());
-    msg.extend_from_slice(body);
-    send(fd, &msg, SendFlags::empty())?;
+    let mut msg = [0u8; 16 + MAX_BODY];
+    let msg = msg
+        .get_mut(..len)
+        .ok_or_else(|| io::Error::from_raw_os_error(libc::EMSGSIZE))?;
+    msg[..4].copy_from_slice(&(len as u32).to_ne_bytes());
+    msg[4..6].copy_from_slice(&kind.to_ne_bytes());
+    msg[6..8].copy_from_slice(&flags.to_ne_bytes());
+    msg[8..12].copy_from_slice(&seq.to_ne_bytes());
+    msg[16..].copy_from_slice(body);
+    send(fd, msg, SendFlags::empty())?;
     let mut answer = [0u8; 1024];
     let (_, n) = recv(fd, &mut answer[..], RecvFlags::empty())?;
     ack(&answer[..n.min(answer.len())], seq)
@@ -76,7 +83,8 @@ fn request(fd: &std::os::fd::OwnedFd, kind: u16, flags: u16, seq: u32, body: &[u
 
 /// The result an acknowledgement carries: `NLMSG_ERROR` with error 0 is success.
 fn ack(a: &[u8], seq: u32) -> io::Result<()> {
-    let bad = || io::Error::new(io::ErrorKind::InvalidData, "unexpected netlink answer");
+    // EPROTO, not a message: the error must not allocate in a child.
+    let bad = || io::Error::from_raw_os_error(libc::EPROTO);
     let u16_at = |i: usize| a.get(i..i + 2).map(|b| u16::from_ne_bytes([b[0], b[1]]));
     let u32_at = |i: usize| {
         a.get(i..i + 4)

@@ -297,6 +297,11 @@ impl Plan {
         self.own_network = false;
     }
 
+    /// Whether the child makes a network namespace of its own.
+    pub fn owns_network(&self) -> bool {
+        self.own_network
+    }
+
     /// What each operation does, for error messages (indexed by `Failure::detail`).
     pub fn descriptions(&self) -> Vec<String> {
         self.descriptions.clone()

@@ -2,7 +2,9 @@
 //! `capabilities.shell.allow`, the host is probed, the containment class decided (E-CAP-003
 //! when the floor is not met), and the child started under the session's one
 //! [`ChildPolicy`], the policy a capsule's shell tools are started under. Only where the
-//! command comes from differs.
+//! command comes from differs, and, when the rules allow no network, whose namespace the
+//! command is in: with nothing to relay, no session namespace is made, and a contained
+//! command makes its own (`lo` only, as the session's would be).
 
 use crate::containment::child_policy::{env_present, ChildPolicy, PolicyInputs, Stdios, DEFAULT_PATH};
 use crate::containment::class::{self, Class};

@@ -153,6 +153,45 @@ pub fn write_fd(fd: libc::c_int, bytes: &[u8]) -> io::Result<()> {
     Ok(())
 }
 
+/// The id maps of a user namespace that maps only this process's effective user and group,
+/// each to itself: `(uid_map, gid_map)`, made by the parent for the child to write.
+pub fn own_id_maps() -> (Vec<u8>, Vec<u8>) {
+    let uid = rustix::process::geteuid().as_raw();
+    let gid = rustix::process::getegid().as_raw();
+    (
+        format!("{uid} {uid} 1\n").into_bytes(),
+        format!("{gid} {gid} 1\n").into_bytes(),
+    )
+}
+
+/// In a user namespace just made: deny `setgroups`, then write the maps of
+/// [`own_id_maps`], so the process keeps its own ids inside (unmapped, it would read as
+/// the overflow user).
+pub fn write_id_maps(uid_map: &[u8], gid_map: &[u8]) -> io::Result<()> {
+    write_file(c"/proc/self/setgroups", 0, b"deny")?;
+    write_file(c"/proc/self/uid_map", 0, uid_map)?;
+    write_file(c"/proc/self/gid_map", 0, gid_map)
+}
+
+/// Open `path` for writing (with `extra` flags such as `O_CREAT`), write `bytes`, close.
+pub fn write_file(path: &std::ffi::CStr, extra: libc::c_int, bytes: &[u8]) -> io::Result<()> {
+    // SAFETY: `path` is NUL-terminated; `bytes` is valid for its length; the descriptor is
+    // closed before returning.
+    unsafe {
+        let fd = libc::open(path.as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC | extra, 0o644);
+        if fd < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        let n = libc::write(fd, bytes.as_ptr().cast(), bytes.len());
+        let e = io::Error::last_os_error();
+        libc::close(fd);
+        if n != bytes.len() as isize {
+            return Err(e);
+        }
+    }
+    Ok(())
+}
+
 /// `getppid` as a raw syscall, so a seccomp denial shows as an error instead of a panic.
 pub fn raw_getppid() -> io::Result<()> {
     // SAFETY: getppid takes no arguments.

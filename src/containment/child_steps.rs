@@ -25,6 +25,9 @@ pub struct ChildSteps<'a> {
     pub join_fd: Option<RawFd>,
     /// The session's user (when not root) and network namespaces to join.
     pub join: Option<(Option<RawFd>, RawFd)>,
+    /// The id maps the child writes when it makes its network namespace inside a user
+    /// namespace of its own (not root, no session namespace, not `sealed`).
+    pub own_net_maps: Option<(&'a [u8], &'a [u8])>,
     /// The hard limits set, each `(resource, value)`.
     pub limits: &'a [(libc::__rlimit_resource_t, u64)],
     pub filter: Option<&'a seccompiler::BpfProgram>,
@@ -78,6 +81,9 @@ impl ChildSteps<'_> {
         let Some(p) = plan else {
             if self.contained && self.join.is_none() {
                 self.run(2, child::enter_network_namespace())?;
+                if let Some((uid_map, gid_map)) = self.own_net_maps {
+                    self.run(sealed::STEP_ID_MAPS, child::write_id_maps(uid_map, gid_map))?;
+                }
                 self.run(STEP_LOOPBACK, loopback_up())?;
             }
             return self.confine();

@@ -10,7 +10,8 @@ use landlock::{Access, AccessFs, CompatLevel, Compatible, Ruleset, RulesetAttr};
 
 pub use super::class::HostReport;
 
-fn errno_text(call: &str, e: &std::io::Error) -> String {
+/// `CALL: errno N (TEXT)`, the form `mur doctor` reads a refusal's errno from.
+pub(crate) fn errno_text(call: &str, e: &std::io::Error) -> String {
     format!("{call}: errno {} ({e})", e.raw_os_error().unwrap_or(0))
 }
 
@@ -72,7 +73,9 @@ pub fn child_main(up_to: Class) -> i32 {
     // Before anything restricts this process: the cgroup check reads /proc and writes the
     // cgroup tree.
     let pids_cgroup = super::cgroup::available();
-    let netns = super::child::enter_network_namespace().map_err(|e| errno_text("unshare(CLONE_NEWNET)", &e));
+    // The namespace as a contained command or the session's helper makes it, `lo` up
+    // included: `Ok` means theirs will work.
+    let netns = super::egress::namespace::enter_own();
     let seccomp = seccomp_works();
     let (landlock_abi, landlock) = landlock_works();
     let report = HostReport {

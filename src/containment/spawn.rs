@@ -82,7 +82,8 @@ pub struct Spawn<'a> {
     pub runtime: bool,
     /// The session's network namespace (`egress`): a contained child joins it (under
     /// `sealed`, before its own namespaces, so the command holds no capability over it).
-    /// Without one a contained child gets a namespace of its own with only a down loopback.
+    /// Without one a contained child makes a namespace of its own of the same kind: only
+    /// `lo`, up, with every IPv4 destination delivered locally (to no listener).
     pub net: Option<&'a Join>,
     pub stdin: Stdio,
     pub stdout: Stdio,
@@ -161,12 +162,13 @@ const STEPS: [&str; 22] = [
 /// the program not starting.
 const STEP_EXEC: u8 = 19;
 
-/// Test-only fault injection: `MURMUR_FAULT=seccomp|landlock` makes that step fail in the
-/// child, so the abort path is exercised. It can only make a spawn fail, never weaker.
+/// Test-only fault injection: `MURMUR_FAULT=seccomp|landlock|loopback` makes that step fail
+/// in the child, so the abort path is exercised. It can only make a spawn fail, never weaker.
 fn injected_fault() -> u8 {
     match std::env::var("MURMUR_FAULT").as_deref() {
         Ok("seccomp") => 7,
         Ok("landlock") => 8,
+        Ok("loopback") => 21,
         _ => 0,
     }
 }
@@ -328,6 +330,10 @@ pub fn spawn(s: Spawn<'_>) -> Result<Proc, Diagnostic> {
     if let (Some(p), Some(_)) = (plan.as_mut(), join) {
         p.share_network();
     }
+    // Not root, a contained child without the session's namespace and outside `sealed`
+    // makes its network namespace inside a user namespace of its own, mapping its ids.
+    let own_maps = (contained && join.is_none() && plan.is_none() && !rustix::process::geteuid().is_root())
+        .then(super::child::own_id_maps);
     let sealed_ops = plan.as_ref().map(|p| p.descriptions()).unwrap_or_default();
     let (err_r, err_w) = rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC)
         .map_err(std::io::Error::from)
@@ -368,6 +374,7 @@ pub fn spawn(s: Spawn<'_>) -> Result<Proc, Diagnostic> {
         contained,
         join_fd: s.cgroup.and_then(|c| c.join_fd()),
         join,
+        own_net_maps: own_maps.as_ref().map(|(u, g)| (u.as_slice(), g.as_slice())),
         limits,
         filter: filter.as_ref(),
         ruleset_fd,

@@ -460,6 +460,11 @@ fn install_failure_aborts(class: &str) {
             "landlock",
             "install the landlock ruleset (landlock_restrict_self)",
         ),
+        // The sandbox allows no network: the command makes its own namespace.
+        (
+            "loopback",
+            "bring up the loopback of its own network namespace (netlink)",
+        ),
     ] {
         let out = s.exec(class, &["touch", "marker"], &[("MURMUR_FAULT", fault)]);
         assert_eq!(out.status.code(), Some(1), "{fault}/{class}");

@@ -55,7 +55,7 @@ struct Capsule {
     workdir: PathBuf,
 }
 
-/// A capsule allowed to run `escape-probe` and `sleep`, with `allow` as its
+/// A capsule allowed to run `escape-probe`, `sleep` and `id`, with `allow` as its
 /// `capabilities.network.allow` (no network section when it is empty).
 fn capsule(label: &str, allow: &[String]) -> Capsule {
     let t = TempDir::new(label);
@@ -69,7 +69,7 @@ fn capsule(label: &str, allow: &[String]) -> Capsule {
     std::fs::write(
         &manifest,
         format!(
-            "name: egress\nversion: 0.1.0\ncapabilities:\n  shell:\n    allow: [escape-probe, sleep]\n{network}"
+            "name: egress\nversion: 0.1.0\ncapabilities:\n  shell:\n    allow: [escape-probe, sleep, id]\n{network}"
         ),
     )
     .unwrap();
@@ -472,6 +472,150 @@ fn with_no_rules_mur_makes_no_namespace_and_the_command_reaches_only_its_own_loo
             r.line()
         );
         assert_eq!(up.connections(), 0, "{class}");
+    }
+}
+
+/// The user (and group) of the unprivileged runs: one no account has.
+const USER: u32 = 4242;
+
+/// A pids cgroup below the test's own, handed to [`USER`] as an operator's login session
+/// would be; removed (with what `mur` left in it) when dropped.
+struct Delegated(PathBuf);
+
+impl Delegated {
+    fn new() -> Delegated {
+        let base = common::supervision::pids_cgroup_of("self").expect("the test's pids cgroup");
+        let dir = base.join(format!("murmur-test-user-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        chown_tree(&dir);
+        Delegated(dir)
+    }
+
+    /// `cmd` run as [`USER`] with no supplementary groups, moved into the cgroup first.
+    fn command(&self, mut cmd: Command) -> Command {
+        use std::os::fd::{AsRawFd, OwnedFd};
+        use std::os::unix::process::CommandExt;
+        let procs = std::fs::OpenOptions::new()
+            .write(true)
+            .open(self.0.join("cgroup.procs"))
+            .unwrap();
+        let procs = OwnedFd::from(procs);
+        let fd = procs.as_raw_fd();
+        // SAFETY: between fork and exec the hook makes four syscalls on a descriptor opened
+        // before the fork (close-on-exec, kept open by `procs`, moved into the hook) and
+        // allocates nothing.
+        unsafe {
+            cmd.pre_exec(move || {
+                let _held = &procs;
+                let ok = libc::write(fd, b"0".as_ptr().cast(), 1) == 1
+                    && libc::setgroups(0, std::ptr::null()) == 0
+                    && libc::setgid(USER) == 0
+                    && libc::setuid(USER) == 0;
+                if ok {
+                    Ok(())
+                } else {
+                    Err(std::io::Error::last_os_error())
+                }
+            });
+        }
+        cmd
+    }
+}
+
+impl Drop for Delegated {
+    fn drop(&mut self) {
+        // The session cgroups `mur` made go with their last process; wait for them.
+        for _ in 0..100 {
+            let kids: Vec<PathBuf> = std::fs::read_dir(&self.0)
+                .map(|d| d.flatten().map(|e| e.path()).filter(|p| p.is_dir()).collect())
+                .unwrap_or_default();
+            for k in &kids {
+                let _ = std::fs::remove_dir(k);
+            }
+            if std::fs::remove_dir(&self.0).is_ok() {
+                return;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+    }
+}
+
+/// `path` and everything below it owned by [`USER`].
+fn chown_tree(path: &std::path::Path) {
+    std::os::unix::fs::chown(path, Some(USER), Some(USER)).unwrap();
+    if path.is_dir() && !path.is_symlink() {
+        for e in std::fs::read_dir(path).unwrap().flatten() {
+            chown_tree(&e.path());
+        }
+    }
+}
+
+#[test]
+fn an_unprivileged_user_gets_the_namespace_with_its_own_ids_with_rules_and_without() {
+    let _serial = serial();
+    if !rustix::process::geteuid().is_root() {
+        // The whole suite runs unprivileged then: every test here is this test.
+        return;
+    }
+    let up = Upstream::pong();
+    let p = up.port().to_string();
+    let bare = capsule("user-bare", &[]);
+    let ruled = capsule("user-ruled", &[format!("localhost:{p}")]);
+    for c in [&bare, &ruled] {
+        chown_tree(c._dir.path());
+    }
+    let cgroup = Delegated::new();
+    let as_user = |c: &Capsule, class: &str, cmd: &[&str]| -> Output {
+        let mut command = cgroup.command(c.command(class, cmd, &[]));
+        command
+            .env("HOME", c._dir.path())
+            .env("MURMUR_CACHE_DIR", c._dir.path().join("cache"));
+        command.output().unwrap()
+    };
+    // What the host backs for the user: its own probe, as `mur exec` will take it.
+    let report: serde_json::Value = {
+        let mut probe = Command::new(MUR);
+        probe.args(["__probe", "sealed"]).env_clear();
+        serde_json::from_slice(&cgroup.command(probe).output().unwrap().stdout).unwrap()
+    };
+    let works = |keys: &[&str]| keys.iter().all(|k| report[k].get("Ok").is_some());
+    for (class, keys) in [
+        ("scoped", &["landlock", "seccomp", "netns", "pids_cgroup"][..]),
+        (
+            "sealed",
+            &["landlock", "seccomp", "netns", "pids_cgroup", "sealed"][..],
+        ),
+    ] {
+        for c in [&bare, &ruled] {
+            let out = as_user(c, class, &["id", "-u"]);
+            let stderr = text(&out.stderr);
+            if !works(keys) {
+                // Refused as the probe says, before anything ran.
+                assert!(stderr.starts_with("error[E-CAP-00"), "{class}: {stderr}");
+                println!("{class}: not backed for an unprivileged user here: {report}");
+                continue;
+            }
+            // Its own ids inside its user namespace, not the overflow user.
+            assert_eq!(text(&out.stdout), format!("{USER}\n"), "{class}: {stderr}");
+            assert_eq!(out.status.code(), Some(0), "{class}: {stderr}");
+        }
+        if !works(keys) {
+            continue;
+        }
+        let out = as_user(&bare, class, &["escape-probe", "tcp-self"]);
+        assert_eq!(
+            text(&out.stdout),
+            "tcp-self accept 0 allowed\n",
+            "{class}: {}",
+            text(&out.stderr)
+        );
+        let out = as_user(&ruled, class, &["escape-probe", "tcp-name", "localhost", &p]);
+        assert_eq!(
+            text(&out.stdout),
+            "tcp-name connect 0 allowed pong:5\n",
+            "{class}: {}",
+            text(&out.stderr)
+        );
     }
 }
 

@@ -183,30 +183,29 @@ fn build(args: &[String]) -> Result<(), String> {
 }
 
 /// Unshare the calling thread's network namespace (and, unless root, a user namespace
-/// owning it, mapping only this user and group), bring `lo` up with the local default
-/// route, and open the sockets inside. The namespace descriptors are the calling thread's
-/// (`/proc/thread-self`), which in a threaded `mur` differ from the process's.
-fn make(ports: &[u16]) -> Result<Namespace, String> {
-    let root = rustix::process::geteuid().is_root();
-    crate::containment::child::enter_network_namespace().map_err(|e| {
-        if root {
-            format!("unshare(CLONE_NEWNET): {e}")
-        } else {
-            format!("unshare(CLONE_NEWUSER|CLONE_NEWNET): {e}")
-        }
-    })?;
-    if !root {
-        let (uid, gid) = (
-            rustix::process::getuid().as_raw(),
-            rustix::process::getgid().as_raw(),
-        );
-        let w = |p: &str, s: String| std::fs::write(p, s).map_err(|e| format!("writing {p}: {e}"));
-        w("/proc/self/setgroups", "deny".into())?;
-        w("/proc/self/uid_map", format!("{uid} {uid} 1\n"))?;
-        w("/proc/self/gid_map", format!("{gid} {gid} 1\n"))?;
+/// owning it, mapping only this user and group) and bring `lo` up with the local default
+/// route: the namespace every contained command gets. The probe makes it the same way, so
+/// its verdict is this one's. An error names the step.
+pub fn enter_own() -> Result<(), String> {
+    use crate::containment::child;
+    use crate::containment::probe::errno_text;
+    // The maps name the ids as they are outside: read before the unshare, after which an
+    // unmapped id reads as the overflow user (a map of that is refused).
+    let (uid_map, gid_map) = child::own_id_maps();
+    child::enter_network_namespace().map_err(|e| errno_text("unshare(CLONE_NEWNET)", &e))?;
+    if !rustix::process::geteuid().is_root() {
+        child::write_id_maps(&uid_map, &gid_map)
+            .map_err(|e| errno_text("the user namespace's id maps", &e))?;
     }
     super::netlink::loopback_up_with_local_default()
-        .map_err(|e| format!("netlink (lo up, local default route): {e}"))?;
+        .map_err(|e| errno_text("netlink (lo up, local default route)", &e))
+}
+
+/// [`enter_own`], then open the sockets inside. The namespace descriptors are the calling
+/// thread's (`/proc/thread-self`), which in a threaded `mur` differ from the process's.
+fn make(ports: &[u16]) -> Result<Namespace, String> {
+    let root = rustix::process::geteuid().is_root();
+    enter_own()?;
     let open_ns = |p: &str| -> Result<OwnedFd, String> {
         std::fs::File::open(p)
             .map(OwnedFd::from)

@@ -4,6 +4,7 @@
 #![allow(unsafe_code)]
 
 use super::{Failure, Op, Plan, STEP_ID_MAPS, STEP_ROOT, STEP_UNSHARE};
+use crate::containment::child::{write_file, write_id_maps};
 use std::io;
 
 impl Plan {
@@ -39,9 +40,7 @@ impl Plan {
     }
 
     fn write_id_maps(&self) -> io::Result<()> {
-        write_file(c"/proc/self/setgroups", 0, b"deny")?;
-        write_file(c"/proc/self/uid_map", 0, &self.uid_map)?;
-        write_file(c"/proc/self/gid_map", 0, &self.gid_map)
+        write_id_maps(&self.uid_map, &self.gid_map)
     }
 
     /// Run every operation, then pivot into the stage. Errors carry the operation index
@@ -106,25 +105,6 @@ fn check(rc: libc::c_int) -> io::Result<()> {
     } else {
         Ok(())
     }
-}
-
-/// Open `path` for writing (with `extra` flags such as `O_CREAT`), write `bytes`, close.
-fn write_file(path: &std::ffi::CStr, extra: libc::c_int, bytes: &[u8]) -> io::Result<()> {
-    // SAFETY: `path` is NUL-terminated; `bytes` is valid for its length; the descriptor is
-    // closed before returning.
-    unsafe {
-        let fd = libc::open(path.as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC | extra, 0o644);
-        if fd < 0 {
-            return Err(io::Error::last_os_error());
-        }
-        let n = libc::write(fd, bytes.as_ptr().cast(), bytes.len());
-        let e = io::Error::last_os_error();
-        libc::close(fd);
-        if n != bytes.len() as isize {
-            return Err(e);
-        }
-    }
-    Ok(())
 }
 
 /// The descriptor the plan opened for source `i` (EINVAL for an index beyond them).

@@ -155,6 +155,7 @@ pub fn plan(
         .ok_or("no directory to stage the sealed root on (/tmp, /mnt, /var/tmp)")?;
     let uid = rustix::process::geteuid().as_raw();
     let gid = rustix::process::getegid().as_raw();
+    let (uid_map, gid_map) = crate::containment::child::own_id_maps();
     let cwd = match workdir {
         Some((w, _)) => cstr(w.as_os_str().as_bytes())?,
         None => cstr("/")?,
@@ -165,8 +166,8 @@ pub fn plan(
         sources: Vec::new(),
         fds: Vec::new(),
         stage: cstr(stage)?,
-        uid_map: format!("{uid} {uid} 1\n").into_bytes(),
-        gid_map: format!("{gid} {gid} 1\n").into_bytes(),
+        uid_map,
+        gid_map,
         cwd,
         own_network: true,
     });

@@ -67,6 +67,14 @@ pub fn fix(mechanism: &str, msg: &str, abi: u32, s: &Sysctls) -> String {
         ("landlock", _) => "landlock could not be installed: check the kernel's lsm= list and any seccomp filter around mur".into(),
         ("landlock_abi", _) => format!("the kernel is too old for landlock ABI 3 (it has ABI {abi}): upgrade to Linux 6.2 or later"),
         ("seccomp", _) => "seccomp filters are unavailable: use a kernel with CONFIG_SECCOMP_FILTER=y, or a container that allows nested seccomp filters".into(),
+        // The unshare worked; what followed inside the new namespaces did not.
+        ("netns", _) if msg.starts_with("netlink") || msg.starts_with("the user namespace's id maps") => {
+            if s.apparmor_restrict_userns == Some(1) && !s.root {
+                userns(s)
+            } else {
+                "the new namespace was made but could not be set up (its id maps written, or its loopback brought up): a security module leaves it without capabilities, or mur runs set-user-id; allow it for mur, or run it as an ordinary program".into()
+            }
+        }
         ("netns", Some(libc::EPERM | libc::ENOSPC | libc::EINVAL | libc::EACCES)) | ("sealed", Some(libc::EPERM | libc::ENOSPC | libc::EACCES))
             if msg.contains("unshare") || msg.contains("user namespace") =>
         {
@@ -102,6 +110,9 @@ mod tests {
             ..Default::default()
         };
         assert!(fix("sealed", "sealed: enter new user ... (unshare): errno 1", 6, &s).contains("AppArmor"));
+        let lo = "netlink (lo up, local default route): errno 1 (x)";
+        assert!(fix("netns", lo, 6, &s).contains("AppArmor"));
+        assert!(fix("netns", lo, 6, &Sysctls::default()).contains("could not be set up"));
         assert!(fix("landlock", "landlock_create_ruleset(x): errno 38 (y)", 0, &s).contains("6.2"));
         assert!(fix("landlock_abi", "", 2, &s).contains("ABI 2"));
     }

@@ -485,6 +485,10 @@ struct Delegated(PathBuf);
 impl Delegated {
     fn new() -> Delegated {
         let base = common::supervision::pids_cgroup_of("self").expect("the test's pids cgroup");
+        // cgroup v2 hands the pids controller down only where the parent enables it.
+        if base.join("cgroup.subtree_control").exists() {
+            let _ = std::fs::write(base.join("cgroup.subtree_control"), "+pids");
+        }
         let dir = base.join(format!("murmur-test-user-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         chown_tree(&dir);
@@ -524,25 +528,33 @@ impl Delegated {
 
 impl Drop for Delegated {
     fn drop(&mut self) {
-        // The session cgroups `mur` made go with their last process; wait for them.
-        for _ in 0..100 {
-            let kids: Vec<PathBuf> = std::fs::read_dir(&self.0)
-                .map(|d| d.flatten().map(|e| e.path()).filter(|p| p.is_dir()).collect())
-                .unwrap_or_default();
-            for k in &kids {
-                let _ = std::fs::remove_dir(k);
-            }
-            if std::fs::remove_dir(&self.0).is_ok() {
+        // The session cgroups `mur` made go with their last process: wait for them (5 s),
+        // then say what is left rather than leave it unseen.
+        for _ in 0..250 {
+            if remove_cgroup_tree(&self.0) {
                 return;
             }
             std::thread::sleep(std::time::Duration::from_millis(20));
         }
+        eprintln!("left behind: the cgroup {}", self.0.display());
     }
 }
 
-/// `path` and everything below it owned by [`USER`].
+/// Remove the cgroup `dir` and every cgroup below it, deepest first; whether it is gone.
+fn remove_cgroup_tree(dir: &std::path::Path) -> bool {
+    if let Ok(d) = std::fs::read_dir(dir) {
+        for e in d.flatten() {
+            if e.file_type().is_ok_and(|t| t.is_dir()) {
+                remove_cgroup_tree(&e.path());
+            }
+        }
+    }
+    std::fs::remove_dir(dir).is_ok() || !dir.exists()
+}
+
+/// `path` and everything below it owned by [`USER`] (links themselves, never followed).
 fn chown_tree(path: &std::path::Path) {
-    std::os::unix::fs::chown(path, Some(USER), Some(USER)).unwrap();
+    std::os::unix::fs::lchown(path, Some(USER), Some(USER)).unwrap();
     if path.is_dir() && !path.is_symlink() {
         for e in std::fs::read_dir(path).unwrap().flatten() {
             chown_tree(&e.path());
@@ -555,8 +567,10 @@ fn an_unprivileged_user_gets_the_namespace_with_its_own_ids_with_rules_and_witho
     let _serial = serial();
     if !rustix::process::geteuid().is_root() {
         // The whole suite runs unprivileged then: every test here is this test.
+        println!("not root: every other test here runs unprivileged already");
         return;
     }
+    let (root_scoped, root_sealed) = backed();
     let up = Upstream::pong();
     let p = up.port().to_string();
     let bare = capsule("user-bare", &[]);
@@ -570,7 +584,9 @@ fn an_unprivileged_user_gets_the_namespace_with_its_own_ids_with_rules_and_witho
         command
             .env("HOME", c._dir.path())
             .env("MURMUR_CACHE_DIR", c._dir.path().join("cache"));
-        command.output().unwrap()
+        command.output().unwrap_or_else(|e| {
+            panic!("{MUR} as uid {USER} (its directories must be searchable by others): {e}")
+        })
     };
     // What the host backs for the user: its own probe, as `mur exec` will take it.
     let report: serde_json::Value = {
@@ -579,6 +595,16 @@ fn an_unprivileged_user_gets_the_namespace_with_its_own_ids_with_rules_and_witho
         serde_json::from_slice(&cgroup.command(probe).output().unwrap().stdout).unwrap()
     };
     let works = |keys: &[&str]| keys.iter().all(|k| report[k].get("Ok").is_some());
+    // Where root backs a class and nothing on the host forbids unprivileged user
+    // namespaces, the user is backed too: a broken namespace is not "not backed".
+    let sysctl = |p: &str| std::fs::read_to_string(p).map(|s| s.trim().to_string()).ok();
+    let unprivileged_userns = sysctl("/proc/sys/kernel/unprivileged_userns_clone").as_deref() != Some("0")
+        && sysctl("/proc/sys/kernel/apparmor_restrict_unprivileged_userns").as_deref() != Some("1")
+        && sysctl("/proc/sys/user/max_user_namespaces").as_deref() != Some("0");
+    if unprivileged_userns {
+        assert_eq!(works(&["netns", "pids_cgroup"]), root_scoped, "{report}");
+        assert_eq!(works(&["sealed"]), root_sealed, "{report}");
+    }
     for (class, keys) in [
         ("scoped", &["landlock", "seccomp", "netns", "pids_cgroup"][..]),
         (

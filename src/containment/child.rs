@@ -90,7 +90,10 @@ pub fn limit(resource: libc::__rlimit_resource_t, value: u64) -> io::Result<()> 
 }
 
 /// Empty the bounding set, then every capability set (ambient included), so no exec can
-/// bring a capability back, not even for uid 0.
+/// bring a capability back, not even for uid 0. A process with no uid 0 (real, effective or
+/// saved) and no `CAP_SETPCAP` cannot shrink its bounding set (EPERM) and need not: with its
+/// sets emptied here and `no_new_privs` next, no exec of its gains a capability (set-user-id
+/// bits and file capabilities are ignored), so there the bounding set is left as it is.
 pub fn drop_capabilities() -> io::Result<()> {
     for cap in 0..64 {
         // SAFETY: PR_CAPBSET_DROP takes an integer; EINVAL marks the end of known caps.
@@ -99,6 +102,7 @@ pub fn drop_capabilities() -> io::Result<()> {
             let e = io::Error::last_os_error();
             match e.raw_os_error() {
                 Some(libc::EINVAL) => break,
+                Some(libc::EPERM) if no_uid_zero() => break,
                 _ => return Err(e),
             }
         }
@@ -138,6 +142,14 @@ pub fn drop_capabilities() -> io::Result<()> {
     check(unsafe { libc::syscall(libc::SYS_capset, &header as *const Header, data.as_ptr()) })
 }
 
+/// Whether none of the real, effective and saved user ids is 0.
+fn no_uid_zero() -> bool {
+    let (mut r, mut e, mut saved) = (0, 0, 0);
+    // SAFETY: getresuid writes three ids into locals.
+    let rc = unsafe { libc::getresuid(&mut r, &mut e, &mut saved) };
+    rc == 0 && r != 0 && e != 0 && saved != 0
+}
+
 /// `no_new_privs`: no exec may gain privileges (setuid bits, file capabilities).
 pub fn no_new_privs() -> io::Result<()> {
     rustix::thread::set_no_new_privs(true).map_err(io::Error::from)
@@ -167,10 +179,28 @@ pub fn own_id_maps() -> (Vec<u8>, Vec<u8>) {
 /// In a user namespace just made: deny `setgroups`, then write the maps of
 /// [`own_id_maps`], so the process keeps its own ids inside (unmapped, it would read as
 /// the overflow user).
+///
+/// A process that is not dumpable cannot open these files unless root (the kernel gives
+/// them root as owner): `mur` holding a provider key is not dumpable, and a child between
+/// clone and exec shares its memory map, and so that state. Then the map is dumpable for
+/// the three writes only and not dumpable again whatever they returned (a failure to put it
+/// back is the error).
 pub fn write_id_maps(uid_map: &[u8], gid_map: &[u8]) -> io::Result<()> {
-    write_file(c"/proc/self/setgroups", 0, b"deny")?;
-    write_file(c"/proc/self/uid_map", 0, uid_map)?;
-    write_file(c"/proc/self/gid_map", 0, gid_map)
+    // SAFETY: prctl with integer arguments only.
+    let dumpable = unsafe { libc::prctl(libc::PR_GET_DUMPABLE, 0, 0, 0, 0) };
+    let flip = dumpable != 1 && !rustix::process::geteuid().is_root();
+    if flip {
+        // SAFETY: as above.
+        check(unsafe { libc::prctl(libc::PR_SET_DUMPABLE, 1, 0, 0, 0) } as libc::c_long)?;
+    }
+    let written = write_file(c"/proc/self/setgroups", 0, b"deny")
+        .and_then(|()| write_file(c"/proc/self/uid_map", 0, uid_map))
+        .and_then(|()| write_file(c"/proc/self/gid_map", 0, gid_map));
+    if flip {
+        // SAFETY: as above.
+        check(unsafe { libc::prctl(libc::PR_SET_DUMPABLE, 0, 0, 0, 0) } as libc::c_long)?;
+    }
+    written
 }
 
 /// Open `path` for writing (with `extra` flags such as `O_CREAT`), write `bytes`, close.

@@ -62,14 +62,6 @@ pub fn exec(o: ExecOptions, exe: &Path) -> Result<u8, Diagnostic> {
     let session_id = crate::ids::session_id()?;
     let work = workdir(&o, &manifest_path, &session_id)?;
     let work = scoped(work, m.capabilities.filesystem_scope.as_deref())?;
-    let secret = m
-        .inference
-        .as_ref()
-        .and_then(|i| i.api_key.as_ref())
-        .and_then(|k| k.secret());
-    if secret.is_some() {
-        crate::containment::host_env::hold_key_privately();
-    }
     let (policy, warnings) = ChildPolicy::new(PolicyInputs {
         caps: &m.capabilities,
         class: decision.achieved,
@@ -78,7 +70,11 @@ pub fn exec(o: ExecOptions, exe: &Path) -> Result<u8, Diagnostic> {
         session_id: &session_id,
         identity: &identity(&m.name, &m.version, &session_id, ""),
         env_present: &env_present(&m.capabilities),
-        secret,
+        secret: m
+            .inference
+            .as_ref()
+            .and_then(|i| i.api_key.as_ref())
+            .and_then(|k| k.secret()),
         host_path,
         net: egress.map(std::sync::Arc::new),
     })?;

@@ -181,26 +181,14 @@ pub fn own_id_maps() -> (Vec<u8>, Vec<u8>) {
 /// the overflow user).
 ///
 /// A process that is not dumpable cannot open these files unless root (the kernel gives
-/// them root as owner): `mur` holding a provider key is not dumpable, and a child between
-/// clone and exec shares its memory map, and so that state. Then the map is dumpable for
-/// the three writes only and not dumpable again whatever they returned (a failure to put it
-/// back is the error).
+/// them root as owner), and a child between clone and exec shares `mur`'s memory map, and
+/// so its state: a `mur` holding a provider key is not dumpable, so there such a spawn
+/// fails closed (EACCES). Making the map dumpable for the writes would open `mur`'s memory,
+/// the key with it, to every process of the user for as long as the child takes.
 pub fn write_id_maps(uid_map: &[u8], gid_map: &[u8]) -> io::Result<()> {
-    // SAFETY: prctl with integer arguments only.
-    let dumpable = unsafe { libc::prctl(libc::PR_GET_DUMPABLE, 0, 0, 0, 0) };
-    let flip = dumpable != 1 && !rustix::process::geteuid().is_root();
-    if flip {
-        // SAFETY: as above.
-        check(unsafe { libc::prctl(libc::PR_SET_DUMPABLE, 1, 0, 0, 0) } as libc::c_long)?;
-    }
-    let written = write_file(c"/proc/self/setgroups", 0, b"deny")
-        .and_then(|()| write_file(c"/proc/self/uid_map", 0, uid_map))
-        .and_then(|()| write_file(c"/proc/self/gid_map", 0, gid_map));
-    if flip {
-        // SAFETY: as above.
-        check(unsafe { libc::prctl(libc::PR_SET_DUMPABLE, 0, 0, 0, 0) } as libc::c_long)?;
-    }
-    written
+    write_file(c"/proc/self/setgroups", 0, b"deny")?;
+    write_file(c"/proc/self/uid_map", 0, uid_map)?;
+    write_file(c"/proc/self/gid_map", 0, gid_map)
 }
 
 /// Open `path` for writing (with `extra` flags such as `O_CREAT`), write `bytes`, close.

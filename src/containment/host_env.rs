@@ -4,14 +4,6 @@
 
 use std::path::{Path, PathBuf};
 
-/// This process holds the provider key (in its memory and, when it came from `${VAR}`, its
-/// initial environment): not dumpable means no core file and no `/proc/<pid>/environ` or
-/// `/proc/<pid>/mem` for other processes of this uid without `CAP_SYS_PTRACE` (a contained
-/// child has none; an advisory one run by root still could). `mur run` and `mur exec` alike.
-pub fn hold_key_privately() {
-    let _ = rustix::process::set_dumpable_behavior(rustix::process::DumpableBehavior::NotDumpable);
-}
-
 /// Names a child never sees, whatever `env.allow` says.
 pub fn credential_shaped(name: &str) -> bool {
     let n = name.to_ascii_uppercase();

@@ -197,7 +197,7 @@ pub fn failed_step(f: &Failure, sealed_ops: &[String]) -> String {
 
 /// The error of a failure the child reported.
 fn reported(f: Failure, sealed_ops: &[String]) -> Diagnostic {
-    Diagnostic::new(
+    let d = Diagnostic::new(
         code::RUN_CONTAINMENT,
         "",
         format!(
@@ -205,7 +205,17 @@ fn reported(f: Failure, sealed_ops: &[String]) -> Diagnostic {
             failed_step(&f, sealed_ops),
             std::io::Error::from_raw_os_error(f.errno)
         ),
-    )
+    );
+    let not_dumpable = rustix::process::dumpable_behavior()
+        .is_ok_and(|b| b != rustix::process::DumpableBehavior::Dumpable);
+    if f.step == sealed::STEP_ID_MAPS && f.errno == libc::EACCES && not_dumpable {
+        // See `child::write_id_maps`: not root, a child of a `mur` holding a provider key
+        // cannot map its ids.
+        return d.with_hint(
+            "mur holds the provider key and is not dumpable, so a child started by a user other than root cannot map its ids in a new user namespace: use `scoped` (whose commands join the session's namespace), or run mur as root",
+        );
+    }
+    d
 }
 
 /// What the parent prepares for a contained child: the landlock ruleset, the seccomp filter

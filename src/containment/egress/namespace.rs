@@ -192,8 +192,9 @@ pub fn enter_own() -> Result<(), String> {
     // The maps name the ids as they are outside: read before the unshare, after which an
     // unmapped id reads as the overflow user (a map of that is refused).
     let (uid_map, gid_map) = child::own_id_maps();
+    let root = rustix::process::geteuid().is_root();
     child::enter_network_namespace().map_err(|e| errno_text("unshare(CLONE_NEWNET)", &e))?;
-    if !rustix::process::geteuid().is_root() {
+    if !root {
         child::write_id_maps(&uid_map, &gid_map)
             .map_err(|e| errno_text("the user namespace's id maps", &e))?;
     }

@@ -94,7 +94,11 @@ pub fn prepare(
     let resolved = resolve(m, &engine, registry, &driver_name, pins)?;
     let key = key_of(inf);
     if key.is_some() {
-        crate::containment::host_env::hold_key_privately();
+        // The key is in this process's memory and, when it came from `${VAR}`, in its
+        // initial environment: not dumpable means no core file and no /proc/<pid>/environ
+        // or /proc/<pid>/mem for other processes of this uid without CAP_SYS_PTRACE (a
+        // contained child has none; an advisory one run by root still could).
+        let _ = rustix::process::set_dumpable_behavior(rustix::process::DumpableBehavior::NotDumpable);
     }
     let driver_art = driver_of(&resolved, &driver_name)?;
     let credential = credential(inf, &key, driver_art, &driver_name)?;

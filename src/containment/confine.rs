@@ -23,6 +23,7 @@ pub const ROOST_ALLOWED: &[(&str, libc::c_long)] = syscalls![
     SYS_exit_group,
     SYS_fcntl,
     SYS_fstat,
+    SYS_fstatfs,
     SYS_futex,
     SYS_getdents64,
     SYS_getpeername,

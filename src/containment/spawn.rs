@@ -206,8 +206,8 @@ fn reported(f: Failure, sealed_ops: &[String]) -> Diagnostic {
             std::io::Error::from_raw_os_error(f.errno)
         ),
     );
-    let not_dumpable = rustix::process::dumpable_behavior()
-        .is_ok_and(|b| b != rustix::process::DumpableBehavior::Dumpable);
+    let not_dumpable =
+        rustix::process::dumpable_behavior().is_ok_and(|b| b != rustix::process::DumpableBehavior::Dumpable);
     if f.step == sealed::STEP_ID_MAPS && f.errno == libc::EACCES && not_dumpable {
         // See `child::write_id_maps`: not root, a child of a `mur` holding a provider key
         // cannot map its ids.

@@ -326,3 +326,52 @@ fn an_unchanged_archive_is_read_once_and_any_change_to_it_or_its_sidecar_is_read
     assert_eq!(resolve(&mut cache, 60_000).err().unwrap().code, "E-RUN-008");
     assert_eq!(cache.held(), 0);
 }
+
+/// Bytes `pid` has read through `read` and its kin so far (`rchar` of `/proc/<pid>/io`).
+fn read_bytes(pid: u32) -> u64 {
+    let io = std::fs::read_to_string(format!("/proc/{pid}/io")).unwrap();
+    io.lines()
+        .find_map(|l| l.strip_prefix("rchar: "))
+        .and_then(|n| n.parse().ok())
+        .unwrap()
+}
+
+#[test]
+fn the_confined_daemon_reads_a_settled_archive_once_not_per_request() {
+    let tmp = TempDir::new("roost-cache-daemon");
+    let reg = tmp.path();
+    // A MiB that does not compress: the archive is at least that.
+    let mut x = 0x9e37_79b9_7f4a_7c15u64;
+    let payload: Vec<u8> = (0..1 << 20)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x as u8
+        })
+        .collect();
+    publish_files(reg, "w", V, "", &[("payload.bin", &payload)]);
+    let size = std::fs::metadata(reg.join("w").join(V).join(format!("w-{V}.mur.zip")))
+        .unwrap()
+        .len();
+    // Older than the settling time, so its identity may be remembered.
+    std::thread::sleep(std::time::Duration::from_millis(registry::cache::SETTLE_MS + 200));
+    let d = Daemon::start(reg, &["--spawn-allow", "w"], &[]);
+    let pid = d.run.child.id();
+    let before = read_bytes(pid);
+    assert_eq!(d.register(&ses(1), "w", V, None).0, 200);
+    let first = read_bytes(pid) - before;
+    assert!(
+        first >= size,
+        "the first resolve read {first} bytes of a {size}-byte archive"
+    );
+    let before = read_bytes(pid);
+    for n in 2..=6 {
+        assert_eq!(d.register(&ses(n), "w", V, None).0, 200);
+    }
+    let later = read_bytes(pid) - before;
+    assert!(
+        later < size,
+        "five more resolves read {later} bytes: the {size}-byte archive again (under the daemon's seccomp filter and landlock)"
+    );
+}

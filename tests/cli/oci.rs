@@ -705,15 +705,7 @@ fn a_blob_over_a_mebibyte_prints_progress_and_arrives_whole() {
     )
     .unwrap();
     // 3 MiB that do not compress: the archive stays over 1 MiB.
-    let mut x: u64 = 0x2545_f491_4f6c_dd1d;
-    let data: Vec<u8> = (0..3 << 20)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x as u8
-        })
-        .collect();
+    let data = common::incompressible(3 << 20, 0x2545_f491_4f6c_dd1d);
     std::fs::write(dir.join("data.bin"), &data).unwrap();
     let zip = t.path().join("big-1.0.0.mur.zip");
     let built = text(&mur(

@@ -126,6 +126,20 @@ pub mod sdk;
 pub mod supervision;
 pub mod tmpfs;
 
+/// `len` bytes that do not compress (xorshift from `seed`, which must not be 0): an
+/// archive holding them is at least that large.
+pub fn incompressible(len: usize, seed: u64) -> Vec<u8> {
+    let mut x = seed;
+    (0..len)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x as u8
+        })
+        .collect()
+}
+
 /// One field of `/proc/<pid>/status` text (`key` with its colon), trimmed; empty if absent.
 pub fn status_field(status: &str, key: &str) -> String {
     status

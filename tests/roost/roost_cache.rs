@@ -341,15 +341,7 @@ fn the_confined_daemon_reads_a_settled_archive_once_not_per_request() {
     let tmp = TempDir::new("roost-cache-daemon");
     let reg = tmp.path();
     // A MiB that does not compress: the archive is at least that.
-    let mut x = 0x9e37_79b9_7f4a_7c15u64;
-    let payload: Vec<u8> = (0..1 << 20)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x as u8
-        })
-        .collect();
+    let payload = common::incompressible(1 << 20, 0x9e37_79b9_7f4a_7c15);
     publish_files(reg, "w", V, "", &[("payload.bin", &payload)]);
     let size = std::fs::metadata(reg.join("w").join(V).join(format!("w-{V}.mur.zip")))
         .unwrap()

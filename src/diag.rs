@@ -3,6 +3,12 @@
 
 use std::fmt;
 
+/// `CALL: errno N (TEXT)`: a failed system call as the host probe reports it, the form
+/// `mur doctor` reads the errno back from.
+pub fn errno_text(call: &str, e: &std::io::Error) -> String {
+    format!("{call}: errno {} ({e})", e.raw_os_error().unwrap_or(0))
+}
+
 /// Every diagnostic code, in one place. The spec's codes are normative.
 pub mod code {
     pub const IO_MANIFEST_MISSING: &str = "E-IO-001";

@@ -6,14 +6,10 @@
 #![allow(unsafe_code)]
 
 use super::class::Class;
+use crate::diag::errno_text;
 use landlock::{Access, AccessFs, CompatLevel, Compatible, Ruleset, RulesetAttr};
 
 pub use super::class::HostReport;
-
-/// `CALL: errno N (TEXT)`, the form `mur doctor` reads a refusal's errno from.
-pub(crate) fn errno_text(call: &str, e: &std::io::Error) -> String {
-    format!("{call}: errno {} ({e})", e.raw_os_error().unwrap_or(0))
-}
 
 /// Run the probe in a child of `exe` (the `mur` binary) and read its report. Only the
 /// mechanisms of the classes up to `floor` are probed (the achieved class never exceeds the

@@ -188,7 +188,7 @@ fn build(args: &[String]) -> Result<(), String> {
 /// its verdict is this one's. An error names the step.
 pub fn enter_own() -> Result<(), String> {
     use crate::containment::child;
-    use crate::containment::probe::errno_text;
+    use crate::diag::errno_text;
     // The maps name the ids as they are outside: read before the unshare, after which an
     // unmapped id reads as the overflow user (a map of that is refused).
     let (uid_map, gid_map) = child::own_id_maps();

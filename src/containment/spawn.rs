@@ -350,32 +350,11 @@ pub fn spawn(s: Spawn<'_>) -> Result<Proc, Diagnostic> {
         .and_then(|(r, w)| Ok((super::process::above_2(r)?, super::process::above_2(w)?)))
         .map_err(|e| install_error(0, e))?;
     let err_fd = err_w.as_raw_fd();
-    let cannot_start = |e: std::io::Error| {
-        Diagnostic::new(
-            code::RUN_CONTAINMENT,
-            "",
-            format!("cannot start {}: {e}", s.program.display()),
-        )
-    };
+    let cannot_start = |e: std::io::Error| cannot_start(s.program, e);
     let image = super::process::Image::new(s.program, s.args, s.env, s.workdir_held.unwrap_or(s.workdir))
         .map_err(cannot_start)?;
     let sealed = plan.is_some();
-    // A delegated runtime keeps the host's limits: wasmtime reserves address space far
-    // beyond any command's, and the child sets its own subprocesses' limits. All but the
-    // core size: a runtime holds its spawn credential and approval in memory, and a core
-    // file would write them to disk.
-    let l = s.rlimits;
-    let limits: &[(libc::__rlimit_resource_t, u64)] = if runtime {
-        &[(libc::RLIMIT_CORE, 0)]
-    } else {
-        &[
-            (libc::RLIMIT_NOFILE, l.open_files),
-            (libc::RLIMIT_FSIZE, l.file_size),
-            (libc::RLIMIT_CPU, l.cpu_seconds),
-            (libc::RLIMIT_CORE, 0),
-            (libc::RLIMIT_AS, l.address_space),
-        ]
-    };
+    let limits = child_limits(runtime, s.rlimits);
     let steps = ChildSteps {
         err_fd,
         fault: injected_fault(),
@@ -385,7 +364,7 @@ pub fn spawn(s: Spawn<'_>) -> Result<Proc, Diagnostic> {
         join_fd: s.cgroup.and_then(|c| c.join_fd()),
         join,
         own_net_maps: own_maps.as_ref().map(|(u, g)| (u.as_slice(), g.as_slice())),
-        limits,
+        limits: &limits,
         filter: filter.as_ref(),
         ruleset_fd,
         private_rules: sealed.then(|| {
@@ -416,14 +395,52 @@ pub fn spawn(s: Spawn<'_>) -> Result<Proc, Diagnostic> {
     );
     drop(err_w);
     drop(ruleset);
-    // Every writer of the pipe has exec'd or exited by now (a sealed sandbox's pid 1 closed
-    // all it holds before the start returned), so this read ends at once.
+    settle(spawned, err_r, s.program, &sealed_ops)
+}
+
+/// "cannot start PROGRAM": the program did not start (E-RUN-014).
+fn cannot_start(program: &Path, e: std::io::Error) -> Diagnostic {
+    Diagnostic::new(
+        code::RUN_CONTAINMENT,
+        "",
+        format!("cannot start {}: {e}", program.display()),
+    )
+}
+
+/// The hard limits of a child. A delegated runtime keeps the host's: wasmtime reserves
+/// address space far beyond any command's, and the child sets its own subprocesses' limits.
+/// All but the core size: a runtime holds its spawn credential and approval in memory, and
+/// a core file would write them to disk.
+fn child_limits(runtime: bool, l: Rlimits) -> Vec<(libc::__rlimit_resource_t, u64)> {
+    if runtime {
+        vec![(libc::RLIMIT_CORE, 0)]
+    } else {
+        vec![
+            (libc::RLIMIT_NOFILE, l.open_files),
+            (libc::RLIMIT_FSIZE, l.file_size),
+            (libc::RLIMIT_CPU, l.cpu_seconds),
+            (libc::RLIMIT_CORE, 0),
+            (libc::RLIMIT_AS, l.address_space),
+        ]
+    }
+}
+
+/// Step: what the start came to. Every writer of the error pipe has exec'd or exited by now
+/// (a sealed sandbox's pid 1 closed all it holds before the start returned), so its read
+/// ends at once; a step the child reported failing wins, and a child that started anyway
+/// is killed and reaped.
+fn settle(
+    spawned: std::io::Result<Proc>,
+    err_r: OwnedFd,
+    program: &Path,
+    sealed_ops: &[String],
+) -> Result<Proc, Diagnostic> {
     let mut msg = Vec::new();
     let _ = std::fs::File::from(err_r).read_to_end(&mut msg);
     let failure = Failure::decode(&msg).filter(|f| (f.step as usize) < STEPS.len() && f.step > 0);
     let report = |f: Failure| match f.step {
-        STEP_EXEC => cannot_start(std::io::Error::from_raw_os_error(f.errno)),
-        _ => reported(f, &sealed_ops),
+        STEP_EXEC => cannot_start(program, std::io::Error::from_raw_os_error(f.errno)),
+        _ => reported(f, sealed_ops),
     };
     match (spawned, failure) {
         (Ok(mut child), Some(f)) => {
@@ -433,7 +450,7 @@ pub fn spawn(s: Spawn<'_>) -> Result<Proc, Diagnostic> {
         }
         (Ok(child), None) => Ok(child),
         (Err(_), Some(f)) => Err(report(f)),
-        (Err(e), None) => Err(cannot_start(e)),
+        (Err(e), None) => Err(cannot_start(program, e)),
     }
 }
 

@@ -518,6 +518,7 @@ fn children(s: &mut Launching<'_>, p: &PreparedAgent, guests: &mut Guests) -> Re
         time_limit: TOOL_TIME_LIMIT,
         cancel: Arc::default(),
         health: s.trace.health().clone(),
+        starts: Default::default(),
     })
 }
 

@@ -15,6 +15,7 @@ pub mod preflight;
 pub mod runner;
 pub mod shell;
 pub mod stage;
+pub mod starts;
 pub mod task;
 pub mod tools;
 

@@ -160,8 +160,23 @@ impl TaskRunner for AgentRunner {
         if let Some(d) = session.tools.delegate.as_ref() {
             d.launcher.watch.shutdown();
         }
+        // Contained calls were made and not one could start its containment: a session that
+        // would end `ok` ends `containment_failed` instead (any other end says more already).
+        let contained = match (&end, halted) {
+            (TaskEnd::Done { .. }, false) => session
+                .tools
+                .runner
+                .starts
+                .all_failed()
+                .map(|(n, d)| (n, d.clone())),
+            _ => None,
+        };
         // The one word for how the session ended: the trace's session_end and the hooks'.
-        let exit_status = if halted { "failed" } else { end.exit_status() };
+        let exit_status = match (halted, &contained) {
+            (true, _) => "failed",
+            (false, Some(_)) => CONTAINMENT_FAILED,
+            (false, None) => end.exit_status(),
+        };
         // on-session-end: after the task loop exits (and after the sleep of a queue session).
         session.fire(Binding::SessionEnd, || {
             Event::SessionEnd(SessionEndInfo {
@@ -186,20 +201,49 @@ impl TaskRunner for AgentRunner {
             }
         }
         let ok = matches!(end, TaskEnd::Done { .. }) && !halted;
+        let mut fields = json!({
+            "turns": totals.turns,
+            "tool_calls": totals.tool_calls,
+            "shell_calls": totals.shell_calls,
+            "input_tokens": totals.usage.input_tokens,
+            "output_tokens": totals.usage.output_tokens,
+        });
+        if let Some((_, first)) = &contained {
+            fields["error_code"] = first.code.into();
+            fields["error"] = first.message.clone().into();
+        }
         Closing {
             exit_status,
-            fields: json!({
-                "turns": totals.turns,
-                "tool_calls": totals.tool_calls,
-                "shell_calls": totals.shell_calls,
-                "input_tokens": totals.usage.input_tokens,
-                "output_tokens": totals.usage.output_tokens,
-            }),
-            ok: last_ok,
-            word: if ok { "ok" } else { "failed" },
-            exit: exit_of(end, &inf),
+            fields,
+            ok: last_ok && contained.is_none(),
+            word: match (ok, &contained) {
+                (true, None) => "ok",
+                (true, Some(_)) => CONTAINMENT_FAILED,
+                (false, _) => "failed",
+            },
+            exit: match contained {
+                Some((calls, _)) => Err(containment_failed(calls)),
+                None => exit_of(end, &inf),
+            },
         }
     }
+}
+
+/// The end of a session whose every contained call failed to start its containment.
+const CONTAINMENT_FAILED: &str = "containment_failed";
+
+/// Why a session ended [`CONTAINMENT_FAILED`]: its `calls` contained calls, none run.
+fn containment_failed(calls: u64) -> Diagnostic {
+    let what = if calls == 1 {
+        "the session's one contained call failed to start: it could not install its containment".to_string()
+    } else {
+        format!("all {calls} of the session's contained calls failed to start: none could install its containment")
+    };
+    Diagnostic::new(
+        code::RUN_CONTAINMENT,
+        "capabilities.containment",
+        format!("{what}, so nothing ran and the session ended {CONTAINMENT_FAILED}"),
+    )
 }
 
 /// The exit of a session whose (last) task ended `end`.

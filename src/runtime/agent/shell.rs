@@ -3,6 +3,8 @@
 //! environment, a time limit, and its output captured up to a budget per stream for the
 //! model while the whole of it (up to [`SAVE_CAP`]) is saved in the records directory.
 
+use super::starts::Starts;
+use super::tools::CallError;
 use crate::agent::words;
 use crate::containment::child_policy::{ChildPolicy, Stdios};
 use crate::containment::spawn::{Proc, Stdio};
@@ -34,6 +36,8 @@ pub struct Runner {
     pub cancel: Arc<std::sync::atomic::AtomicBool>,
     /// Where a failed write of a call's saved output is reported.
     pub health: Health,
+    /// Whether the session's calls could start their containment.
+    pub starts: Starts,
 }
 
 /// How often a running call looks at its task's cancel flag.
@@ -52,13 +56,16 @@ pub struct Ran {
     /// The streams cut at [`SAVE_CAP`] in the records: each name and its bytes in all.
     pub cut_at_cap: Vec<(&'static str, u64)>,
     pub duration: Duration,
+    /// Why a call that never ran did not (its spawn's code and hint kept).
+    pub error: Option<CallError>,
 }
 
 impl Ran {
     /// A call that never ran (spawn or I/O failure): an error result.
-    fn failed(shown_line: &str, why: String, started: Instant) -> Ran {
+    fn failed(shown_line: &str, why: CallError, started: Instant) -> Ran {
         Ran {
-            text: format!("{shown_line}\nerror: {why}"),
+            text: format!("{shown_line}\nerror: {}", why.message),
+            error: Some(why),
             exit_code: None,
             is_error: true,
             truncated: false,
@@ -257,15 +264,15 @@ impl Runner {
 
     /// Run `binary` (a `shell.allow` name) with the model's `command`; `seq` names the
     /// records files.
-    pub fn shell(&self, binary: &str, command: &str, records: &Dir, seq: u32) -> Ran {
+    pub fn shell(&mut self, binary: &str, command: &str, records: &Dir, seq: u32) -> Ran {
         let started = Instant::now();
         let shown_line = if SHELLS.contains(&binary) || !command.trim_start().starts_with(binary) {
             format!("$ {binary} {command}")
         } else {
             format!("$ {}", command.trim_start())
         };
-        let fail = |why: String| Ran::failed(&shown_line, why, started);
-        let Some(program) = self.policy.resolved(binary) else {
+        let fail = |why: String| Ran::failed(&shown_line, CallError::text(why), started);
+        let Some(program) = self.policy.resolved(binary).map(Path::to_path_buf) else {
             return fail(format!("'{binary}' is allowed but not found on PATH"));
         };
         let args = match Runner::argv(binary, command) {
@@ -273,7 +280,7 @@ impl Runner {
             Err(e) => return fail(format!("cannot split the command line: {e}")),
         };
         self.run(
-            program,
+            &program,
             &args,
             None,
             records,
@@ -284,7 +291,7 @@ impl Runner {
     }
 
     /// Run a staged native tool with `input` on its stdin.
-    pub fn native(&self, name: &str, program: &Path, input: &[u8], records: &Dir, seq: u32) -> Ran {
+    pub fn native(&mut self, name: &str, program: &Path, input: &[u8], records: &Dir, seq: u32) -> Ran {
         let started = Instant::now();
         self.run(
             program,
@@ -299,7 +306,7 @@ impl Runner {
 
     #[allow(clippy::too_many_arguments)]
     fn run(
-        &self,
+        &mut self,
         program: &Path,
         args: &[String],
         stdin: Option<&[u8]>,
@@ -308,9 +315,9 @@ impl Runner {
         shown_line: &str,
         started: Instant,
     ) -> Ran {
-        let fail = |why: String| Ran::failed(shown_line, why, started);
         if self.cancel.load(Ordering::SeqCst) {
-            return fail("not run: the task was canceled".into());
+            let why = CallError::text("not run: the task was canceled");
+            return Ran::failed(shown_line, why, started);
         }
         let stdio = Stdios {
             stdin: if stdin.is_some() {
@@ -322,8 +329,14 @@ impl Runner {
             stderr: Stdio::piped(),
         };
         let mut child = match self.policy.spawn(program, args, stdio) {
-            Ok(c) => c,
-            Err(d) => return fail(d.message),
+            Ok(c) => {
+                self.starts.started();
+                c
+            }
+            Err(d) => {
+                self.starts.failed(&d);
+                return Ran::failed(shown_line, d.into(), started);
+            }
         };
         if let (Some(bytes), Some(mut pipe)) = (stdin, child.stdin.take()) {
             let bytes = bytes.to_vec();
@@ -372,6 +385,7 @@ impl Runner {
                 .map(|(name, c)| (name, c.total))
                 .collect(),
             duration: started.elapsed(),
+            error: None,
         }
     }
 

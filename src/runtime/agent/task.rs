@@ -11,7 +11,7 @@ use super::driver::Driver;
 use super::hooks::spec::{Binding, Policy};
 use super::hooks::{self, convert, Hooks};
 use super::peer::redact_value;
-use super::tools::Toolbox;
+use super::tools::{CallError, Toolbox};
 use crate::agent::wire::{self, Message, Role, StopReason, Usage};
 use crate::fsx::Dir;
 use crate::runtime::trace::Trace;
@@ -121,11 +121,35 @@ fn input_for_trace(input: &Value) -> Value {
     if text.len() <= TRACE_INPUT_CAP {
         return input.clone();
     }
+    Value::String(cut_for_trace(&text))
+}
+
+/// `text` cut at [`TRACE_INPUT_CAP`] bytes, saying how long it was.
+fn cut_for_trace(text: &str) -> String {
+    if text.len() <= TRACE_INPUT_CAP {
+        return text.to_string();
+    }
     let mut end = TRACE_INPUT_CAP;
     while !text.is_char_boundary(end) {
         end -= 1;
     }
-    Value::String(format!("{}… ({} bytes)", &text[..end], text.len()))
+    format!("{}… ({} bytes)", &text[..end], text.len())
+}
+
+/// A failed call's `error_code` (when it has one), `error` and `hint` added to the trace
+/// `fields` of its `tool_call` or `shell` event; no peer handle reaches the trace.
+fn with_error(mut fields: Value, error: Option<&CallError>) -> Value {
+    let Some(e) = error else {
+        return fields;
+    };
+    if let Some(code) = e.code {
+        fields["error_code"] = code.into();
+    }
+    fields["error"] = redact_value(&Value::String(cut_for_trace(&e.message)));
+    if let Some(hint) = &e.hint {
+        fields["hint"] = redact_value(&Value::String(cut_for_trace(hint)));
+    }
+    fields
 }
 
 impl Session {
@@ -435,18 +459,17 @@ impl Session {
                 .collect();
             fields["truncated_at_cap"] = Value::Object(cut);
         }
-        self.event("tool_call", fields);
+        let error = called.error.as_ref().filter(|_| called.is_error);
+        self.event("tool_call", with_error(fields, error));
         if called.kind == super::tools::Kind::Shell {
             totals.shell_calls += 1;
-            self.event(
-                "shell",
-                json!({
-                    "turn": turn,
-                    "binary": name,
-                    "exit_code": called.exit_code,
-                    "duration_ms": called.duration.as_millis() as u64,
-                }),
-            );
+            let fields = json!({
+                "turn": turn,
+                "binary": name,
+                "exit_code": called.exit_code,
+                "duration_ms": called.duration.as_millis() as u64,
+            });
+            self.event("shell", with_error(fields, error));
         }
         let shell = called.kind == super::tools::Kind::Shell;
         let binding = if shell { Binding::Shell } else { Binding::ToolCall };

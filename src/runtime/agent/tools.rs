@@ -6,6 +6,7 @@ use super::grants::GuestGrants;
 use super::shell::Runner;
 use crate::agent::sanitize;
 use crate::agent::wire::ToolSpec;
+use crate::diag::Diagnostic;
 use crate::fsx::Dir;
 use crate::runtime::wasm::tool::{trap_line, PreparedTool, ToolStatus};
 use serde_json::{json, Value};
@@ -40,6 +41,36 @@ impl Kind {
     }
 }
 
+/// Why a call failed, for the trace: the code where the failure has one (E-RUN-014 for a
+/// child whose containment could not be installed), the message and its hint.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CallError {
+    pub code: Option<&'static str>,
+    pub message: String,
+    pub hint: Option<String>,
+}
+
+impl CallError {
+    /// A failure without a code.
+    pub fn text(message: impl Into<String>) -> CallError {
+        CallError {
+            code: None,
+            message: message.into(),
+            hint: None,
+        }
+    }
+}
+
+impl From<Diagnostic> for CallError {
+    fn from(d: Diagnostic) -> CallError {
+        CallError {
+            code: Some(d.code),
+            message: d.message,
+            hint: d.hint,
+        }
+    }
+}
+
 /// The outcome of one call.
 #[derive(Debug)]
 pub struct Called {
@@ -55,6 +86,8 @@ pub struct Called {
     /// Trace events the call itself produced (a peer tool's), written before its
     /// `tool_call` record.
     pub events: Vec<(&'static str, Value)>,
+    /// Why a call that is an error failed (None for one that ran, whatever its exit).
+    pub error: Option<CallError>,
 }
 
 /// A WASM tool, linked, with its grants.
@@ -133,6 +166,7 @@ impl Toolbox {
         let seq = self.seq;
         let started = Instant::now();
         let done = |kind: Kind, text: String, is_error: bool| Called {
+            error: is_error.then(|| CallError::text(text.strip_prefix("error: ").unwrap_or(&text))),
             text,
             is_error,
             kind,
@@ -165,6 +199,7 @@ impl Toolbox {
                 truncated: ran.truncated,
                 cut_at_cap: ran.cut_at_cap,
                 events: Vec::new(),
+                error: ran.error,
             };
         }
         if self.runner.allows(name) {
@@ -185,6 +220,7 @@ impl Toolbox {
                 truncated: ran.truncated,
                 cut_at_cap: ran.cut_at_cap,
                 events: Vec::new(),
+                error: ran.error,
             };
         }
         if let Some((_, text)) = self.skills.iter().find(|(n, _)| n == name) {

@@ -8,6 +8,8 @@ use serde_json::{Map, Value};
 pub(super) const FIELD: usize = 120;
 /// Longest rendering of a composite value (an input object, a grants list).
 pub(super) const COMPOSITE: usize = 200;
+/// Longest reason shown for a failure (a containment failure names its step at the end).
+pub(super) const REASON: usize = 300;
 
 pub(super) type Obj = Map<String, Value>;
 
@@ -87,6 +89,20 @@ pub(super) fn write_compact(out: &mut String, v: &Value, max: usize, depth: usiz
 /// `outcome` other than ok (and other than a delegation's good outcomes).
 pub(super) fn refused(o: &Obj) -> bool {
     matches!(o.get("outcome"), Some(Value::String(v)) if !matches!(v.as_str(), "ok" | "completed"))
+}
+
+/// Why an event failed, on one line: `: CODE first line of the reason`, the code when the
+/// event has an `error_code`, the reason from `key`'s first line; nothing when it has no
+/// reason.
+pub(super) fn failure(o: &Obj, key: &str) -> String {
+    let Some(Value::String(why)) = o.get(key) else {
+        return String::new();
+    };
+    let first = why.lines().find(|l| !l.trim().is_empty()).unwrap_or("");
+    match o.get("error_code") {
+        Some(Value::String(c)) => format!(": {} {}", clean(c, 16), clean(first.trim(), REASON)),
+        _ => format!(": {}", clean(first.trim(), REASON)),
+    }
 }
 
 pub(super) fn reason(o: &Obj) -> String {

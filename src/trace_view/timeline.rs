@@ -3,7 +3,7 @@
 //! `!` and other notable events `*`. Every field shown is cleaned and cut.
 
 use super::clean::clean;
-use super::fields::{compact, generic, n, num, opt, reason, refused, s, Obj, COMPOSITE, FIELD};
+use super::fields::{compact, failure, generic, n, num, opt, reason, refused, s, Obj, COMPOSITE, FIELD};
 use super::lines::Line;
 use super::summary::Summary;
 use serde_json::Value;
@@ -104,7 +104,7 @@ impl Timeline {
                 let ok = matches!(o.get("exit_status"), Some(Value::String(v)) if v == "ok")
                     && !o.contains_key("records_error");
                 let trap = opt(o, "trap_kind", " (", ")");
-                let err = opt(o, "error", ": ", "");
+                let err = failure(o, "error");
                 let records = opt(o, "records_error", "; records incomplete: ", "");
                 let text = format!(
                     "session ended {} after {} ms{trap}{err}{records}",
@@ -154,7 +154,7 @@ impl Timeline {
                     .get("input")
                     .map(|v| format!(" input {}", compact(v, 80)))
                     .unwrap_or_default();
-                let err = opt(o, "error", ": ", "");
+                let err = failure(o, "error");
                 let cut = cut_at_cap(o);
                 let text = format!(
                     "tool {} {} in {} ms{cut}{input}{err}",
@@ -175,8 +175,13 @@ impl Timeline {
                     .get("command")
                     .map(|v| format!(": {}", compact(v, 80)))
                     .unwrap_or_default();
+                // A command that never ran: its code (the reason is on its `tool_call` line).
+                let not_run = match o.get("error_code") {
+                    Some(Value::String(_)) => format!(", not run ({})", s(o, "error_code")),
+                    _ => String::new(),
+                };
                 let text = format!(
-                    "shell {} exit {} in {} ms{limit}{cmd}",
+                    "shell {} exit {} in {} ms{not_run}{limit}{cmd}",
                     s(o, "binary"),
                     s(o, "exit_code"),
                     num(o, "duration_ms")
@@ -273,18 +278,25 @@ impl Timeline {
                     s(o, "child_session_id")
                 ),
             ),
-            "delegation" => self.outcome(
-                o,
-                i,
-                format!(
+            "delegation" => {
+                let text = format!(
                     "delegation to {}@{} ({}) child {} in {} ms",
                     s(o, "capsule"),
                     s(o, "version"),
                     s(o, "delegation_id"),
                     s(o, "child_session_id"),
                     num(o, "duration_ms")
-                ),
-            ),
+                );
+                match o.get("status") {
+                    // A delegation that did not come to its answer: how, and why when the
+                    // event says (`output`).
+                    Some(Value::String(st)) if !matches!(st.as_str(), "started" | "completed" | "ok") => {
+                        let why = failure(o, "output");
+                        one('!', i, format!("{text}: {}{why}", s(o, "status")))
+                    }
+                    _ => self.outcome(o, i, text),
+                }
+            }
             "hook_error" => one(
                 '!',
                 i,
@@ -410,4 +422,39 @@ fn cut_at_cap(o: &Obj) -> String {
             )
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    const FAILED: &str = "containment could not be installed, the command was not run: install the landlock ruleset (landlock_restrict_self): State not recoverable (os error 131)";
+
+    #[test]
+    fn a_call_whose_containment_failed_shows_its_code_and_reason() {
+        let events = [
+            serde_json::json!({"event_type": "session_start", "timestamp": 0}),
+            serde_json::json!({"event_type": "tool_call", "timestamp": 3, "turn": 1, "tool_name": "bash",
+                "input": {"command": "true"}, "duration_ms": 3, "status": "error",
+                "error_code": "E-RUN-014", "error": format!("{FAILED}\nsecond line"), "hint": "h"}),
+            serde_json::json!({"event_type": "shell", "timestamp": 3, "turn": 1, "binary": "bash",
+                "exit_code": null, "duration_ms": 3, "error_code": "E-RUN-014", "error": FAILED}),
+            serde_json::json!({"event_type": "tool_call", "timestamp": 4, "turn": 1, "tool_name": "nope",
+                "input": {}, "duration_ms": 0, "status": "error", "error": "unknown tool 'nope'; the tools are: bash"}),
+            serde_json::json!({"event_type": "delegation", "timestamp": 5, "delegation_id": "dlg_1", "capsule": "w",
+                "version": "1.0.0", "status": "failed", "child_session_id": "ses_c", "output": "it crashed\ntail"}),
+            serde_json::json!({"event_type": "session_end", "timestamp": 9, "duration_ms": 9,
+                "exit_status": "containment_failed", "error_code": "E-RUN-014", "error": FAILED}),
+        ];
+        let trace: String = events.iter().map(|e| format!("{e}\n")).collect();
+        let (text, _) = super::super::render_all(trace.as_bytes());
+        for line in [
+            format!("!     tool bash error in 3 ms input {{command=true}}: E-RUN-014 {FAILED}"),
+            "!     shell bash exit - in 3 ms, not run (E-RUN-014)".to_string(),
+            "!     tool nope error in 0 ms input {}: unknown tool 'nope'; the tools are: bash".to_string(),
+            "!   delegation to w@1.0.0 (dlg_1) child ses_c in - ms: failed: it crashed".to_string(),
+            format!("! session ended containment_failed after 9 ms: E-RUN-014 {FAILED}"),
+        ] {
+            assert!(text.lines().any(|l| l.ends_with(&line)), "want {line:?}\n{text}");
+        }
+        assert!(!text.contains("second line") && !text.contains("tail"), "{text}");
+    }
 }

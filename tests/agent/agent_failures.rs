@@ -1,10 +1,11 @@
 //! How an agent capsule fails through the real `mur run`: the launch refusals that leave no
-//! session behind, and each provider failure with its exact outcome (requests made, retries
-//! traced, `out/result.txt`, exit code and message).
+//! session behind, each provider failure with its exact outcome (requests made, retries
+//! traced, `out/result.txt`, exit code and message), and a session whose contained calls
+//! could not install their containment.
 
 use crate::common;
 
-use common::agent::{events, publish_zip, Drv, Run, Spec, World};
+use common::agent::{assert_floor_refusal, events, host_backs, publish_zip, Drv, Run, Spec, World};
 use common::capsule::repo;
 use common::provider::{Provider, Step, CUT_TEXT};
 use serde_json::json;
@@ -438,4 +439,92 @@ fn an_answer_the_full_disk_refuses_leaves_no_stale_result() {
         "the shell command's bytes were left as the result"
     );
     drop(mounted);
+}
+
+/// What the first of a session's containment failures says on stderr.
+const INSTALL_FAILED: &str = "error[E-RUN-014]: containment could not be installed, the command was not run: install the landlock ruleset (landlock_restrict_self): ";
+
+/// Contained calls whose containment cannot be installed (`MURMUR_FAULT=landlock`) reach the
+/// operator: the first is one E-RUN-014 line on stderr (the second call's is not repeated),
+/// each call's `tool_call` and `shell` events carry the code and the message, `mur trace`
+/// prints them, and the session, in which no contained call could start, ends
+/// `containment_failed` with exit 1 though its task ended ok.
+#[test]
+fn a_session_whose_every_contained_call_failed_its_containment_ends_containment_failed() {
+    let w = World::new("agent-containment-failed");
+    let p = Provider::start(vec![
+        Step::tool("c1", "bash", json!({"command": "touch one"})),
+        Step::tool("c2", "bash", json!({"command": "touch two"})),
+        Step::text("done"),
+    ]);
+    let mut spec = Spec::new(Drv::OpenAi, &p);
+    spec.containment = Some("scoped".into());
+    w.manifest(&spec);
+    let run = w.run("touch two files", &[("MURMUR_FAULT", "landlock")]);
+    if !host_backs("scoped") {
+        return assert_floor_refusal(&run);
+    }
+    assert_eq!(run.code(), Some(1), "{}", run.both());
+    assert_eq!(
+        run.stdout().lines().last(),
+        Some("status:  containment_failed"),
+        "{}",
+        run.both()
+    );
+    let stderr = run.stderr();
+    let failures: Vec<&str> = stderr
+        .lines()
+        .filter(|l| l.contains("containment could not be installed"))
+        .collect();
+    assert_eq!(failures.len(), 1, "{}", run.both());
+    assert!(failures[0].starts_with(INSTALL_FAILED), "{}", run.both());
+    assert!(
+        stderr.contains("error[E-RUN-014]: all 2 of the session's contained calls failed to start: none could install its containment, so nothing ran and the session ended containment_failed"),
+        "{}",
+        run.both()
+    );
+    let sid = run.sid();
+    for f in ["one", "two"] {
+        assert!(!w.workdir(&sid).join(f).exists(), "{f}: the command ran");
+    }
+    let results = common::provider::tool_results(&p.model_requests()[1]);
+    assert!(
+        results[0].contains("error: containment could not be installed"),
+        "{results:?}"
+    );
+    let all = w.trace(&sid);
+    let message = &INSTALL_FAILED["error[E-RUN-014]: ".len()..];
+    for kind in ["tool_call", "shell"] {
+        let calls = events(&all, kind);
+        assert_eq!(calls.len(), 2, "{kind}");
+        for e in calls {
+            assert_eq!(e["error_code"], "E-RUN-014", "{e}");
+            assert!(e["error"].as_str().unwrap().starts_with(message), "{e}");
+        }
+    }
+    assert_eq!(events(&all, "tool_call")[0]["status"], "error");
+    assert_eq!(events(&all, "shell")[0]["exit_code"], json!(null));
+    assert_eq!(events(&all, "task_end")[0]["exit_status"], "ok");
+    let end = events(&all, "session_end")[0];
+    assert_eq!(end["exit_status"], "containment_failed", "{end}");
+    assert_eq!(end["error_code"], "E-RUN-014", "{end}");
+    let shown = std::process::Command::new(env!("CARGO_BIN_EXE_mur"))
+        .args(["trace", "--session", &sid])
+        .env("MURMUR_RECORDS_DIR", w.t.path().join("records"))
+        .output()
+        .unwrap();
+    let shown = String::from_utf8_lossy(&shown.stdout);
+    let tool_lines: Vec<&str> = shown
+        .lines()
+        .filter(|l| l.contains("tool bash error in "))
+        .collect();
+    assert_eq!(tool_lines.len(), 2, "{shown}");
+    for l in tool_lines {
+        assert!(l.contains(&format!(": E-RUN-014 {message}")), "{shown}");
+    }
+    assert!(shown.contains("not run (E-RUN-014)"), "{shown}");
+    assert!(
+        shown.contains("session ended containment_failed after "),
+        "{shown}"
+    );
 }

@@ -80,6 +80,7 @@ fn main() {
                     rlimits: spawn::Rlimits::default(),
                     runtime: false,
                     net: None,
+                    netns: true,
                     stdin: Stdio::null(),
                     stdout: Stdio::null(),
                     stderr: Stdio::null(),

@@ -21,13 +21,26 @@ pub struct DoctorOptions {
     pub json: bool,
 }
 
-/// The mechanisms `scoped` needs, in the order the launch's decision names them, then the
-/// sealed plan.
-pub const MECHANISMS: [&str; 6] = [
+/// The mechanisms `scoped` needs, in the order the launch's decision names them
+/// (`processes`: what bounds and ends a session's processes, a pids cgroup or a PID
+/// namespace), then the sealed plan.
+pub const NEEDS: [&str; 6] = [
+    "landlock",
+    "seccomp",
+    "processes",
+    "landlock_abi",
+    "netns",
+    "sealed",
+];
+
+/// The mechanisms listed one by one: each of the two that can bound a session's processes
+/// apart.
+pub const MECHANISMS: [&str; 7] = [
     "landlock",
     "seccomp",
     "netns",
     "pids_cgroup",
+    "pidns",
     "landlock_abi",
     "sealed",
 ];
@@ -39,7 +52,9 @@ fn state(r: &HostReport, name: &str) -> Option<String> {
         "seccomp" => &r.seccomp,
         "netns" => &r.netns,
         "pids_cgroup" => &r.pids_cgroup,
+        "pidns" => &r.pidns,
         "sealed" => &r.sealed,
+        "processes" => return r.bound().err().map(|e| clean(&e, 600)),
         _ => {
             return (r.landlock.is_ok() && r.landlock_abi < crate::containment::rules::MIN_ABI).then(|| {
                 format!(
@@ -66,8 +81,8 @@ fn mechanism_json(r: &HostReport, name: &str, s: &Sysctls) -> Value {
 fn needs(c: Class) -> &'static [&'static str] {
     match c {
         Class::Advisory => &[],
-        Class::Scoped => &MECHANISMS[..5],
-        Class::Sealed => &MECHANISMS,
+        Class::Scoped => &NEEDS[..4],
+        Class::Sealed => &NEEDS,
     }
 }
 
@@ -148,6 +163,7 @@ pub fn report(o: &DoctorOptions, exe: &Path) -> Result<(Value, bool), Diagnostic
         "host_class": host.as_str(),
         "classes": classes,
         "mechanisms": mechanisms,
+        "processes": r.bound().ok().map(|b| b.describe()),
         "roost_confinement": {"landlock": r.landlock.is_ok(), "seccomp": r.seccomp.is_ok(), "no_new_privs": true,
                               "complete": r.landlock.is_ok() && r.seccomp.is_ok()},
         "registry": {"path": clean(&registry.display().to_string(), 400), "exists": artifacts.is_some(),

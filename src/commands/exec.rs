@@ -30,6 +30,17 @@ pub fn exec(o: ExecOptions, exe: &Path) -> Result<u8, Diagnostic> {
     crate::http::descriptor_floor(4096)?;
     let manifest_path = o.manifest.clone().unwrap_or_else(|| PathBuf::from("murmur.yaml"));
     let m = load(&manifest_path)?;
+    let secret = m
+        .inference
+        .as_ref()
+        .and_then(|i| i.api_key.as_ref())
+        .and_then(|k| k.secret());
+    if secret.is_some() {
+        // As `mur run` does once it holds the key: no core file, and no /proc/<pid>/environ
+        // or mem for other processes of this uid. A contained child then joins a user
+        // namespace the keyless helper made (`child_policy`), never one of its own.
+        let _ = rustix::process::set_dumpable_behavior(rustix::process::DumpableBehavior::NotDumpable);
+    }
     let host_path = std::env::var("PATH").unwrap_or_else(|_| DEFAULT_PATH.into());
     let (cmd, args) = command(&o, &m, &host_path)?;
     let rules = m.subprocess_rules();
@@ -52,7 +63,7 @@ pub fn exec(o: ExecOptions, exe: &Path) -> Result<u8, Diagnostic> {
         m.capabilities.workdir_exec,
         &report,
     );
-    let (egress, printed) = network(exe, &rules, &report)?;
+    let (egress, printed) = network(exe, &rules)?;
     if let Some(refusal) = decision.refusal_for(m.capabilities.unix_sockets) {
         return Err(refusal);
     }
@@ -66,15 +77,12 @@ pub fn exec(o: ExecOptions, exe: &Path) -> Result<u8, Diagnostic> {
         caps: &m.capabilities,
         class: decision.achieved,
         landlock_abi: report.landlock_abi,
+        netns: report.netns.is_ok(),
         workdir: &work,
         session_id: &session_id,
         identity: &identity(&m.name, &m.version, &session_id, ""),
         env_present: &env_present(&m.capabilities),
-        secret: m
-            .inference
-            .as_ref()
-            .and_then(|i| i.api_key.as_ref())
-            .and_then(|k| k.secret()),
+        secret,
         host_path,
         net: egress.map(std::sync::Arc::new),
     })?;
@@ -90,23 +98,20 @@ pub fn exec(o: ExecOptions, exe: &Path) -> Result<u8, Diagnostic> {
     code
 }
 
-/// Step: the network first, so a host that cannot make a network namespace refuses
-/// whatever the class (E-CAP-005), as it does for a capsule's shell tools. Rules that allow
-/// something get the session's namespace and relay, for the same rules a capsule's shell
-/// tools get, with the relay's refusals printed as they happen (the receiver hears when the
-/// last was). With no rules there is nothing to relay: no namespace is made here, the
-/// probe's own namespace says the host can, and a contained command makes one of its own
-/// (`lo` only, as the session's would be).
+/// Step: the network first, so rules on a host that cannot make a network namespace are
+/// refused whatever the class (E-CAP-005), as they are for a capsule's shell tools. Rules
+/// that allow something get the session's namespace and relay, for the same rules a
+/// capsule's shell tools get, with the relay's refusals printed as they happen (the
+/// receiver hears when the last was). With no rules there is nothing to relay: no namespace
+/// is made here, and a contained command makes one of its own (`lo` only, as the session's
+/// would be) or, where the host allows none, runs with its network closed (no IP socket,
+/// no TCP bind or connect).
 fn network(
     exe: &Path,
     rules: &[crate::manifest::netrule::NetRule],
-    report: &class::HostReport,
 ) -> Result<(Option<egress::Egress>, Option<std::sync::mpsc::Receiver<()>>), Diagnostic> {
     if rules.is_empty() {
-        return match &report.netns {
-            Ok(()) => Ok((None, None)),
-            Err(why) => Err(egress::refusal(why.clone())),
-        };
+        return Ok((None, None));
     }
     let (egress, events) = egress::start(exe, rules)?;
     Ok((Some(egress), Some(print_refusals(events))))
@@ -222,6 +227,28 @@ fn scoped(work: Dir, scope: Option<&str>) -> Result<Dir, Diagnostic> {
 /// controlling terminal), so its group id is its pid and a terminal's Ctrl-C reaches only
 /// `mur`; `mur` passes it on and then reports the child's status as usual. The child's
 /// output still reaches the terminal through the inherited stdout and stderr.
+/// How long a command may take to end after a forwarded SIGTERM or SIGINT before its
+/// group is killed.
+const STOP_GRACE: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// Step: wait for the command to exit, then (before its reap frees its group id) kill what
+/// it left running in its group, as a capsule's shell call does: nothing the command
+/// started outlives it, with a cgroup or without.
+fn wait_and_end_group(
+    child: &mut crate::containment::spawn::Proc,
+    live: crate::containment::child_policy::LiveCall,
+) -> std::io::Result<std::process::ExitStatus> {
+    use rustix::process::{waitid, Pid, WaitId, WaitIdOptions};
+    if let Some(p) = Pid::from_raw(child.id() as i32) {
+        while let Err(rustix::io::Errno::INTR) =
+            waitid(WaitId::Pid(p), WaitIdOptions::EXITED | WaitIdOptions::NOWAIT)
+        {}
+        let _ = rustix::process::kill_process_group(p, rustix::process::Signal::KILL);
+    }
+    drop(live);
+    child.wait()
+}
+
 fn run(policy: &ChildPolicy, cmd: &str, args: &[String]) -> Result<u8, Diagnostic> {
     let program = policy.resolved(cmd).map(Path::to_path_buf).ok_or_else(|| {
         Diagnostic::new(
@@ -242,6 +269,7 @@ fn run(policy: &ChildPolicy, cmd: &str, args: &[String]) -> Result<u8, Diagnosti
         },
     )?;
     if let Some(group) = rustix::process::Pid::from_raw(child.id() as i32) {
+        let live = std::sync::Arc::clone(&policy.live);
         std::thread::spawn(move || {
             while let Ok(sig) = crate::signals::wait_for_termination() {
                 let sig = if sig == libc::SIGINT {
@@ -250,11 +278,18 @@ fn run(policy: &ChildPolicy, cmd: &str, args: &[String]) -> Result<u8, Diagnosti
                     rustix::process::Signal::TERM
                 };
                 let _ = rustix::process::kill_process_group(group, sig);
+                // A command that ignores it is killed after the grace period, as `podman
+                // stop` does (a contained one ends at once: its pid 1 ends on the first).
+                let live = std::sync::Arc::clone(&live);
+                std::thread::spawn(move || {
+                    std::thread::sleep(STOP_GRACE);
+                    live.kill_all();
+                });
             }
         });
     }
-    let status = child
-        .wait()
+    let live = policy.live.enter(child.id() as i32);
+    let status = wait_and_end_group(&mut child, live)
         .map_err(|e| Diagnostic::new(code::RUN_CONTAINMENT, "", format!("waiting for {cmd}: {e}")))?;
     use std::os::unix::process::ExitStatusExt;
     Ok(match (status.code(), status.signal()) {

@@ -47,8 +47,39 @@ pub struct Cgroup {
     kill: Option<File>,
 }
 
-/// `(mount point, our path)` for the pids controller: v2 first, then v1.
+/// The variable naming the directory session cgroups are made in.
+pub const PARENT_VAR: &str = "MURMUR_CGROUP_PARENT";
+
+/// Where session cgroups are made: the directory `MURMUR_CGROUP_PARENT` names (one the
+/// administrator delegated, on a cgroup filesystem), else this process's own cgroup where
+/// the pids controller reaches it (v2 first, then v1). Never anywhere else.
 fn locate() -> Result<PathBuf, String> {
+    match std::env::var_os(PARENT_VAR) {
+        Some(p) => named_parent(Path::new(&p)),
+        None => own_parent(),
+    }
+}
+
+/// `MURMUR_CGROUP_PARENT`: an absolute path to a directory of a cgroup filesystem.
+fn named_parent(p: &Path) -> Result<PathBuf, String> {
+    const CGROUP_SUPER_MAGIC: i64 = 0x0027_e0eb;
+    const CGROUP2_SUPER_MAGIC: i64 = 0x6367_7270;
+    if !p.is_absolute() {
+        return Err(format!("{PARENT_VAR}={} is not an absolute path", p.display()));
+    }
+    let fs = rustix::fs::statfs(p).map_err(|e| format!("{PARENT_VAR}={}: {e}", p.display()))?;
+    let kind = fs.f_type as i64;
+    if kind != CGROUP_SUPER_MAGIC && kind != CGROUP2_SUPER_MAGIC {
+        return Err(format!(
+            "{PARENT_VAR}={} is not on a cgroup filesystem",
+            p.display()
+        ));
+    }
+    Ok(p.to_path_buf())
+}
+
+/// `(mount point, our path)` for the pids controller: v2 first, then v1.
+fn own_parent() -> Result<PathBuf, String> {
     let mountinfo = std::fs::read_to_string("/proc/self/mountinfo")
         .map_err(|e| format!("cannot read /proc/self/mountinfo: {e}"))?;
     let own = std::fs::read_to_string("/proc/self/cgroup")

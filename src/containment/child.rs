@@ -57,6 +57,33 @@ pub fn die_with_parent(parent: i32) -> io::Result<()> {
     Ok(())
 }
 
+/// A new user namespace of its own (its ids mapped next), to hold a PID namespace where no
+/// network namespace could be made.
+pub fn enter_user_namespace() -> io::Result<()> {
+    // SAFETY: unshare takes flags only; the caller is a single-threaded child.
+    check(unsafe { libc::unshare(libc::CLONE_NEWUSER) } as libc::c_long)
+}
+
+/// A new PID namespace: the next process this one starts is its pid 1, and every process
+/// of the namespace is killed when that one dies.
+pub fn enter_pid_namespace() -> io::Result<()> {
+    // SAFETY: unshare takes flags only; the caller is a single-threaded child.
+    check(unsafe { libc::unshare(libc::CLONE_NEWPID) } as libc::c_long)
+}
+
+/// SIGKILL to this process when the thread of `mur` that started it dies, `mur` killed
+/// outright included: set in pid 1 of a command's PID namespace, whose death takes every
+/// process of the namespace with it. (Pid 1's parent is outside its namespace, so
+/// `getppid` reads 0 and cannot tell whether `mur` died first: the session's warden
+/// covers that moment.)
+pub fn die_with_mur() -> io::Result<()> {
+    // SAFETY: PR_SET_PDEATHSIG takes a signal number.
+    check(
+        unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong, 0, 0, 0) }
+            as libc::c_long,
+    )
+}
+
 /// An empty signal mask: `mur` blocks SIGINT and SIGTERM to forward them, and a mask is
 /// inherited across exec, so the child must start with none blocked.
 pub fn unblock_signals() -> io::Result<()> {

@@ -26,6 +26,9 @@ pub struct PolicyInputs<'a> {
     pub caps: &'a Capabilities,
     pub class: Class,
     pub landlock_abi: u32,
+    /// Whether the host can give a contained child a network namespace (the probe's
+    /// `netns`). Without one, and without the session's, the child's network is closed.
+    pub netns: bool,
     /// The accessible workdir, held open: the child's cwd and its only writable tree.
     pub workdir: &'a Dir,
     pub session_id: &'a str,
@@ -46,6 +49,8 @@ pub struct PolicyInputs<'a> {
 pub struct ChildPolicy {
     pub class: Class,
     pub landlock_abi: u32,
+    /// Whether a contained child can have a network namespace (see [`PolicyInputs`]).
+    pub netns: bool,
     /// Every `shell.allow` binary with its resolved path (None: not found on PATH).
     pub allowed: Vec<(String, Option<PathBuf>)>,
     /// The accessible workdir (real path).
@@ -63,7 +68,72 @@ pub struct ChildPolicy {
     /// The session's pids cgroup (shared with whoever must empty it on a signal).
     pub cgroup: Option<Arc<Cgroup>>,
     pub net: Option<Arc<Egress>>,
+    /// Without the session's egress, the user and network namespace a contained child of a
+    /// `mur` that is not dumpable joins (see [`keyless_namespace`]).
+    pub own_ns: Option<spawn::Join>,
     pub rlimits: spawn::Rlimits,
+    /// The process groups of the calls running now: what a signal's end of the session
+    /// kills where no cgroup holds them all.
+    pub live: Arc<LiveCalls>,
+}
+
+/// The process groups of a session's running calls. A call leaves the set before its
+/// leader is reaped (its group id is its own until then), so a kill of the set never
+/// reaches a group id taken by someone else.
+#[derive(Default)]
+pub struct LiveCalls {
+    groups: std::sync::Mutex<Vec<i32>>,
+    /// Where no cgroup holds the session: the warden, told of each group, which it kills
+    /// should `mur` die first.
+    warden: Option<&'static super::warden::Warden>,
+}
+
+/// One call's place in [`LiveCalls`], left when dropped.
+pub struct LiveCall {
+    calls: Arc<LiveCalls>,
+    group: i32,
+}
+
+impl LiveCalls {
+    /// Enter the group `group` (the call's leader: pid 1 of its PID namespace, or the
+    /// command itself, each leading its own session).
+    pub fn enter(self: &Arc<Self>, group: i32) -> LiveCall {
+        if let Ok(mut v) = self.groups.lock() {
+            v.push(group);
+        }
+        if let Some(w) = self.warden {
+            // Best effort: a pid 1 also dies with `mur` by itself.
+            let _ = w.group(group);
+        }
+        LiveCall {
+            calls: Arc::clone(self),
+            group,
+        }
+    }
+
+    /// SIGKILL every running call's group: pid 1 of a PID namespace takes its namespace
+    /// with it; an advisory command's group is all it started that did not leave it.
+    pub fn kill_all(&self) {
+        let Ok(v) = self.groups.lock() else { return };
+        for &g in v.iter() {
+            if let Some(p) = rustix::process::Pid::from_raw(g) {
+                let _ = rustix::process::kill_process_group(p, rustix::process::Signal::KILL);
+            }
+        }
+    }
+}
+
+impl Drop for LiveCall {
+    fn drop(&mut self) {
+        if let Ok(mut v) = self.calls.groups.lock() {
+            if let Some(i) = v.iter().position(|&g| g == self.group) {
+                v.swap_remove(i);
+            }
+        }
+        if let Some(w) = self.calls.warden {
+            let _ = w.ungroup(self.group);
+        }
+    }
 }
 
 /// The stdio of one child.
@@ -107,6 +177,11 @@ impl ChildPolicy {
         let workdir = real_workdir(i.workdir)?;
         let env = child_env(&i, &workdir);
         let cgroup = session_cgroup(i.session_id, i.class)?;
+        let own_ns = if i.netns {
+            keyless_namespace(i.class, i.net.is_some())?
+        } else {
+            None
+        };
         let allowed_paths: Vec<PathBuf> = allowed.iter().filter_map(|(_, p)| p.clone()).collect();
         let reads = runtime_dirs::read_grants(i.class, &allowed_paths, i.caps);
         let redirectable = redirectable_grants(i.caps, &workdir);
@@ -119,6 +194,7 @@ impl ChildPolicy {
         let policy = ChildPolicy {
             class: i.class,
             landlock_abi: i.landlock_abi,
+            netns: i.netns,
             allowed,
             workdir,
             held: i.workdir.try_clone().ok(),
@@ -127,8 +203,17 @@ impl ChildPolicy {
             env,
             read_dirs,
             read_unlisted,
-            cgroup,
             net: i.net,
+            live: Arc::new(LiveCalls {
+                groups: Default::default(),
+                warden: if cgroup.is_none() {
+                    super::warden::running()
+                } else {
+                    None
+                },
+            }),
+            cgroup,
+            own_ns,
             rlimits: spawn::Rlimits::default(),
         };
         Ok((policy, reads.warnings))
@@ -165,7 +250,8 @@ impl ChildPolicy {
             cgroup: self.cgroup.as_deref(),
             rlimits: self.rlimits,
             runtime: false,
-            net: self.net.as_deref().map(|e| &e.join),
+            net: self.net.as_deref().map(|e| &e.join).or(self.own_ns.as_ref()),
+            netns: self.netns,
             stdin: stdio.stdin,
             stdout: stdio.stdout,
             stderr: stdio.stderr,
@@ -223,8 +309,29 @@ fn child_env(i: &PolicyInputs<'_>, workdir: &Path) -> Vec<(String, String)> {
     env
 }
 
-/// The session's pids cgroup (required from `scoped` up, best effort under `advisory`),
-/// and the warden that empties it should this process die before the session ends.
+/// The user and network namespace a contained child joins when the session has no egress
+/// namespace, `mur` is not root and it is not dumpable (it holds a provider key): such a
+/// child shares `mur`'s memory map and so its state, and could not write the id maps of a
+/// user namespace of its own (the kernel lets only root open them in a process that is not
+/// dumpable). The keyless helper `mur __netns`, started with an empty environment and
+/// never holding the key, makes and maps them (`lo` up, no listener) and hands them over;
+/// nothing key-holding is ever dumpable. `None` where the child can make its own.
+fn keyless_namespace(class: Class, has_egress: bool) -> Result<Option<spawn::Join>, Diagnostic> {
+    let dumpable =
+        rustix::process::dumpable_behavior().is_ok_and(|b| b == rustix::process::DumpableBehavior::Dumpable);
+    if class < Class::Scoped || has_egress || dumpable || rustix::process::geteuid().is_root() {
+        return Ok(None);
+    }
+    let exe = std::env::current_exe().unwrap_or_else(|_| PathBuf::from("/proc/self/exe"));
+    let ns = super::egress::namespace::create(&exe, &[]).map_err(super::egress::refusal)?;
+    Ok(Some(ns.join))
+}
+
+/// The session's pids cgroup (required from `scoped` up where it bounds the session,
+/// best effort under `advisory`), and the warden that empties it should this process die
+/// before the session ends. A user other than root who may make none gets `None` under
+/// `scoped` and `sealed` too: each command then runs in a PID namespace of its own under
+/// `RLIMIT_NPROC` (the probe found that works, or the class was refused).
 fn session_cgroup(session_id: &str, class: Class) -> Result<Option<Arc<Cgroup>>, Diagnostic> {
     let warden = super::warden::get().map_err(|e| {
         Diagnostic::new(
@@ -244,7 +351,7 @@ fn session_cgroup(session_id: &str, class: Class) -> Result<Option<Arc<Cgroup>>,
             })?;
             Ok(Some(Arc::new(c)))
         }
-        Err(e) if class >= Class::Scoped => Err(Diagnostic::new(
+        Err(e) if class >= Class::Scoped && rustix::process::geteuid().is_root() => Err(Diagnostic::new(
             code::RUN_CONTAINMENT,
             "",
             format!("cannot create the session's pids cgroup: {e}"),

@@ -21,12 +21,19 @@ pub struct ChildSteps<'a> {
     pub parent_pid: i32,
     /// Scoped or sealed.
     pub contained: bool,
+    /// No network namespace to join or make: the network is closed by the filter and the
+    /// ruleset instead.
+    pub closed_network: bool,
+    /// No cgroup bounds the session: the command runs in a PID namespace of its own (under
+    /// `scoped` made here, under `sealed` by the plan) whose pid 1 dies with `mur`.
+    pub pid_namespace: bool,
     /// What joins the session cgroup (written `0` while this process is one thread).
     pub join_fd: Option<RawFd>,
     /// The session's user (when not root) and network namespaces to join.
     pub join: Option<(Option<RawFd>, RawFd)>,
-    /// The id maps the child writes when it makes its network namespace inside a user
-    /// namespace of its own (not root, no session namespace, not `sealed`).
+    /// The id maps the child writes when it makes its network namespace (or, with its
+    /// network closed, its PID namespace) inside a user namespace of its own (not root, no
+    /// session namespace, not `sealed`).
     pub own_net_maps: Option<(&'a [u8], &'a [u8])>,
     /// The hard limits set, each `(resource, value)`.
     pub limits: &'a [(libc::__rlimit_resource_t, u64)],
@@ -79,20 +86,37 @@ impl ChildSteps<'_> {
             self.run(18, child::join_namespace(net, libc::CLONE_NEWNET))?;
         }
         let Some(p) = plan else {
-            if self.contained && self.join.is_none() {
+            if self.contained && self.join.is_none() && !self.closed_network {
                 self.run(2, child::enter_network_namespace())?;
                 if let Some((uid_map, gid_map)) = self.own_net_maps {
                     self.run(sealed::STEP_ID_MAPS, child::write_id_maps(uid_map, gid_map))?;
                 }
                 self.run(STEP_LOOPBACK, loopback_up())?;
+            } else if let (true, Some((uid_map, gid_map))) = (self.closed_network, self.own_net_maps) {
+                // No network namespace to be had, but a PID namespace needs a user
+                // namespace to hold it (not root).
+                self.run(sealed::STEP_UNSHARE, child::enter_user_namespace())?;
+                self.run(sealed::STEP_ID_MAPS, child::write_id_maps(uid_map, gid_map))?;
             }
-            return self.confine();
+            if !self.pid_namespace {
+                return self.confine();
+            }
+            self.run(STEP_PID_NAMESPACE, child::enter_pid_namespace())?;
+            let mut init = || self.pid1(side, None);
+            // SAFETY: a start that may hand over (a PID namespace); `init` allocates nothing.
+            #[allow(unsafe_code)]
+            let e = unsafe { side.hand_over(&mut init) };
+            return Err(self.report(Failure {
+                step: sealed::STEP_FORK_INIT,
+                errno: e.raw_os_error().unwrap_or(libc::EINVAL),
+                detail: 0,
+            }));
         };
         p.enter().map_err(|f| self.report(f))?;
         if p.owns_network() {
             self.run(STEP_LOOPBACK, loopback_up())?;
         }
-        let mut init = || self.pid1(side, p);
+        let mut init = || self.pid1(side, Some(&mut *p));
         // SAFETY: a start that may hand over (`sealed`); `init` allocates nothing.
         #[allow(unsafe_code)]
         let e = unsafe { side.hand_over(&mut init) };
@@ -134,13 +158,19 @@ impl ChildSteps<'_> {
         Ok(())
     }
 
-    /// Pid 1, `mur`'s own child: its session, the forwarded signals, the root, the
-    /// containment steps, then the command's start (its pid). `process` then releases the
-    /// start and reaps; pid 1 never execs.
-    fn pid1(&self, side: &Side<'_>, p: &mut Plan) -> io::Result<libc::pid_t> {
+    /// Pid 1, `mur`'s own child: its session, death with `mur` where no cgroup would end
+    /// the namespace, the forwarded signals, the root (under `sealed`), the containment
+    /// steps, then the command's start (its pid). `process` then releases the start and
+    /// reaps; pid 1 never execs.
+    fn pid1(&self, side: &Side<'_>, p: Option<&mut Plan>) -> io::Result<libc::pid_t> {
         self.run(16, child::new_session())?;
+        if self.pid_namespace {
+            self.run(STEP_DIE_WITH_MUR, child::die_with_mur())?;
+        }
         self.run(sealed::STEP_SIGNALS, sealed::catch_forwarded_signals())?;
-        p.compose_root().map_err(|f| self.report(f))?;
+        if let Some(p) = p {
+            p.compose_root().map_err(|f| self.report(f))?;
+        }
         self.confine()?;
         // The command gets a landlock domain below pid 1's (the same rules): landlock then
         // refuses it pid 1 through ptrace and /proc/1/mem, environ and the like.
@@ -168,6 +198,10 @@ impl ChildSteps<'_> {
 
 /// The step that brings up `lo` in a network namespace the child made for itself.
 const STEP_LOOPBACK: u8 = 21;
+/// The step that makes a `scoped` command's PID namespace.
+const STEP_PID_NAMESPACE: u8 = 22;
+/// The step that ties pid 1 of a command's PID namespace to `mur`'s life.
+const STEP_DIE_WITH_MUR: u8 = 23;
 
 /// A network namespace of the child's own is the session's kind, without the relay: `lo`
 /// up and every IPv4 destination delivered locally, so a command may still serve and reach

@@ -29,15 +29,18 @@ pub fn host_class(r: &HostReport) -> (Class, Option<String>) {
             }
         )
     });
-    let scoped_missing = [&r.landlock, &r.seccomp, &r.netns, &r.pids_cgroup]
+    // A network namespace is not among them: without one a contained command's network
+    // is closed (seccomp, landlock), and only egress rules need it (E-CAP-005).
+    let scoped_missing = [&r.landlock, &r.seccomp]
         .into_iter()
         .find_map(|m| m.as_ref().err().cloned())
+        .or_else(|| r.bound().err())
         .or(old_abi);
     match scoped_missing {
         Some(why) => (Class::Advisory, Some(why)),
-        None => match &r.sealed {
-            Ok(()) => (Class::Sealed, None),
-            Err(why) => (Class::Scoped, Some(why.clone())),
+        None => match (&r.sealed, &r.netns) {
+            (Ok(()), Ok(())) => (Class::Sealed, None),
+            (Err(why), _) | (Ok(()), Err(why)) => (Class::Scoped, Some(why.clone())),
         },
     }
 }
@@ -123,8 +126,46 @@ mod tests {
             seccomp: Ok(()),
             netns: Ok(()),
             pids_cgroup: Ok(()),
+            pidns: Err("uid 0".into()),
             sealed: Ok(()),
         }
+    }
+
+    #[test]
+    fn scoped_needs_no_network_namespace_and_sealed_does() {
+        let mut r = all_ok();
+        r.netns = Err("unshare(CLONE_NEWNET): errno 28 (No space left on device)".into());
+        assert_eq!(decide(Class::Scoped, None, false, &r).achieved, Class::Scoped);
+        let d = decide(Class::Sealed, None, false, &r);
+        assert_eq!(d.achieved, Class::Scoped);
+        assert!(d
+            .refusal()
+            .unwrap()
+            .message
+            .ends_with("errno 28 (No space left on device)"));
+    }
+
+    #[test]
+    fn a_pid_namespace_bounds_a_session_where_no_cgroup_can_be_made() {
+        let mut r = all_ok();
+        r.pids_cgroup = Err("mkdir /sys/fs/cgroup/pids/murmur-probe-1: Permission denied".into());
+        let d = decide(Class::Sealed, None, false, &r);
+        assert_eq!(d.achieved, Class::Advisory);
+        assert_eq!(
+            d.refusal().unwrap().message,
+            "containment floor not met: declared 'sealed', achieved 'advisory': no pids cgroup can be made (mkdir /sys/fs/cgroup/pids/murmur-probe-1: Permission denied) and no PID namespace bounds the session (uid 0)"
+        );
+        r.pidns = Ok(());
+        assert_eq!(r.bound(), Ok(Bound::PidNamespace));
+        let d = decide(Class::Sealed, None, false, &r);
+        assert_eq!(d.achieved, Class::Sealed);
+        r.pids_cgroup = Ok(());
+        assert_eq!(r.bound(), Ok(Bound::Cgroup));
+        let mut denied = r.clone();
+        denied.apply_simulated_denials("cgroup");
+        assert_eq!(denied.bound(), Ok(Bound::PidNamespace));
+        denied.apply_simulated_denials("pidns");
+        assert!(denied.bound().is_err());
     }
 
     #[test]
@@ -197,12 +238,49 @@ pub struct HostReport {
     pub seccomp: Result<(), String>,
     pub netns: Result<(), String>,
     pub pids_cgroup: Result<(), String>,
+    /// A PID namespace per command with `RLIMIT_NPROC` counted in its user namespace (Linux
+    /// 5.14 and later): what bounds and ends a session's processes where no pids cgroup
+    /// can be made. Never for uid 0, which `RLIMIT_NPROC` does not bind.
+    pub pidns: Result<(), String>,
     /// User + mount + PID namespaces, a tmpfs root, a fresh `/proc` and `pivot_root`: the
     /// whole sealed plan, run in a throwaway child.
     pub sealed: Result<(), String>,
 }
 
+/// What bounds a contained session's process count and ends every process it started.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Bound {
+    /// A pids cgroup per session: `pids.max`, emptied (`cgroup.kill`) at the end and by the
+    /// warden should `mur` die.
+    Cgroup,
+    /// Each command in a PID namespace of its own whose pid 1 dies with `mur` (and takes
+    /// the namespace with it), under an `RLIMIT_NPROC` its user namespace counts alone.
+    PidNamespace,
+}
+
+impl Bound {
+    /// The mechanism, named for `mur doctor` and `--explain-scope`.
+    pub fn describe(self) -> &'static str {
+        match self {
+            Bound::Cgroup => "a pids cgroup per session (pids.max; emptied at the end and by the warden if mur dies)",
+            Bound::PidNamespace => "a PID namespace per command whose pid 1 dies with mur, and RLIMIT_NPROC counted in the session's user namespace (no pids cgroup can be made here)",
+        }
+    }
+}
+
 impl HostReport {
+    /// What bounds and ends a contained session's processes here: a pids cgroup where one
+    /// can be made, else a PID namespace; neither is the reason `scoped` is refused.
+    pub fn bound(&self) -> Result<Bound, String> {
+        match (&self.pids_cgroup, &self.pidns) {
+            (Ok(()), _) => Ok(Bound::Cgroup),
+            (Err(_), Ok(())) => Ok(Bound::PidNamespace),
+            (Err(c), Err(p)) => Err(format!(
+                "no pids cgroup can be made ({c}) and no PID namespace bounds the session ({p})"
+            )),
+        }
+    }
+
     /// Mechanisms named in `MURMUR_PROBE_DENY` (comma-separated) are reported missing, and
     /// `landlock_abi=N` lowers the landlock ABI to at most N. It can only lower what the
     /// host backs; tests use it to exercise the refusals.
@@ -220,6 +298,7 @@ impl HostReport {
                 "seccomp" => &mut self.seccomp,
                 "netns" => &mut self.netns,
                 "cgroup" => &mut self.pids_cgroup,
+                "pidns" => &mut self.pidns,
                 "sealed" => &mut self.sealed,
                 _ => continue,
             };

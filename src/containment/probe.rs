@@ -34,6 +34,7 @@ pub fn probe_raw(exe: &std::path::Path, floor: Class) -> HostReport {
             seccomp: skipped(),
             netns: skipped(),
             pids_cgroup: skipped(),
+            pidns: skipped(),
             sealed: skipped(),
         };
     }
@@ -41,6 +42,7 @@ pub fn probe_raw(exe: &std::path::Path, floor: Class) -> HostReport {
         .arg("__probe")
         .arg(floor.as_str())
         .env_clear()
+        .envs(std::env::var_os(super::cgroup::PARENT_VAR).map(|v| (super::cgroup::PARENT_VAR, v)))
         .stdin(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
         .output();
@@ -50,6 +52,7 @@ pub fn probe_raw(exe: &std::path::Path, floor: Class) -> HostReport {
         seccomp: Err(why.clone()),
         netns: Err(why.clone()),
         pids_cgroup: Err(why.clone()),
+        pidns: Err(why.clone()),
         sealed: Err(why),
     };
     match out {
@@ -69,6 +72,7 @@ pub fn child_main(up_to: Class) -> i32 {
     // Before anything restricts this process: the cgroup check reads /proc and writes the
     // cgroup tree.
     let pids_cgroup = super::cgroup::available();
+    let pidns = pidns_works();
     // The namespace as a contained command or the session's helper makes it, `lo` up
     // included: `Ok` means theirs will work.
     let netns = super::egress::namespace::enter_own();
@@ -80,6 +84,7 @@ pub fn child_main(up_to: Class) -> i32 {
         seccomp,
         netns,
         pids_cgroup,
+        pidns,
         sealed,
     };
     println!("{}", serde_json::to_string(&report).unwrap_or_default());
@@ -156,6 +161,60 @@ pub(super) fn run_plan(plan: &mut super::sealed::Plan) -> Result<(), String> {
             std::io::Error::from_raw_os_error(f.errno)
         )),
         _ => Err("sealed: the probe child reported nothing".into()),
+    }
+}
+
+/// Whether a command can be bounded and ended without a cgroup: in a forked child, a new
+/// user and PID namespace, `RLIMIT_NPROC` of 3 and a fork. Only where the count is the
+/// user namespace's own (Linux 5.14 and later) does that fork get through for a user with
+/// more than two processes, and the probe, `mur` and its warden are three already. uid 0
+/// is never bound by `RLIMIT_NPROC`, so for it this is never the answer.
+fn pidns_works() -> Result<(), String> {
+    if rustix::process::geteuid().is_root() {
+        return Err("uid 0 is not bound by RLIMIT_NPROC, so only a pids cgroup bounds its sessions".into());
+    }
+    // SAFETY: the probe process is single-threaded; the child makes raw calls and exits.
+    let pid = unsafe { libc::fork() };
+    if pid < 0 {
+        return Err(errno_text("fork", &std::io::Error::last_os_error()));
+    }
+    if pid == 0 {
+        let code = match pidns_trial() {
+            Ok(()) => 0,
+            Err(step) => step,
+        };
+        // SAFETY: leaving the forked child without running the parent's destructors.
+        unsafe { libc::_exit(code) };
+    }
+    let mut status = 0;
+    // SAFETY: waiting for the child forked above.
+    unsafe { libc::waitpid(pid, &mut status, 0) };
+    match libc::WIFEXITED(status).then(|| libc::WEXITSTATUS(status)) {
+        Some(0) => Ok(()),
+        Some(1) => Err("unshare(CLONE_NEWUSER | CLONE_NEWPID): refused".into()),
+        Some(2) => Err("setrlimit(RLIMIT_NPROC): refused".into()),
+        Some(3) => Err("fork in a new PID namespace under RLIMIT_NPROC 3 failed: this kernel counts RLIMIT_NPROC per user, not per user namespace (Linux 5.14 and later do)".into()),
+        _ => Err(format!("the PID namespace trial failed ({status:#x})")),
+    }
+}
+
+/// The child side of [`pidns_works`]: the step that failed (1 to 3).
+fn pidns_trial() -> Result<(), i32> {
+    // SAFETY: unshare takes flags only; this process is single-threaded.
+    if unsafe { libc::unshare(libc::CLONE_NEWUSER | libc::CLONE_NEWPID) } != 0 {
+        return Err(1);
+    }
+    super::child::limit(libc::RLIMIT_NPROC, 3).map_err(|_| 2)?;
+    // SAFETY: the grandchild, pid 1 of the new namespace, exits at once.
+    match unsafe { libc::fork() } {
+        0 => unsafe { libc::_exit(0) },
+        p if p < 0 => Err(3),
+        p => {
+            let mut st = 0;
+            // SAFETY: waiting for the grandchild forked above.
+            unsafe { libc::waitpid(p, &mut st, 0) };
+            Ok(())
+        }
     }
 }
 

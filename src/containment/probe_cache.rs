@@ -59,11 +59,13 @@ pub fn probe(exe: &Path, floor: Class, dir: Option<&Path>, now_ms: u64) -> HostR
     report
 }
 
-/// Every mechanism probed works (those beyond the floor are "not probed").
+/// Every mechanism probed works (those beyond the floor are "not probed"), and something
+/// bounds a session's processes (a pids cgroup or a PID namespace).
 fn works(r: &HostReport) -> bool {
-    [&r.landlock, &r.seccomp, &r.netns, &r.pids_cgroup, &r.sealed]
+    [&r.landlock, &r.seccomp, &r.netns, &r.sealed]
         .iter()
         .all(|m| !matches!(m, Err(e) if !e.starts_with("not probed")))
+        && r.bound().is_ok()
 }
 
 /// `probe-<the first 16 hex digits of sha256(key)>.json`.
@@ -111,6 +113,8 @@ fn key(exe: &Path, floor: Class) -> Option<String> {
     ]
     .map(optional)
     .join("|");
+    let parent = std::env::var(super::cgroup::PARENT_VAR).unwrap_or_else(|_| "-".into());
+    let context = format!("{context}|{parent}");
     Some(format!(
         "v1 boot={boot} kernel={release} {version} exe={}:{}:{}:{}.{} uid={uid} gid={gid} floor={} ns={} flags={} context={context}",
         m.dev(),

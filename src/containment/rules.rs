@@ -4,8 +4,8 @@
 
 use super::elf::Closure;
 use landlock::{
-    Access, AccessFs, BitFlags, CompatLevel, Compatible, PathBeneath, PathFd, Ruleset, RulesetAttr,
-    RulesetCreated, RulesetCreatedAttr, Scope, ABI,
+    Access, AccessFs, AccessNet, BitFlags, CompatLevel, Compatible, PathBeneath, PathFd, Ruleset,
+    RulesetAttr, RulesetCreated, RulesetCreatedAttr, Scope, ABI,
 };
 use std::path::{Path, PathBuf};
 
@@ -45,6 +45,8 @@ pub struct Grants<'a> {
     pub read: &'a [PathBuf],
     /// Read files beneath each directory, without listing it. Never execute.
     pub read_unlisted: &'a [PathBuf],
+    /// No network namespace: TCP bind and connect are refused (landlock ABI 4 and up).
+    pub closed_network: bool,
 }
 
 /// The rights on the workdir (and a sealed child's private `/tmp`): everything the ABI
@@ -85,6 +87,12 @@ pub fn ruleset(abi_n: u32, g: &Grants<'_>) -> Result<RulesetCreated, String> {
         .set_compatibility(CompatLevel::HardRequirement)
         .handle_access(all)
         .map_err(|e| err("handle_access", &e))?;
+    if g.closed_network && abi_n >= 4 {
+        // Handled and never granted: every TCP bind and connect is refused.
+        attr = attr
+            .handle_access(AccessNet::from_all(abi))
+            .map_err(|e| err("handle_access (network)", &e))?;
+    }
     if abi_n >= 6 {
         // Signals and abstract unix sockets stay inside the domain (always, as `scoped`
         // and `sealed` require ABI 6: `MIN_ABI`).

@@ -328,21 +328,22 @@ pub use super::seccomp_args::socket_families;
 
 /// The filter for a contained child (`scoped` and `sealed` alike): the allow list, the
 /// conditional calls of `seccomp_args`, `clone3` answered `ENOSYS`, EPERM otherwise.
-pub fn child_filter(unix_sockets: bool) -> Result<BpfProgram, String> {
-    // Pure data: compiled once per process for each value of `unix_sockets`.
+pub fn child_filter(unix_sockets: bool, ip: bool) -> Result<BpfProgram, String> {
+    // Pure data: compiled once per process for each pair of values.
     use std::sync::OnceLock;
-    static COMPILED: [OnceLock<Result<BpfProgram, String>>; 2] = [OnceLock::new(), OnceLock::new()];
-    COMPILED[usize::from(unix_sockets)]
-        .get_or_init(|| compile_child_filter(unix_sockets))
+    static COMPILED: [OnceLock<Result<BpfProgram, String>>; 4] =
+        [OnceLock::new(), OnceLock::new(), OnceLock::new(), OnceLock::new()];
+    COMPILED[usize::from(unix_sockets) + 2 * usize::from(ip)]
+        .get_or_init(|| compile_child_filter(unix_sockets, ip))
         .clone()
 }
 
-fn compile_child_filter(unix_sockets: bool) -> Result<BpfProgram, String> {
+fn compile_child_filter(unix_sockets: bool, ip: bool) -> Result<BpfProgram, String> {
     let mut rules: BTreeMap<i64, Vec<SeccompRule>> = BTreeMap::new();
     for (_, nr) in ALLOWED.iter().chain(ALLOWED_ARCH) {
         rules.insert(*nr, Vec::new());
     }
-    for (nr, conditional) in super::seccomp_args::rules(unix_sockets)? {
+    for (nr, conditional) in super::seccomp_args::rules(unix_sockets, ip)? {
         rules.insert(nr, conditional);
     }
     Ok(super::seccomp_args::with_clone3_enosys(compile(rules)?))
@@ -406,9 +407,11 @@ mod tests {
 
     #[test]
     fn the_filter_compiles_and_stays_small() {
-        let with = child_filter(true).unwrap();
-        let without = child_filter(false).unwrap();
+        let with = child_filter(true, true).unwrap();
+        let without = child_filter(false, true).unwrap();
         assert!(without.len() < with.len());
+        let closed = child_filter(false, false).unwrap();
+        assert!(closed.len() < without.len());
         assert!(with.len() < 4096, "BPF_MAXINSNS");
     }
 }

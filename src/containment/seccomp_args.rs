@@ -64,9 +64,13 @@ pub const DENIED_IOCTLS: [(&str, u64); 2] = [("TIOCSTI", libc::TIOCSTI), ("TIOCL
 pub const MFD_NOEXEC_SEAL: u64 = 0x0008;
 pub const MFD_EXEC: u64 = 0x0010;
 
-/// `socket(domain, ...)` is allowed for these families only.
-pub fn socket_families(unix_sockets: bool) -> Vec<(&'static str, i32)> {
-    let mut f = vec![("AF_INET", libc::AF_INET), ("AF_INET6", libc::AF_INET6)];
+/// `socket(domain, ...)` is allowed for these families only: the IP families where the
+/// child is in a network namespace of its own or the session's (`ip`), never otherwise.
+pub fn socket_families(unix_sockets: bool, ip: bool) -> Vec<(&'static str, i32)> {
+    let mut f = Vec::new();
+    if ip {
+        f.extend([("AF_INET", libc::AF_INET), ("AF_INET6", libc::AF_INET6)]);
+    }
     if unix_sockets {
         f.push(("AF_UNIX", libc::AF_UNIX));
     }
@@ -83,9 +87,9 @@ fn rule(conds: Vec<SeccompCondition>) -> Result<SeccompRule, String> {
 
 /// The rules of every conditional call: the call is allowed when any of its rules matches
 /// (each rule: all of its conditions hold), `EPERM` otherwise.
-pub fn rules(unix_sockets: bool) -> Result<Vec<(libc::c_long, Vec<SeccompRule>)>, String> {
+pub fn rules(unix_sockets: bool, ip: bool) -> Result<Vec<(libc::c_long, Vec<SeccompRule>)>, String> {
     use SeccompCmpArgLen::{Dword, Qword};
-    let families = socket_families(unix_sockets)
+    let families = socket_families(unix_sockets, ip)
         .into_iter()
         .map(|(_, af)| rule(vec![cond(0, Dword, SeccompCmpOp::Eq, af as u64)?]))
         .collect::<Result<Vec<_>, String>>()?;
@@ -112,8 +116,12 @@ pub fn rules(unix_sockets: bool) -> Result<Vec<(libc::c_long, Vec<SeccompRule>)>
     for (_, nr) in SELF_ONLY {
         out.push((nr, self_only()?));
     }
+    // No family at all: `socket` is left out, so the default (EPERM) answers it. (An empty
+    // rule list would allow the call unconditionally.)
+    if !families.is_empty() {
+        out.push((libc::SYS_socket, families));
+    }
     out.extend([
-        (libc::SYS_socket, families),
         // flags are argument 0 on x86-64 and aarch64 alike, read as 32 bits by the kernel.
         (
             libc::SYS_clone,

@@ -31,6 +31,9 @@ pub struct Rlimits {
     pub file_size: u64,
     pub cpu_seconds: u64,
     pub address_space: u64,
+    /// `RLIMIT_NPROC`, set only where no cgroup bounds the session (then it is counted in
+    /// the command's user namespace, Linux 5.14 and later).
+    pub processes: u64,
 }
 
 impl Default for Rlimits {
@@ -40,6 +43,7 @@ impl Default for Rlimits {
             file_size: 4 << 30,
             cpu_seconds: 3600,
             address_space: 2 << 30,
+            processes: super::host_env::PIDS_MAX,
         }
     }
 }
@@ -85,6 +89,10 @@ pub struct Spawn<'a> {
     /// Without one a contained child makes a namespace of its own of the same kind: only
     /// `lo`, up, with every IPv4 destination delivered locally (to no listener).
     pub net: Option<&'a Join>,
+    /// Whether a contained child without `net` can make a network namespace of its own.
+    /// Where it cannot (unprivileged user namespaces refused), its network is closed
+    /// instead: no IP socket (seccomp) and no TCP bind or connect (landlock, ABI 4).
+    pub netns: bool,
     pub stdin: Stdio,
     pub stdout: Stdio,
     pub stderr: Stdio,
@@ -112,6 +120,7 @@ impl<'a> Spawn<'a> {
             rlimits: Rlimits::default(),
             runtime: false,
             net: None,
+            netns: true,
             stdin: Stdio::null(),
             stdout: Stdio::null(),
             stderr: Stdio::null(),
@@ -133,7 +142,7 @@ pub fn socket_pair() -> Result<(OwnedFd, OwnedFd), String> {
 }
 
 /// The steps of the child, numbered for the error pipe (`sealed::STEP_*` share them).
-const STEPS: [&str; 22] = [
+const STEPS: [&str; 24] = [
     "",
     "join the pids cgroup",
     "enter a network namespace (unshare)",
@@ -156,6 +165,8 @@ const STEPS: [&str; 22] = [
     "start the program (execve)",
     "catch the signals mur forwards in pid 1 (sigaction)",
     "bring up the loopback of its own network namespace (netlink)",
+    "enter a new PID namespace (unshare)",
+    "ask for SIGKILL when mur dies (prctl PR_SET_PDEATHSIG)",
 ];
 
 /// The step of a failed `execve` (or of the streams or directory before it), reported as
@@ -265,6 +276,7 @@ fn prepare(s: &Spawn<'_>) -> Result<Prepared, Diagnostic> {
             exec_files: &closure,
             read: &read,
             read_unlisted: s.read_unlisted,
+            closed_network: closed_network(s),
         };
         let set = rules::ruleset(s.landlock_abi, &grants).map_err(|e| install_error(8, e))?;
         Some(Option::<OwnedFd>::from(set).ok_or_else(|| install_error(8, "landlock is not supported"))?)
@@ -272,7 +284,7 @@ fn prepare(s: &Spawn<'_>) -> Result<Prepared, Diagnostic> {
         None
     };
     let filter = if contained {
-        Some(seccomp::child_filter(s.unix_sockets).map_err(|e| install_error(7, e))?)
+        Some(seccomp::child_filter(s.unix_sockets, !closed_network(s)).map_err(|e| install_error(7, e))?)
     } else {
         None
     };
@@ -315,6 +327,12 @@ fn prepare(s: &Spawn<'_>) -> Result<Prepared, Diagnostic> {
     })
 }
 
+/// A contained child with neither the session's network namespace nor one of its own to
+/// make: its network is closed by seccomp and landlock.
+fn closed_network(s: &Spawn<'_>) -> bool {
+    s.class >= Class::Scoped && s.net.is_none() && !s.netns
+}
+
 /// Start the child, contained for `s.class`.
 pub fn spawn(s: Spawn<'_>) -> Result<Proc, Diagnostic> {
     if let Some(refusal) = super::class::unix_sockets_refusal(s.class, s.unix_sockets) {
@@ -337,13 +355,23 @@ pub fn spawn(s: Spawn<'_>) -> Result<Proc, Diagnostic> {
     let ruleset_fd = ruleset.as_ref().map(|f| f.as_raw_fd());
     // Only a contained child joins: advisory constrains nothing, the network included.
     let join = s.net.filter(|_| contained).map(Join::raw);
-    if let (Some(p), Some(_)) = (plan.as_mut(), join) {
+    if let (Some(p), Some((user, _))) = (plan.as_mut(), join) {
         p.share_network();
+        if user.is_some() {
+            p.share_user();
+        }
     }
     // Not root, a contained child without the session's namespace and outside `sealed`
     // makes its network namespace inside a user namespace of its own, mapping its ids.
-    let own_maps = (contained && join.is_none() && plan.is_none() && !rustix::process::geteuid().is_root())
-        .then(super::child::own_id_maps);
+    let closed = closed_network(&s);
+    // With its network closed it makes a user namespace only to hold its PID namespace.
+    let pid_namespace = contained && s.cgroup.is_none();
+    let own_maps = (contained
+        && join.is_none()
+        && plan.is_none()
+        && (!closed || pid_namespace)
+        && !rustix::process::geteuid().is_root())
+    .then(super::child::own_id_maps);
     let sealed_ops = plan.as_ref().map(|p| p.descriptions()).unwrap_or_default();
     let (err_r, err_w) = rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC)
         .map_err(std::io::Error::from)
@@ -354,13 +382,17 @@ pub fn spawn(s: Spawn<'_>) -> Result<Proc, Diagnostic> {
     let image = super::process::Image::new(s.program, s.args, s.env, s.workdir_held.unwrap_or(s.workdir))
         .map_err(cannot_start)?;
     let sealed = plan.is_some();
-    let limits = child_limits(runtime, s.rlimits);
+    // No cgroup bounds a contained child: a PID namespace of its own (the plan's under
+    // `sealed`), pid 1 dying with `mur`, and `RLIMIT_NPROC` in its user namespace.
+    let limits = child_limits(runtime, s.rlimits, pid_namespace);
     let steps = ChildSteps {
         err_fd,
         fault: injected_fault(),
         runtime,
         parent_pid,
         contained,
+        closed_network: closed,
+        pid_namespace,
         join_fd: s.cgroup.and_then(|c| c.join_fd()),
         join,
         own_net_maps: own_maps.as_ref().map(|(u, g)| (u.as_slice(), g.as_slice())),
@@ -389,7 +421,7 @@ pub fn spawn(s: Spawn<'_>) -> Result<Proc, Diagnostic> {
     let spawned = super::process::start(
         &image,
         [s.stdin, s.stdout, s.stderr],
-        sealed,
+        sealed || pid_namespace,
         &mut hook,
         &exec_failed,
     );
@@ -411,18 +443,22 @@ fn cannot_start(program: &Path, e: std::io::Error) -> Diagnostic {
 /// address space far beyond any command's, and the child sets its own subprocesses' limits.
 /// All but the core size: a runtime holds its spawn credential and approval in memory, and
 /// a core file would write them to disk.
-fn child_limits(runtime: bool, l: Rlimits) -> Vec<(libc::__rlimit_resource_t, u64)> {
+/// Where no cgroup bounds the child (`nproc`), `RLIMIT_NPROC` is its process ceiling.
+fn child_limits(runtime: bool, l: Rlimits, nproc: bool) -> Vec<(libc::__rlimit_resource_t, u64)> {
     if runtime {
-        vec![(libc::RLIMIT_CORE, 0)]
-    } else {
-        vec![
-            (libc::RLIMIT_NOFILE, l.open_files),
-            (libc::RLIMIT_FSIZE, l.file_size),
-            (libc::RLIMIT_CPU, l.cpu_seconds),
-            (libc::RLIMIT_CORE, 0),
-            (libc::RLIMIT_AS, l.address_space),
-        ]
+        return vec![(libc::RLIMIT_CORE, 0)];
     }
+    let mut v = vec![
+        (libc::RLIMIT_NOFILE, l.open_files),
+        (libc::RLIMIT_FSIZE, l.file_size),
+        (libc::RLIMIT_CPU, l.cpu_seconds),
+        (libc::RLIMIT_CORE, 0),
+        (libc::RLIMIT_AS, l.address_space),
+    ];
+    if nproc {
+        v.push((libc::RLIMIT_NPROC, l.processes));
+    }
+    v
 }
 
 /// Step: what the start came to. Every writer of the error pipe has exec'd or exited by now

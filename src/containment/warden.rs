@@ -119,6 +119,17 @@ impl Warden {
         self.send(&format!("last {key} {v}\n"), None)
     }
 
+    /// Kill the process group `pgid` (a call's, where no cgroup holds it) if this process
+    /// dies before [`Warden::ungroup`] of it.
+    pub fn group(&self, pgid: i32) -> Result<(), String> {
+        self.send(&format!("group {pgid}\n"), None)
+    }
+
+    /// The group `pgid` ended (its leader is about to be reaped, which frees its id).
+    pub fn ungroup(&self, pgid: i32) -> Result<(), String> {
+        self.send(&format!("ungroup {pgid}\n"), None)
+    }
+
     /// The last words of `key` are no longer needed (their work was done).
     pub fn forget(&self, key: &str) -> Result<(), String> {
         self.send(&format!("forget {key}\n"), None)
@@ -152,6 +163,8 @@ impl Warden {
 #[derive(Default)]
 struct Charge {
     cgroups: Vec<String>,
+    /// The process groups of the calls running where no cgroup holds them.
+    groups: Vec<i32>,
     children: Vec<OwnedFd>,
     /// `(key, arguments)`.
     last: Vec<(String, Vec<String>)>,
@@ -211,11 +224,19 @@ fn listen(line: &OwnedFd) -> Charge {
     charge
 }
 
-/// One message: `cgroup LABEL`, `child` (with its pidfd), `last KEY JSON-ARRAY`, `forget KEY`.
+/// One message: `cgroup LABEL`, `group PGID`, `ungroup PGID`, `child` (with its pidfd),
+/// `last KEY JSON-ARRAY`, `forget KEY`.
 fn take(msg: &[u8], fds: &mut Vec<OwnedFd>, charge: &mut Charge) {
     let text = String::from_utf8_lossy(msg);
+    let pgid = |t: &str| t.parse::<i32>().ok().filter(|g| *g > 1);
     if let Some(label) = text.strip_prefix("cgroup ") {
         charge.cgroups.push(label.to_string());
+    } else if let Some(g) = text.strip_prefix("group ").and_then(pgid) {
+        charge.groups.push(g);
+    } else if let Some(g) = text.strip_prefix("ungroup ").and_then(pgid) {
+        if let Some(i) = charge.groups.iter().position(|x| *x == g) {
+            charge.groups.swap_remove(i);
+        }
     } else if text == "child" {
         if !fds.is_empty() {
             charge.children.push(fds.remove(0));
@@ -229,9 +250,15 @@ fn take(msg: &[u8], fds: &mut Vec<OwnedFd>, charge: &mut Charge) {
     }
 }
 
-/// Step: `mur` is gone. Kill every child and everything in the session's cgroups, wait for
+/// Step: `mur` is gone. Kill every call's group, every child and everything in the
+/// session's cgroups, wait for
 /// the children, say the last words, then empty and remove the cgroups.
 fn end(charge: Charge) {
+    for &g in &charge.groups {
+        if let Some(p) = rustix::process::Pid::from_raw(g) {
+            let _ = rustix::process::kill_process_group(p, rustix::process::Signal::KILL);
+        }
+    }
     for child in &charge.children {
         let _ = rustix::process::pidfd_send_signal(child, rustix::process::Signal::KILL);
     }
@@ -286,10 +313,15 @@ fn say(exe: &Path, args: &[String]) {
 /// be able to remove a cgroup `mur` made); the parent-death SIGTERM that comes with it
 /// finds the warden with SIGTERM blocked.
 fn helper(exe: &Path, args: &[String], stdin: Stdio, runtime: bool) -> Result<Proc, crate::diag::Diagnostic> {
+    // The one variable it reads: where the session cgroups it may have to empty are.
+    let env: Vec<(String, String)> = std::env::var(super::cgroup::PARENT_VAR)
+        .map(|v| vec![(super::cgroup::PARENT_VAR.to_string(), v)])
+        .unwrap_or_default();
     spawn::spawn(spawn::Spawn {
         unix_sockets: true,
         runtime,
         stdin,
+        env: &env,
         ..spawn::Spawn::own_helper(exe, args)
     })
 }

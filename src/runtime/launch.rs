@@ -55,6 +55,9 @@ pub struct Decided {
     pub declared: Containment,
     pub achieved: Containment,
     pub landlock_abi: u32,
+    /// Whether a contained child can have a network namespace here (without one its
+    /// network is closed by seccomp and landlock; egress rules are then refused).
+    pub netns: bool,
     pub session_id: String,
     pub plan: Plan,
     /// `env.allow` names present in the host environment, with their values.
@@ -282,7 +285,10 @@ fn decide(opts: &RunOptions, source: &Source) -> Result<Option<Decided>, Diagnos
         )
         .with_hint("use a directory of your own that no other user can write (chmod go-w)")
     })?;
-    let egress = if m.subprocess_route() {
+    // With no rules and no namespace to be had, a contained child's network is closed by
+    // seccomp and landlock instead (`ChildPolicy`); rules need the namespace (E-CAP-005).
+    let closed = m.subprocess_rules().is_empty() && report.netns.is_err();
+    let egress = if m.subprocess_route() && !closed {
         Some(egress::start(&exe, &m.subprocess_rules())?)
     } else {
         None
@@ -299,6 +305,7 @@ fn decide(opts: &RunOptions, source: &Source) -> Result<Option<Decided>, Diagnos
         declared: decision.declared,
         achieved: decision.achieved,
         landlock_abi: report.landlock_abi,
+        netns: report.netns.is_ok(),
         grants_json: scope.grants(),
         session_id,
         plan,
@@ -414,6 +421,7 @@ fn open<'a>(
         standing: d.standing,
         declared: d.declared,
         landlock_abi: d.landlock_abi,
+        netns: d.netns,
         env_present: d.env_present,
         grants_json: d.grants_json,
         egress: d.egress,

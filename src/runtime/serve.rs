@@ -88,6 +88,8 @@ pub struct Opened<'a> {
     /// What the scope phase settled for the runner's assembly.
     pub declared: crate::manifest::model::Containment,
     pub landlock_abi: u32,
+    /// Whether a contained child can have a network namespace here.
+    pub netns: bool,
     /// `env.allow` names present in the host environment, with their values.
     pub env_present: Vec<(String, String)>,
     /// `effective_grants` for `session_start`.

@@ -9,7 +9,7 @@ use super::TempDir;
 use murmur::registry::{self, archive};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
 use std::time::{Duration, Instant};
 
 /// The provider key every test runs with, and the variable it comes from.
@@ -453,16 +453,11 @@ pub fn request_bytes(r: &super::provider::Recorded) -> Vec<u8> {
     b
 }
 
-fn probe_ok(keys: &[&str]) -> bool {
-    let out = Command::new(super::capsule::MUR).arg("__probe").output().unwrap();
-    let v: Value = serde_json::from_slice(&out.stdout).unwrap_or_default();
-    keys.iter().all(|k| v[k].get("Ok").is_some())
-}
-
 /// Whether this host backs containment `class` (`scoped` or `sealed`); when it does not,
 /// `mur run` refuses with E-CAP-003 and the tests assert that instead.
 pub fn host_backs(class: &str) -> bool {
-    let scoped = probe_ok(&["landlock", "seccomp", "netns", "pids_cgroup"]);
+    use super::probe::probe_ok;
+    let scoped = probe_ok(&["landlock", "seccomp", "netns", "processes"]);
     match class {
         "scoped" => scoped,
         "sealed" => scoped && probe_ok(&["sealed"]),

@@ -125,6 +125,7 @@ pub mod roost;
 pub mod sdk;
 pub mod supervision;
 pub mod tmpfs;
+pub mod unprivileged;
 
 /// `len` bytes that do not compress (xorshift from `seed`, which must not be 0): an
 /// archive holding them is at least that large.

@@ -26,16 +26,21 @@ pub fn probe_binary() -> &'static Path {
     })
 }
 
-/// Whether `mur __probe` reports every mechanism of `keys` available.
+/// Whether `mur __probe` reports every mechanism of `keys` available (`processes`: a
+/// pids cgroup or a PID namespace, whichever bounds a session here).
 pub fn probe_ok(keys: &[&str]) -> bool {
     let out = Command::new(MUR).arg("__probe").output().unwrap();
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_default();
-    keys.iter().all(|k| v[k].get("Ok").is_some())
+    let ok = |k: &str| v[k].get("Ok").is_some();
+    keys.iter().all(|k| match *k {
+        "processes" => ok("pids_cgroup") || ok("pidns"),
+        k => ok(k),
+    })
 }
 
 /// Whether this host backs `scoped`; when it does not, every case must be the refusal.
 pub fn host_backs_scoped() -> bool {
-    probe_ok(&["landlock", "seccomp", "netns", "pids_cgroup"])
+    probe_ok(&["landlock", "seccomp", "netns", "processes"])
 }
 
 /// Whether this host backs `sealed` (namespaces, a tmpfs root, pivot_root) as well.

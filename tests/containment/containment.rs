@@ -10,6 +10,7 @@ mod interpreters;
 
 use crate::common;
 use common::probe::{host_backs_scoped, host_backs_sealed, probe_binary};
+use common::unprivileged::{can_stage, chown_tree, userns_allowed, Account, USER};
 use common::TempDir;
 use std::io::Read;
 use std::path::PathBuf;
@@ -21,6 +22,8 @@ struct Sandbox {
     t: TempDir,
     manifest: PathBuf,
     workdir: PathBuf,
+    /// The ordinary account every command runs as (`None`: the test's own user).
+    user: Option<std::sync::Arc<Account>>,
 }
 
 fn sandbox(label: &str, extra: &str) -> Sandbox {
@@ -38,16 +41,42 @@ fn sandbox_allowing(label: &str, allow: &str, extra: &str) -> Sandbox {
     .unwrap();
     let workdir = t.path().join("work");
     std::fs::create_dir_all(&workdir).unwrap();
-    Sandbox { t, manifest, workdir }
+    Sandbox {
+        t,
+        manifest,
+        workdir,
+        user: None,
+    }
 }
 
 impl Sandbox {
+    /// The same sandbox, every command run as `account` (its directories handed over).
+    fn run_as(mut self, account: std::sync::Arc<Account>) -> Sandbox {
+        chown_tree(self.t.path());
+        self.user = Some(account);
+        self
+    }
+
+    /// `program` to run, as the sandbox's account.
+    fn command(&self, program: &str) -> Command {
+        let cmd = Command::new(program);
+        match &self.user {
+            Some(a) => {
+                let mut cmd = a.command(cmd);
+                cmd.env("HOME", self.t.path())
+                    .env("MURMUR_CACHE_DIR", self.t.path().join("cache"));
+                cmd
+            }
+            None => cmd,
+        }
+    }
+
     fn path_env(&self) -> String {
         format!("{}:/usr/bin:/bin", probe_binary().parent().unwrap().display())
     }
 
     fn exec(&self, class: &str, cmd: &[&str], env: &[(&str, &str)]) -> Output {
-        Command::new(MUR)
+        self.command(MUR)
             .args(["exec", "--manifest"])
             .arg(&self.manifest)
             .arg("--workdir")
@@ -74,7 +103,8 @@ impl Sandbox {
         cmd: &[&str],
         env: &[(&str, &str)],
     ) -> (std::process::Child, String) {
-        let mut child = Command::new(MUR)
+        let mut child = self
+            .command(MUR)
             .args(["exec", "--manifest"])
             .arg(&self.manifest)
             .arg("--workdir")
@@ -103,7 +133,46 @@ fn text(b: &[u8]) -> String {
 
 #[test]
 fn escape_suite_prints_its_table_and_finds_no_escape() {
-    let s = sandbox("escape", "");
+    escape_suite(sandbox("escape", ""), host_backs_scoped(), host_backs_sealed());
+}
+
+#[test]
+fn escape_suite_holds_for_an_ordinary_account_without_a_cgroup_and_with_one() {
+    if !can_stage() {
+        return;
+    }
+    for account in [Account::without_cgroup(), Account::with_delegated_cgroup()] {
+        let report = account.probe();
+        let ok = |k: &str| report[k].get("Ok").is_some();
+        let scoped = ok("landlock") && ok("seccomp") && (ok("pids_cgroup") || ok("pidns"));
+        let sealed = scoped && ok("netns") && ok("sealed");
+        if userns_allowed() {
+            // Nothing on the host forbids what the account needs: it is backed as root is.
+            assert_eq!(
+                (scoped, sealed),
+                (host_backs_scoped(), host_backs_sealed()),
+                "{report}"
+            );
+        }
+        println!(
+            "uid {USER}, {}:",
+            if account.cgroup().is_some() {
+                "a delegated pids cgroup"
+            } else {
+                "no cgroup"
+            }
+        );
+        escape_suite(
+            sandbox("escape-user", "").run_as(std::sync::Arc::new(account)),
+            scoped,
+            sealed,
+        );
+    }
+}
+
+/// Every case of the suite under `scoped` and `sealed`, as the sandbox's account, on a
+/// host that backs them as said (where not, each case must be the refusal).
+fn escape_suite(s: Sandbox, scoped: bool, sealed: bool) {
     let outside = s.t.path().join("outside-created");
     let moved = s.t.path().join("outside-moved");
     let host_listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
@@ -116,12 +185,21 @@ fn escape_suite_prints_its_table_and_finds_no_escape() {
     let udp_port = host_udp.local_addr().unwrap().port().to_string();
     let sock_path = s.t.path().join("host.sock");
     let _unix = std::os::unix::net::UnixListener::bind(&sock_path).unwrap();
-    let mut host_sleeper = attacks::capless_sleep("60");
+    // The host process the cases aim at is the account's own: only containment, never the
+    // file permissions of another user, may keep the command from it.
+    let mut host_sleeper = match &s.user {
+        Some(a) => a.command(Command::new("sleep")).arg("60").spawn().unwrap(),
+        None => attacks::capless_sleep("60"),
+    };
     let sleeper_pid = host_sleeper.id().to_string();
     let copy = s.workdir.join("escape-copy");
     std::fs::copy("/usr/bin/id", &copy).unwrap();
     std::fs::copy(probe_binary(), s.workdir.join("probe-copy")).unwrap();
     let meta_file = attacks::outside_file(s.t.path());
+    if s.user.is_some() {
+        // The host socket and the outside files are the account's too.
+        chown_tree(s.t.path());
+    }
     let mut meta_before = attacks::Meta::of(&meta_file);
     let meta = meta_file.display().to_string();
     let cases: Vec<(&str, String)> = vec![
@@ -184,8 +262,6 @@ fn escape_suite_prints_its_table_and_finds_no_escape() {
         .into_iter()
         .filter(|(c, _)| cfg!(target_arch = "x86_64") || *c != "utimes-outside")
         .collect();
-    let scoped = host_backs_scoped();
-    let sealed = host_backs_sealed();
     let mut sleeper_before = attacks::host_proc(&sleeper_pid);
     let mut table = vec![format!(
         "{:<24} {:<8} {:<18} {:>5}  verdict",
@@ -196,7 +272,7 @@ fn escape_suite_prints_its_table_and_finds_no_escape() {
         for class in ["scoped", "sealed"] {
             let out = if *case == "leaked-fd" {
                 // A descriptor the caller leaks into mur: the child must not have it.
-                let mut cmd = Command::new("sh");
+                let mut cmd = s.command("sh");
                 cmd.arg("-c")
                     .arg("exec 7</etc/passwd; exec \"$@\"")
                     .arg("sh")

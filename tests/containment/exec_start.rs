@@ -2,7 +2,8 @@
 //! compile cache's directory (keyed by boot, kernel, binary, user, floor and execution
 //! context; believed only when the directory and the entry are the user's alone); and a
 //! contained command with no network rule still reaches nothing of the host's, from a
-//! namespace that is not the host's, refused with E-CAP-005 where the host cannot make one.
+//! namespace that is not the host's, or with its network closed where the host cannot make
+//! one (`sealed` then refused).
 
 use crate::common;
 
@@ -120,7 +121,7 @@ fn the_probe_report_is_kept_and_believed_only_from_the_users_own_entry() {
 }
 
 #[test]
-fn a_contained_command_without_network_rules_reaches_nothing_and_still_needs_the_namespace() {
+fn a_contained_command_without_network_rules_reaches_nothing_with_a_namespace_or_without() {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     listener.set_nonblocking(true).unwrap();
     let port = listener.local_addr().unwrap().port();
@@ -143,13 +144,28 @@ fn a_contained_command_without_network_rules_reaches_nothing_and_still_needs_the
             "{class}: {}",
             text(&out.stderr)
         );
-        let out = exec(&t, class, &["true"], &[("MURMUR_PROBE_DENY", "netns")]);
-        assert_eq!(out.status.code(), Some(1), "{class}");
-        assert!(
-            text(&out.stderr).starts_with("error[E-CAP-005]: "),
-            "{class}: {}",
-            text(&out.stderr)
+        // Where no namespace can be made, `scoped` runs with its network closed (no IP
+        // socket at all) and `sealed` is refused.
+        let out = exec(
+            &t,
+            class,
+            &["bash", "-c", &line],
+            &[("MURMUR_PROBE_DENY", "netns")],
         );
+        if class == "sealed" {
+            assert_eq!(out.status.code(), Some(1), "{class}");
+            assert!(
+                text(&out.stderr).starts_with("error[E-CAP-003]: containment floor not met: declared 'sealed', achieved 'scoped': netns: disabled by MURMUR_PROBE_DENY"),
+                "{class}: {}",
+                text(&out.stderr)
+            );
+        } else {
+            assert!(
+                text(&out.stdout).starts_with("closed\n"),
+                "{class}: {}",
+                text(&out.stderr)
+            );
+        }
     }
     assert!(
         listener.accept().is_err(),

@@ -12,3 +12,4 @@ mod doctor;
 mod exec_parity;
 mod exec_start;
 mod run_hostile;
+mod unprivileged;

@@ -21,6 +21,7 @@ mod names;
 mod servers;
 
 use common::probe::{host_backs_scoped, host_backs_sealed, probe_binary};
+use common::unprivileged::{chown_tree, userns_allowed, Account, USER};
 use common::TempDir;
 use servers::{FakeDns, Silent, Upstream};
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
@@ -403,13 +404,27 @@ fn raw_and_packet_sockets_cannot_be_opened() {
 }
 
 #[test]
-fn a_host_that_cannot_make_the_namespace_refuses_every_class_with_e_cap_005() {
+fn a_host_that_cannot_make_the_namespace_refuses_rules_with_e_cap_005_and_closes_the_rest() {
     let _serial = serial();
-    // With rules (the session's namespace is made) and without (the probe answers for the
-    // namespace the command would make itself): refused alike, whatever the class.
+    // With rules (the session's namespace is made): refused, whatever the class.
     let ruled = capsule("netns-denied", &["localhost:443".to_string()]);
     let bare = capsule("netns-denied-bare", &[]);
-    for (c, class) in [&ruled, &bare]
+    // Without: `scoped` runs with its network closed (no IP socket), `sealed` (which makes
+    // its own namespaces) is refused.
+    let deny = [("MURMUR_PROBE_DENY", "netns")];
+    if host_backs_scoped() {
+        let r = bare.probe("scoped", &["tcp-self"], &deny);
+        assert_eq!(r.line(), "tcp-self socket 1 contained", "{}", r.stderr);
+    }
+    if host_backs_sealed() {
+        let out = bare.exec("sealed", &["escape-probe", "tcp-self"], &deny);
+        assert!(
+            text(&out.stderr).starts_with("error[E-CAP-003]: "),
+            "{}",
+            text(&out.stderr)
+        );
+    }
+    for (c, class) in [&ruled]
         .into_iter()
         .flat_map(|c| ["advisory", "scoped", "sealed"].map(|class| (c, class)))
     {
@@ -475,93 +490,6 @@ fn with_no_rules_mur_makes_no_namespace_and_the_command_reaches_only_its_own_loo
     }
 }
 
-/// The user (and group) of the unprivileged runs: one no account has.
-const USER: u32 = 4242;
-
-/// A pids cgroup below the test's own, handed to [`USER`] as an operator's login session
-/// would be; removed (with what `mur` left in it) when dropped.
-struct Delegated(PathBuf);
-
-impl Delegated {
-    fn new() -> Delegated {
-        let base = common::supervision::pids_cgroup_of("self").expect("the test's pids cgroup");
-        // cgroup v2 hands the pids controller down only where the parent enables it.
-        if base.join("cgroup.subtree_control").exists() {
-            let _ = std::fs::write(base.join("cgroup.subtree_control"), "+pids");
-        }
-        let dir = base.join(format!("murmur-test-user-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        chown_tree(&dir);
-        Delegated(dir)
-    }
-
-    /// `cmd` run as [`USER`] with no supplementary groups, moved into the cgroup first.
-    fn command(&self, mut cmd: Command) -> Command {
-        use std::os::fd::{AsRawFd, OwnedFd};
-        use std::os::unix::process::CommandExt;
-        let procs = std::fs::OpenOptions::new()
-            .write(true)
-            .open(self.0.join("cgroup.procs"))
-            .unwrap();
-        let procs = OwnedFd::from(procs);
-        let fd = procs.as_raw_fd();
-        // SAFETY: between fork and exec the hook makes four syscalls on a descriptor opened
-        // before the fork (close-on-exec, kept open by `procs`, moved into the hook) and
-        // allocates nothing.
-        unsafe {
-            cmd.pre_exec(move || {
-                let _held = &procs;
-                let ok = libc::write(fd, b"0".as_ptr().cast(), 1) == 1
-                    && libc::setgroups(0, std::ptr::null()) == 0
-                    && libc::setgid(USER) == 0
-                    && libc::setuid(USER) == 0;
-                if ok {
-                    Ok(())
-                } else {
-                    Err(std::io::Error::last_os_error())
-                }
-            });
-        }
-        cmd
-    }
-}
-
-impl Drop for Delegated {
-    fn drop(&mut self) {
-        // The session cgroups `mur` made go with their last process: wait for them (5 s),
-        // then say what is left rather than leave it unseen.
-        for _ in 0..250 {
-            if remove_cgroup_tree(&self.0) {
-                return;
-            }
-            std::thread::sleep(std::time::Duration::from_millis(20));
-        }
-        eprintln!("left behind: the cgroup {}", self.0.display());
-    }
-}
-
-/// Remove the cgroup `dir` and every cgroup below it, deepest first; whether it is gone.
-fn remove_cgroup_tree(dir: &std::path::Path) -> bool {
-    if let Ok(d) = std::fs::read_dir(dir) {
-        for e in d.flatten() {
-            if e.file_type().is_ok_and(|t| t.is_dir()) {
-                remove_cgroup_tree(&e.path());
-            }
-        }
-    }
-    std::fs::remove_dir(dir).is_ok() || !dir.exists()
-}
-
-/// `path` and everything below it owned by [`USER`] (links themselves, never followed).
-fn chown_tree(path: &std::path::Path) {
-    std::os::unix::fs::lchown(path, Some(USER), Some(USER)).unwrap();
-    if path.is_dir() && !path.is_symlink() {
-        for e in std::fs::read_dir(path).unwrap().flatten() {
-            chown_tree(&e.path());
-        }
-    }
-}
-
 #[test]
 fn an_unprivileged_user_gets_the_namespace_with_its_own_ids_with_rules_and_without() {
     let _serial = serial();
@@ -570,6 +498,15 @@ fn an_unprivileged_user_gets_the_namespace_with_its_own_ids_with_rules_and_witho
         println!("not root: every other test here runs unprivileged already");
         return;
     }
+    // With a pids cgroup delegated to the user, and with none (a PID namespace bounds each
+    // command then).
+    for account in [Account::with_delegated_cgroup(), Account::without_cgroup()] {
+        unprivileged_namespaces(&account);
+    }
+}
+
+fn unprivileged_namespaces(account: &Account) {
+    let delegated = account.cgroup().is_some();
     let (root_scoped, root_sealed) = backed();
     let up = Upstream::pong();
     let p = up.port().to_string();
@@ -578,9 +515,8 @@ fn an_unprivileged_user_gets_the_namespace_with_its_own_ids_with_rules_and_witho
     for c in [&bare, &ruled] {
         chown_tree(c._dir.path());
     }
-    let cgroup = Delegated::new();
     let as_user = |c: &Capsule, class: &str, cmd: &[&str]| -> Output {
-        let mut command = cgroup.command(c.command(class, cmd, &[]));
+        let mut command = account.command(c.command(class, cmd, &[]));
         command
             .env("HOME", c._dir.path())
             .env("MURMUR_CACHE_DIR", c._dir.path().join("cache"));
@@ -589,36 +525,31 @@ fn an_unprivileged_user_gets_the_namespace_with_its_own_ids_with_rules_and_witho
         })
     };
     // What the host backs for the user: its own probe, as `mur exec` will take it.
-    let report: serde_json::Value = {
-        let mut probe = Command::new(MUR);
-        probe.args(["__probe", "sealed"]).env_clear();
-        serde_json::from_slice(&cgroup.command(probe).output().unwrap().stdout).unwrap()
+    let report = account.probe();
+    let works = |keys: &[&str]| {
+        keys.iter().all(|k| report[k].get("Ok").is_some())
+            && (report["pids_cgroup"].get("Ok").is_some() || report["pidns"].get("Ok").is_some())
     };
-    let works = |keys: &[&str]| keys.iter().all(|k| report[k].get("Ok").is_some());
     // Where root backs a class and nothing on the host forbids unprivileged user
-    // namespaces, the user is backed too: a broken namespace is not "not backed".
-    let sysctl = |p: &str| std::fs::read_to_string(p).map(|s| s.trim().to_string()).ok();
-    let unprivileged_userns = sysctl("/proc/sys/kernel/unprivileged_userns_clone").as_deref() != Some("0")
-        && sysctl("/proc/sys/kernel/apparmor_restrict_unprivileged_userns").as_deref() != Some("1")
-        && sysctl("/proc/sys/user/max_user_namespaces").as_deref() != Some("0");
-    if unprivileged_userns {
-        assert_eq!(works(&["netns", "pids_cgroup"]), root_scoped, "{report}");
+    // namespaces, the user is backed too, with a cgroup or without: a broken namespace is
+    // not "not backed".
+    if userns_allowed() {
+        assert_eq!(works(&["netns"]), root_scoped, "{report}");
         assert_eq!(works(&["sealed"]), root_sealed, "{report}");
+        assert_eq!(report["pids_cgroup"].get("Ok").is_some(), delegated, "{report}");
     }
     for (class, keys) in [
         // Advisory too: a child of a user without capabilities still starts (it cannot
         // shrink its bounding set, and need not).
         ("advisory", &[][..]),
-        ("scoped", &["landlock", "seccomp", "netns", "pids_cgroup"][..]),
-        (
-            "sealed",
-            &["landlock", "seccomp", "netns", "pids_cgroup", "sealed"][..],
-        ),
+        ("scoped", &["landlock", "seccomp", "netns"][..]),
+        ("sealed", &["landlock", "seccomp", "netns", "sealed"][..]),
     ] {
+        let backed = class == "advisory" || works(keys);
         for c in [&bare, &ruled] {
             let out = as_user(c, class, &["id", "-u"]);
             let stderr = text(&out.stderr);
-            if !works(keys) {
+            if !backed {
                 // Refused as the probe says, before anything ran.
                 assert!(stderr.starts_with("error[E-CAP-00"), "{class}: {stderr}");
                 println!("{class}: not backed for an unprivileged user here: {report}");
@@ -628,7 +559,7 @@ fn an_unprivileged_user_gets_the_namespace_with_its_own_ids_with_rules_and_witho
             assert_eq!(text(&out.stdout), format!("{USER}\n"), "{class}: {stderr}");
             assert_eq!(out.status.code(), Some(0), "{class}: {stderr}");
         }
-        if !works(keys) {
+        if !backed {
             continue;
         }
         let out = as_user(&bare, class, &["escape-probe", "tcp-self"]);

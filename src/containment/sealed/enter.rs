@@ -19,14 +19,14 @@ impl Plan {
             }
         };
         let net = if self.own_network { libc::CLONE_NEWNET } else { 0 };
-        let flags = libc::CLONE_NEWUSER
-            | libc::CLONE_NEWNS
-            | libc::CLONE_NEWPID
-            | net
-            | libc::CLONE_NEWIPC
-            | libc::CLONE_NEWUTS;
+        let user = if self.own_user { libc::CLONE_NEWUSER } else { 0 };
+        let flags =
+            user | libc::CLONE_NEWNS | libc::CLONE_NEWPID | net | libc::CLONE_NEWIPC | libc::CLONE_NEWUTS;
         // SAFETY: unshare takes flags only; the caller is a single-threaded child.
         check(unsafe { libc::unshare(flags) }).map_err(fail(STEP_UNSHARE, 0))?;
+        if !self.own_user {
+            return Ok(());
+        }
         self.write_id_maps().map_err(fail(STEP_ID_MAPS, 0))
     }
 

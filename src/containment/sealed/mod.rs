@@ -93,6 +93,9 @@ pub struct Plan {
     /// Whether the child makes a network namespace of its own (false: it has joined the
     /// session's before entering).
     own_network: bool,
+    /// Whether the child makes (and maps) a user namespace of its own (false: it has
+    /// joined the session's, made and mapped by `mur`'s keyless helper).
+    own_user: bool,
 }
 
 /// What failed in the child: a step of `spawn::STEPS`, the errno, and (for the root
@@ -170,6 +173,7 @@ pub fn plan(
         gid_map,
         cwd,
         own_network: true,
+        own_user: true,
     });
     let nosuid_nodev = libc::MS_NOSUID | libc::MS_NODEV;
     b.op(
@@ -296,6 +300,13 @@ impl Plan {
     /// Enter no network namespace of its own: the child joined the session's first.
     pub fn share_network(&mut self) {
         self.own_network = false;
+    }
+
+    /// Make no user namespace of its own: the child joined the session's first, which
+    /// `mur`'s keyless helper made and mapped (a child of a `mur` that holds a provider key
+    /// is not dumpable and could not write its own maps).
+    pub fn share_user(&mut self) {
+        self.own_user = false;
     }
 
     /// Whether the child makes a network namespace of its own.

@@ -504,6 +504,7 @@ fn children(s: &mut Launching<'_>, p: &PreparedAgent, guests: &mut Guests) -> Re
         caps: &o.manifest.capabilities,
         class: o.achieved,
         landlock_abi: s.landlock_abi,
+        netns: s.netns,
         workdir: &o.layout.preopen_dir,
         session_id: &o.session_id,
         identity: &identity(&o.manifest.name, &o.manifest.version, &o.session_id, &o.url),

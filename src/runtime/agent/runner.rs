@@ -125,10 +125,14 @@ impl TaskRunner for AgentRunner {
             .cgroup
             .as_ref()
             .map(Arc::downgrade);
+        // Without a cgroup, the running calls' groups (pid 1 of each PID namespace, or an
+        // advisory command's group).
+        let live = Arc::clone(&self.session.tools.runner.policy.live);
         Box::new(move || {
             if let Some(cg) = cgroup.as_ref().and_then(std::sync::Weak::upgrade) {
                 cg.kill_all();
             }
+            live.kill_all();
         })
     }
 

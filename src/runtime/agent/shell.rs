@@ -6,7 +6,7 @@
 use super::starts::Starts;
 use super::tools::CallError;
 use crate::agent::words;
-use crate::containment::child_policy::{ChildPolicy, Stdios};
+use crate::containment::child_policy::{ChildPolicy, LiveCall, Stdios};
 use crate::containment::spawn::{Proc, Stdio};
 use crate::fsx::Dir;
 use crate::runtime::records::{Health, Watched};
@@ -366,7 +366,8 @@ impl Runner {
             group,
             buf: vec![0u8; 16 << 10],
         };
-        let (status, ended) = self.wait(&mut watch, child);
+        let live = self.policy.live.enter(child.id() as i32);
+        let (status, ended) = self.wait(&mut watch, child, live);
         // Nothing a call started outlives it: its process group is killed as it exits
         // (in `wait`), and what left the group (setsid) is killed through the session
         // cgroup.
@@ -394,7 +395,7 @@ impl Runner {
     /// (not yet reaped, so its group id cannot have been reused), what it left running in
     /// its group is killed, then it is reaped. The status (if it came) and how the wait
     /// ended.
-    fn wait(&self, watch: &mut Watch, mut child: Proc) -> (Option<ExitStatus>, Ended) {
+    fn wait(&self, watch: &mut Watch, mut child: Proc, live: LiveCall) -> (Option<ExitStatus>, Ended) {
         let now = Instant::now();
         let deadline = now
             .checked_add(self.time_limit)
@@ -425,11 +426,14 @@ impl Runner {
                     let _ = waitid(WaitId::Pid(p), WaitIdOptions::EXITED | WaitIdOptions::NOWAIT);
                 }
                 kill_group(group);
+                drop(live);
                 let _ = child.wait();
             });
             return (None, ended);
         }
         kill_group(watch.group);
+        // Out of the live set before the reap frees its group id.
+        drop(live);
         (child.wait().ok(), ended)
     }
 

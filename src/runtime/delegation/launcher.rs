@@ -371,7 +371,13 @@ impl Launcher {
             .filter(|n| theirs.contains(n) && !runtime_owned(n))
             .filter_map(|n| std::env::var(n).ok().map(|v| (n.clone(), v)))
             .collect();
-        for k in ["PATH", "HOME", "MURMUR_RECORDS_DIR", "MURMUR_CACHE_DIR"] {
+        for k in [
+            "PATH",
+            "HOME",
+            "MURMUR_RECORDS_DIR",
+            "MURMUR_CACHE_DIR",
+            crate::containment::cgroup::PARENT_VAR,
+        ] {
             if let Ok(v) = std::env::var(k) {
                 env.push((k.to_string(), v));
             }
@@ -414,6 +420,7 @@ impl Launcher {
             rlimits: Rlimits::default(),
             runtime: true,
             net: None,
+            netns: true,
             stdin: Stdio::piped(),
             stdout: Stdio::piped(),
             stderr: Stdio::piped(),

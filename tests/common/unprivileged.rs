@@ -1,0 +1,139 @@
+//! An ordinary account for the tests that run what users run: uid and gid 4242 (one no
+//! account has), no supplementary groups, and either no cgroup of its own (the pids
+//! hierarchy stays root's, as on a host where nothing was delegated) or a pids cgroup below
+//! the test's own handed to it, as an administrator would delegate one. Only root can
+//! stage either; the tests that need one say so when not root.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// The user (and group) of the unprivileged runs.
+pub const USER: u32 = 4242;
+
+/// How the account's processes are placed.
+pub struct Account {
+    /// A pids cgroup delegated to the account, which every command joins first.
+    cgroup: Option<PathBuf>,
+}
+
+impl Account {
+    /// The account with nothing delegated: `mkdir` in the pids hierarchy is refused.
+    pub fn without_cgroup() -> Account {
+        Account { cgroup: None }
+    }
+
+    /// The account with a pids cgroup below the test's own, chowned to it as a login
+    /// session's would be; removed (with what `mur` left in it) when dropped.
+    pub fn with_delegated_cgroup() -> Account {
+        let base = super::supervision::pids_cgroup_of("self").expect("the test's pids cgroup");
+        // cgroup v2 hands the pids controller down only where the parent enables it.
+        if base.join("cgroup.subtree_control").exists() {
+            let _ = std::fs::write(base.join("cgroup.subtree_control"), "+pids");
+        }
+        let dir = base.join(format!("murmur-test-user-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        chown_tree(&dir);
+        Account { cgroup: Some(dir) }
+    }
+
+    /// The delegated cgroup, if any.
+    pub fn cgroup(&self) -> Option<&Path> {
+        self.cgroup.as_deref()
+    }
+
+    /// `cmd` run as [`USER`] with no supplementary groups, moved into the delegated cgroup
+    /// first when there is one.
+    pub fn command(&self, mut cmd: Command) -> Command {
+        use std::os::fd::{AsRawFd, OwnedFd};
+        use std::os::unix::process::CommandExt;
+        let procs: Option<OwnedFd> = self.cgroup.as_ref().map(|c| {
+            std::fs::OpenOptions::new()
+                .write(true)
+                .open(c.join("cgroup.procs"))
+                .unwrap()
+                .into()
+        });
+        let fd = procs.as_ref().map_or(-1, |p| p.as_raw_fd());
+        // SAFETY: between fork and exec the hook makes at most four syscalls on a
+        // descriptor opened before the fork (close-on-exec, kept open by `procs`, moved
+        // into the hook) and allocates nothing.
+        unsafe {
+            cmd.pre_exec(move || {
+                let _held = &procs;
+                let ok = (fd < 0 || libc::write(fd, b"0".as_ptr().cast(), 1) == 1)
+                    && libc::setgroups(0, std::ptr::null()) == 0
+                    && libc::setgid(USER) == 0
+                    && libc::setuid(USER) == 0;
+                if ok {
+                    Ok(())
+                } else {
+                    Err(std::io::Error::last_os_error())
+                }
+            });
+        }
+        cmd
+    }
+
+    /// What the host backs for the account: its own `mur __probe`, as a launch takes it.
+    pub fn probe(&self) -> serde_json::Value {
+        let mut probe = Command::new(super::capsule::MUR);
+        probe.args(["__probe", "sealed"]).env_clear();
+        serde_json::from_slice(&self.command(probe).output().unwrap().stdout).unwrap_or_default()
+    }
+}
+
+impl Drop for Account {
+    fn drop(&mut self) {
+        let Some(dir) = &self.cgroup else { return };
+        // The session cgroups `mur` made go with their last process: wait for them (5 s),
+        // then say what is left rather than leave it unseen.
+        for _ in 0..250 {
+            if remove_cgroup_tree(dir) {
+                return;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        eprintln!("left behind: the cgroup {}", dir.display());
+    }
+}
+
+/// Whether the tests run as root, which alone can stage an account; a test that needs it
+/// says so on its line when not.
+pub fn can_stage() -> bool {
+    let root = rustix::process::geteuid().is_root();
+    if !root {
+        println!("needs root (to act as a second account): not run");
+    }
+    root
+}
+
+/// Whether nothing on the host forbids unprivileged user namespaces.
+pub fn userns_allowed() -> bool {
+    let sysctl = |p: &str| std::fs::read_to_string(p).map(|s| s.trim().to_string()).ok();
+    sysctl("/proc/sys/kernel/unprivileged_userns_clone").as_deref() != Some("0")
+        && sysctl("/proc/sys/kernel/apparmor_restrict_unprivileged_userns").as_deref() != Some("1")
+        && sysctl("/proc/sys/user/max_user_namespaces").as_deref() != Some("0")
+}
+
+/// Remove the cgroup `dir` and every cgroup below it, deepest first; whether it is gone.
+fn remove_cgroup_tree(dir: &Path) -> bool {
+    if let Ok(d) = std::fs::read_dir(dir) {
+        for e in d.flatten() {
+            if e.file_type().is_ok_and(|t| t.is_dir()) {
+                remove_cgroup_tree(&e.path());
+            }
+        }
+    }
+    std::fs::remove_dir(dir).is_ok() || !dir.exists()
+}
+
+/// `path` and everything below it owned by [`USER`] (links themselves, never followed).
+pub fn chown_tree(path: &Path) {
+    std::os::unix::fs::lchown(path, Some(USER), Some(USER)).unwrap();
+    if path.is_dir() && !path.is_symlink() {
+        for e in std::fs::read_dir(path).unwrap().flatten() {
+            chown_tree(&e.path());
+        }
+    }
+}

@@ -16,9 +16,10 @@
 //!
 //! A session holds an exclusive `flock` on its cgroup directory for as long as it lives; the
 //! kernel drops it when the process dies, however it dies. Each new session cgroup is made
-//! under a lock on the parent directory, and first sweeps the `murmur-ses_*` siblings whose
-//! lock it can take (their session is gone): each is removed, which the kernel refuses
-//! (EBUSY) while processes are still in it, so one with processes is never removed.
+//! under a lock on the parent directory (waited for a second at most: any user who may read
+//! the directory may hold it), and first sweeps the `murmur-ses_*` siblings whose lock it
+//! can take (their session is gone): each is removed, which the kernel refuses (EBUSY)
+//! while processes are still in it, so one with processes is never removed.
 
 use rustix::fs::FlockOperation;
 use std::fs::{File, OpenOptions};
@@ -28,6 +29,26 @@ use std::path::{Path, PathBuf};
 
 /// How long the end of a session waits for its cgroup to empty.
 const KILL_BOUND: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// How long a launch waits for the lock on the parent directory before it goes on without
+/// sweeping.
+const PARENT_LOCK_BOUND: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// Take an exclusive `flock` on `f` within `bound`; whether it was taken.
+fn lock_within(f: &File, bound: std::time::Duration) -> bool {
+    let until = std::time::Instant::now() + bound;
+    loop {
+        match rustix::fs::flock(f, FlockOperation::NonBlockingLockExclusive) {
+            Ok(()) => return true,
+            Err(rustix::io::Errno::WOULDBLOCK | rustix::io::Errno::INTR)
+                if std::time::Instant::now() < until =>
+            {
+                std::thread::sleep(std::time::Duration::from_millis(10));
+            }
+            Err(_) => return false,
+        }
+    }
+}
 
 /// The name prefix of a session's cgroup: the only ones the sweep considers.
 const SESSION_PREFIX: &str = "murmur-ses_";
@@ -139,11 +160,13 @@ impl Cgroup {
         }
         let dir = parent.join(format!("murmur-{label}"));
         // Under the parent's lock: no sweep can take this cgroup between its mkdir and its
-        // own lock.
+        // own lock. Anyone who may read the parent may hold that lock (another user, on a
+        // shared hierarchy), so it is waited for a bounded time only; without it this
+        // launch sweeps nothing (and no other can sweep while the holder keeps it).
         let parent_lock = File::open(&parent).map_err(|e| format!("open {}: {e}", parent.display()))?;
-        rustix::fs::flock(&parent_lock, FlockOperation::LockExclusive)
-            .map_err(|e| format!("flock {}: {e}", parent.display()))?;
-        sweep(&parent);
+        if lock_within(&parent_lock, PARENT_LOCK_BOUND) {
+            sweep(&parent);
+        }
         std::fs::create_dir(&dir).map_err(|e| format!("mkdir {}: {e}", dir.display()))?;
         let held = File::open(&dir).map_err(|e| format!("open {}: {e}", dir.display()))?;
         rustix::fs::flock(&held, FlockOperation::NonBlockingLockExclusive)

@@ -21,6 +21,7 @@ mod agent_lock;
 mod agent_otel;
 mod agent_reopen;
 mod agent_security;
+mod agent_unprivileged;
 mod agent_workdir_swap;
 mod delegation;
 mod egress_session;

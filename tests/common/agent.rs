@@ -287,6 +287,15 @@ impl World {
         Run { out, elapsed }
     }
 
+    /// `mur run` as [`World::start`] runs it, as `account` (the world handed over to it
+    /// first, its home inside the world), not started.
+    pub fn command_as(&self, account: &super::unprivileged::Account, task: &str) -> std::process::Command {
+        super::unprivileged::chown_tree(self.t.path());
+        let mut c = account.command(self.command(task, &[]));
+        c.env("HOME", self.t.path());
+        c
+    }
+
     fn command(&self, task: &str, env: &[(&str, &str)]) -> std::process::Command {
         let mut c = std::process::Command::new(env!("CARGO_BIN_EXE_mur"));
         c.args(["run", "--manifest", &manifest_arg(&self.dir), "--registry-path"])

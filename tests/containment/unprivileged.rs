@@ -425,3 +425,43 @@ fn without_user_namespaces_scoped_runs_with_its_network_closed_and_sealed_is_ref
     assert!(doctor.contains("    sealed        no: netns: "), "{doctor}");
     assert!(doctor.contains("user.max_user_namespaces"), "{doctor}");
 }
+
+/// Another account holding the lock on the directory where root's session cgroups are
+/// made (anyone who may read it may `flock` it) does not stall root's sessions.
+#[test]
+fn a_stranger_holding_the_cgroup_parents_lock_does_not_stall_a_session() {
+    if !can_stage() || !common::probe::host_backs_scoped() {
+        return;
+    }
+    let Some(parent) = common::supervision::pids_cgroup_of("self") else {
+        println!("no pids cgroup here: not run");
+        return;
+    };
+    let mut holder = Account::without_cgroup()
+        .command(Command::new("flock"))
+        .arg(&parent)
+        .args(["sleep", "30"])
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    let place = Place::new("stranger-lock", "true", "");
+    let started = Instant::now();
+    let manifest = place.t.path().join("murmur.yaml");
+    let work = place.t.path().join("work");
+    let out = Command::new(MUR)
+        .args(["exec", "--manifest"])
+        .arg(&manifest)
+        .arg("--workdir")
+        .arg(&work)
+        .args(["--containment", "scoped", "--", "true"])
+        .output()
+        .unwrap();
+    let took = started.elapsed();
+    let _ = holder.kill();
+    let _ = holder.wait();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(
+        took < Duration::from_secs(10),
+        "the session waited {took:?} for a stranger's lock"
+    );
+}

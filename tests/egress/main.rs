@@ -414,7 +414,7 @@ fn a_host_that_cannot_make_the_namespace_refuses_rules_with_e_cap_005_and_closes
     let deny = [("MURMUR_PROBE_DENY", "netns")];
     if host_backs_scoped() {
         let r = bare.probe("scoped", &["tcp-self"], &deny);
-        assert_eq!(r.line(), "tcp-self socket 1 contained", "{}", r.stderr);
+        assert_eq!(r.line(), "tcp-self listen 1 contained", "{}", r.stderr);
     }
     if host_backs_sealed() {
         let out = bare.exec("sealed", &["escape-probe", "tcp-self"], &deny);

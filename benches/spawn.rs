@@ -4,7 +4,9 @@
 //! start to exit, wall time and CPU of the whole process tree (`perf stat`'s task-clock), beside one
 //! `bwrap --unshare-all` run of `true` (bubblewrap installed with apt-get when missing), with
 //! the probe cached and not, and beside another build of `mur` when MURMUR_BASELINE_MUR names
-//! one, alternated in one run. Printed, never asserted.
+//! one, alternated in one run; run as root, also `mur exec` as an ordinary account (uid 4242,
+//! no pids cgroup of its own) beside root, both started through `setpriv` so that each
+//! carries the same extra exec. Printed, never asserted.
 //!
 //! `cargo bench --bench spawn`
 
@@ -157,6 +159,7 @@ fn exec_startup(work: &Path) {
             }
         }
     }
+    rows.extend(user_rows(work));
     let mut got: Vec<(Vec<f64>, Vec<f64>)> = vec![(Vec::new(), Vec::new()); rows.len()];
     for _ in 0..N {
         for (i, (_, args, env)) in rows.iter().enumerate() {
@@ -178,4 +181,66 @@ fn exec_startup(work: &Path) {
             support::median_f64(c)
         );
     }
+}
+
+/// `mur exec` of `sealed` and `scoped` as root and as uid 4242 (a directory, a cache and a
+/// workdir of its own; no cgroup: a PID namespace per command), each through `setpriv`.
+fn user_rows(work: &Path) -> Vec<Row> {
+    let setpriv = Command::new("setpriv")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !rustix::process::geteuid().is_root() || !setpriv {
+        return Vec::new();
+    }
+    let mut rows = Vec::new();
+    let mur = env!("CARGO_BIN_EXE_mur");
+    for (who, uid) in [("root", 0u32), ("uid 4242", 4242)] {
+        let d = work.join(format!("as-{uid}"));
+        std::fs::create_dir_all(d.join("cache")).unwrap();
+        std::fs::write(
+            d.join("murmur.yaml"),
+            "name: b\nversion: 0.1.0\ncapabilities:\n  shell:\n    allow: [\"true\"]\n",
+        )
+        .unwrap();
+        let _ = Command::new("chown")
+            .args(["-R", &format!("{uid}:{uid}")])
+            .arg(&d)
+            .status();
+        let _ = Command::new("chmod").arg("755").arg(work).status();
+        let d = d.display().to_string();
+        for class in ["sealed", "scoped"] {
+            let uid = uid.to_string();
+            let args: Vec<String> = [
+                "setpriv",
+                "--reuid",
+                &uid,
+                "--regid",
+                &uid,
+                "--clear-groups",
+                mur,
+                "exec",
+                "--manifest",
+                &format!("{d}/murmur.yaml"),
+                "--workdir",
+                &d,
+                "--containment",
+                class,
+                "--",
+                "true",
+            ]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+            rows.push((
+                format!("{who} (setpriv): mur exec {class}"),
+                args,
+                vec![
+                    ("MURMUR_CACHE_DIR".into(), format!("{d}/cache")),
+                    ("HOME".into(), d.clone()),
+                ],
+            ));
+        }
+    }
+    rows
 }

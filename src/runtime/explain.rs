@@ -16,6 +16,9 @@ pub struct Scope<'a> {
     pub preopen: String,
     /// `capabilities.env.allow` names present in the host environment.
     pub env_present: Vec<String>,
+    /// What bounds and ends the session's child processes here (`HostReport::bound`), or
+    /// why nothing does.
+    pub processes: String,
 }
 
 /// What the achieved class means for this process, in one line.
@@ -87,6 +90,7 @@ impl Scope<'_> {
                 "achieved": self.achieved.as_str(),
                 "floor_met": self.achieved >= self.declared,
                 "mechanisms": mechanisms(self.achieved),
+                "processes": self.processes,
             },
             "effective_grants": self.grants(),
         });
@@ -117,6 +121,7 @@ impl Scope<'_> {
             "capsule: {} v{}\n\
              containment: declared {}, achieved {}{met}\n\
              \x20 mechanisms: {}\n\
+             \x20 processes: {}\n\
              filesystem: {} as '.', read-write{}\n\
              env: {}\n\
              network: http via the allow-list gate to {}; no sockets\n\
@@ -129,6 +134,7 @@ impl Scope<'_> {
             self.declared.as_str(),
             self.achieved.as_str(),
             mechanisms(self.achieved),
+            self.processes,
             self.preopen,
             if self.manifest.capabilities.workdir_exec {
                 ", workdir_exec"

@@ -268,6 +268,7 @@ fn decide(opts: &RunOptions, source: &Source) -> Result<Option<Decided>, Diagnos
         achieved: decision.achieved,
         preopen: plan.preopen().display().to_string(),
         env_present: env_present.iter().map(|(k, _)| k.clone()).collect(),
+        processes: processes_line(decision.achieved, &report),
     };
     if opts.explain {
         crate::diag::write_stdout(&if opts.json {
@@ -313,6 +314,15 @@ fn decide(opts: &RunOptions, source: &Source) -> Result<Option<Decided>, Diagnos
         standing,
         egress,
     }))
+}
+
+/// What bounds and ends the session's child processes, for `--explain-scope`.
+fn processes_line(achieved: Containment, report: &crate::containment::class::HostReport) -> String {
+    match (achieved, report.bound()) {
+        (Containment::Advisory, _) => "each command's process group, and a pids cgroup per session where one can be made (advisory: a process that leaves its group with setsid is followed only by the cgroup)".into(),
+        (_, Ok(b)) => b.describe().into(),
+        (_, Err(why)) => format!("nothing: {why}"),
+    }
 }
 
 /// Phase 3: what the kind needs, refused before any session exists (a component that is

@@ -7,7 +7,7 @@ use crate::common;
 use common::agent::{Drv, Spec, World};
 use common::provider::{tool_results, Provider, Step};
 use common::supervision::{gone_within, live, wait_for_sleeps};
-use common::unprivileged::{can_stage, userns_allowed, Account, USER};
+use common::unprivileged::{userns_allowed, Account, USER};
 use serde_json::json;
 use std::time::{Duration, Instant};
 
@@ -33,10 +33,8 @@ fn text(b: &[u8]) -> String {
 }
 
 #[test]
+#[cfg_attr(not(murmur_test_root), ignore = "needs root: acts as a second account")]
 fn a_keyed_session_of_an_ordinary_account_runs_its_shell_tool_in_every_class() {
-    if !can_stage() {
-        return;
-    }
     for account in [Account::without_cgroup(), Account::with_delegated_cgroup()] {
         let delegated = account.cgroup().is_some();
         for class in backed(&account) {
@@ -72,10 +70,8 @@ fn a_keyed_session_of_an_ordinary_account_runs_its_shell_tool_in_every_class() {
 /// processes run (one in a session of its own where the class contains it): after SIGTERM
 /// the session ends within seconds, after `kill -9` nothing of it runs a second later.
 #[test]
+#[cfg_attr(not(murmur_test_root), ignore = "needs root: acts as a second account")]
 fn sigterm_and_kill_of_an_ordinary_accounts_session_end_its_tool_call_without_a_cgroup() {
-    if !can_stage() {
-        return;
-    }
     let account = Account::without_cgroup();
     for (i, class) in backed(&account).into_iter().enumerate() {
         for (j, signal) in [rustix::process::Signal::TERM, rustix::process::Signal::KILL]

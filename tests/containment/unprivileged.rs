@@ -9,7 +9,7 @@
 use crate::common;
 use common::probe::probe_binary;
 use common::supervision::{gone_within, live, wait_for_sleeps};
-use common::unprivileged::{can_stage, chown_tree, userns_allowed, Account, USER};
+use common::unprivileged::{chown_tree, userns_allowed, Account, USER};
 use common::TempDir;
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
@@ -92,10 +92,8 @@ fn backed(account: &Account) -> Vec<&'static str> {
 }
 
 #[test]
+#[cfg_attr(not(murmur_test_root), ignore = "needs root: acts as a second account")]
 fn an_ordinary_account_runs_every_class_and_a_fork_bomb_stops_at_the_ceiling() {
-    if !can_stage() {
-        return;
-    }
     for account in [Account::without_cgroup(), Account::with_delegated_cgroup()] {
         let delegated = account.cgroup().is_some();
         let place = Place::new("user-classes", "id, escape-probe", "");
@@ -142,10 +140,8 @@ fn an_ordinary_account_runs_every_class_and_a_fork_bomb_stops_at_the_ceiling() {
 /// (one of them in a session of its own under the contained classes): within a second
 /// nothing of it runs.
 #[test]
+#[cfg_attr(not(murmur_test_root), ignore = "needs root: acts as a second account")]
 fn a_killed_mur_exec_of_an_ordinary_account_leaves_nothing_running_without_a_cgroup() {
-    if !can_stage() {
-        return;
-    }
     let account = Account::without_cgroup();
     let place = Place::new("user-kill", "bash, sleep, setsid", "");
     for (i, class) in backed(&account).into_iter().enumerate() {
@@ -177,10 +173,8 @@ fn a_killed_mur_exec_of_an_ordinary_account_leaves_nothing_running_without_a_cgr
 /// classes end at once (pid 1 of the command's namespace ends on the signal), advisory
 /// after the grace period; nothing of it runs afterwards.
 #[test]
+#[cfg_attr(not(murmur_test_root), ignore = "needs root: acts as a second account")]
 fn sigterm_ends_an_ordinary_accounts_mur_exec_within_seconds() {
-    if !can_stage() {
-        return;
-    }
     let account = Account::without_cgroup();
     let place = Place::new("user-term", "bash, sleep", "");
     for (i, class) in backed(&account).into_iter().enumerate() {
@@ -315,10 +309,8 @@ fn without_user_namespaces(cgroup: &std::path::Path, args: &[&str], env: &[(Stri
 }
 
 #[test]
+#[cfg_attr(not(murmur_test_root), ignore = "needs root: acts as a second account")]
 fn without_user_namespaces_scoped_runs_with_its_network_closed_and_sealed_is_refused() {
-    if !can_stage() {
-        return;
-    }
     // A pids cgroup delegated to the account bounds its sessions here (no PID namespace
     // can be made without a user namespace).
     let account = Account::with_delegated_cgroup();
@@ -429,8 +421,9 @@ fn without_user_namespaces_scoped_runs_with_its_network_closed_and_sealed_is_ref
 /// Another account holding the lock on the directory where root's session cgroups are
 /// made (anyone who may read it may `flock` it) does not stall root's sessions.
 #[test]
+#[cfg_attr(not(murmur_test_root), ignore = "needs root: acts as a second account")]
 fn a_stranger_holding_the_cgroup_parents_lock_does_not_stall_a_session() {
-    if !can_stage() || !common::probe::host_backs_scoped() {
+    if !common::probe::host_backs_scoped() {
         return;
     }
     let Some(parent) = common::supervision::pids_cgroup_of("self") else {

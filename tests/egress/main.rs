@@ -491,13 +491,9 @@ fn with_no_rules_mur_makes_no_namespace_and_the_command_reaches_only_its_own_loo
 }
 
 #[test]
+#[cfg_attr(not(murmur_test_root), ignore = "needs root: acts as a second account")]
 fn an_unprivileged_user_gets_the_namespace_with_its_own_ids_with_rules_and_without() {
     let _serial = serial();
-    if !rustix::process::geteuid().is_root() {
-        // The whole suite runs unprivileged then: every test here is this test.
-        println!("not root: every other test here runs unprivileged already");
-        return;
-    }
     // With a pids cgroup delegated to the user, and with none (a PID namespace bounds each
     // command then).
     for account in [Account::with_delegated_cgroup(), Account::without_cgroup()] {

@@ -82,16 +82,16 @@ pub fn fix(mechanism: &str, msg: &str, abi: u32, s: &Sysctls) -> String {
         }
         ("netns", _) => "the network namespace was refused: allow unshare(CLONE_NEWNET) (with CLONE_NEWUSER when not root)".into(),
         ("pids_cgroup" | "processes", _) if s.root => "uid 0 needs a pids cgroup (RLIMIT_NPROC does not bind root): mount the pids controller (cgroup v2, or the v1 pids hierarchy)".into(),
-        ("pids_cgroup", _) => CGROUP_RECIPE.into(),
+        ("pids_cgroup", _) => format!("no pids cgroup is delegated to this user: {CGROUP_RECIPE}"),
         ("pidns", _) => "a new user and PID namespace was refused, or this kernel counts RLIMIT_NPROC per user (Linux 5.14 and later count it per user namespace): allow unprivileged user namespaces, or have a pids cgroup delegated".into(),
-        ("processes", _) => format!("nothing can bound this user's sessions: either allow unprivileged user namespaces on Linux 5.14 or later (each command then runs in a PID namespace under RLIMIT_NPROC), or {}", CGROUP_RECIPE.replacen("no pids", "have a pids", 1)),
+        ("processes", _) => format!("nothing can bound this user's sessions: allow unprivileged user namespaces on Linux 5.14 or later (each command then runs in a PID namespace under RLIMIT_NPROC), or have a pids cgroup delegated: {CGROUP_RECIPE}"),
         ("sealed", _) => "the sealed root could not be composed (mount namespace, tmpfs or pivot_root refused): allow mounts inside a user namespace, or use 'scoped'".into(),
         _ => "see audit/threat-model.md for what this mechanism needs".into(),
     }
 }
 
 /// What the administrator delegates once so a user's sessions get a pids cgroup.
-const CGROUP_RECIPE: &str = "no pids cgroup is delegated to this user: on cgroup v2, a subtree with pids in its cgroup.subtree_control, chowned to the user (systemd: user@UID.service has one; elsewhere mkdir it, echo +pids into its parent's cgroup.subtree_control, chown -R USER it), with mur started inside it or the directory named in MURMUR_CGROUP_PARENT; on cgroup v1, mkdir /sys/fs/cgroup/pids/USER && chown -R USER it, then MURMUR_CGROUP_PARENT=/sys/fs/cgroup/pids/USER";
+const CGROUP_RECIPE: &str = "on cgroup v2, a subtree with pids in its cgroup.subtree_control, chowned to the user (systemd: user@UID.service has one; elsewhere mkdir it, echo +pids into its parent's cgroup.subtree_control, chown -R USER it), with mur started inside it or the directory named in MURMUR_CGROUP_PARENT; on cgroup v1, mkdir /sys/fs/cgroup/pids/USER && chown -R USER it, then MURMUR_CGROUP_PARENT=/sys/fs/cgroup/pids/USER";
 
 #[cfg(test)]
 mod tests {

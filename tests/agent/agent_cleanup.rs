@@ -103,7 +103,7 @@ fn a_killed_mur_run_leaves_nothing_of_its_session_running() {
             mur.wait().unwrap();
             assert!(warden.is_some(), "{class} {tool}: mur run has no warden");
             assert!(
-                cgroup.is_some() || *class == "advisory",
+                cgroup.is_some() || *class == "advisory" || !rustix::process::geteuid().is_root(),
                 "{class} {tool}: the session has no pids cgroup"
             );
             let took = gone_within(&marker, std::time::Duration::from_secs(1));

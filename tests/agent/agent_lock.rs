@@ -356,6 +356,7 @@ fn two_manifests_in_one_directory_keep_locks_of_their_own() {
 }
 
 #[test]
+#[cfg_attr(not(murmur_test_root), ignore = "needs root: mounts a tmpfs")]
 fn a_full_disk_leaves_the_run_unpinned_with_a_warning_and_no_partial_lock() {
     let p = Provider::start(vec![Step::text("one")]);
     let w = world("lock-full", &p, "one");

@@ -257,6 +257,10 @@ fn a_three_level_formation_completes_by_itself_and_completions_climb_in_order() 
 }
 
 #[test]
+#[cfg_attr(
+    not(murmur_test_root),
+    ignore = "needs root: reads the environment of a process that is not dumpable"
+)]
 fn a_child_holds_only_its_environment_and_no_token_reaches_a_process_or_a_file() {
     let p = Provider::start_responder(responder(&[
         ("boss", Plan::delegate(&[("courier", "carry it")])),

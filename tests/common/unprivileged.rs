@@ -16,12 +16,48 @@ pub const USER: u32 = 4242;
 pub struct Account {
     /// A pids cgroup delegated to the account, which every command joins first.
     cgroup: Option<PathBuf>,
+    /// A cgroup v2 directory delegated to the account and named in
+    /// `MURMUR_CGROUP_PARENT` (the account's processes are not moved into it).
+    parent: Option<PathBuf>,
 }
 
 impl Account {
     /// The account with nothing delegated: `mkdir` in the pids hierarchy is refused.
     pub fn without_cgroup() -> Account {
-        Account { cgroup: None }
+        Account {
+            cgroup: None,
+            parent: None,
+        }
+    }
+
+    /// The account with a directory of the cgroup v2 hierarchy delegated to it (`mkdir`
+    /// and `chown -R`, as an administrator would) and named in `MURMUR_CGROUP_PARENT`;
+    /// `None` where no cgroup2 filesystem is mounted. Whether its sessions get a pids
+    /// cgroup there depends on the controllers the host hands down (this project's CI
+    /// machine binds pids to cgroup v1, so there they get a PID namespace).
+    pub fn with_delegated_v2() -> Option<Account> {
+        let mountinfo = std::fs::read_to_string("/proc/self/mountinfo").ok()?;
+        let root = mountinfo.lines().find_map(|l| {
+            let (left, right) = l.split_once(" - ")?;
+            right
+                .starts_with("cgroup2 ")
+                .then(|| left.split_whitespace().nth(4).map(PathBuf::from))?
+        })?;
+        let dir = root.join(format!("murmur-test-user-v2-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).ok()?;
+        chown_tree(&dir);
+        Some(Account {
+            cgroup: None,
+            parent: Some(dir),
+        })
+    }
+
+    /// Whether the pids controller reaches the delegated v2 directory.
+    pub fn v2_has_pids(&self) -> bool {
+        self.parent.as_ref().is_some_and(|d| {
+            std::fs::read_to_string(d.join("cgroup.controllers"))
+                .is_ok_and(|c| c.split_whitespace().any(|x| x == "pids"))
+        })
     }
 
     /// The account with a pids cgroup below the test's own, chowned to it as a login
@@ -35,7 +71,10 @@ impl Account {
         let dir = base.join(format!("murmur-test-user-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         chown_tree(&dir);
-        Account { cgroup: Some(dir) }
+        Account {
+            cgroup: Some(dir),
+            parent: None,
+        }
     }
 
     /// The delegated cgroup, if any.
@@ -48,6 +87,9 @@ impl Account {
     pub fn command(&self, mut cmd: Command) -> Command {
         use std::os::fd::{AsRawFd, OwnedFd};
         use std::os::unix::process::CommandExt;
+        if let Some(p) = &self.parent {
+            cmd.env("MURMUR_CGROUP_PARENT", p);
+        }
         let procs: Option<OwnedFd> = self.cgroup.as_ref().map(|c| {
             std::fs::OpenOptions::new()
                 .write(true)
@@ -86,7 +128,9 @@ impl Account {
 
 impl Drop for Account {
     fn drop(&mut self) {
-        let Some(dir) = &self.cgroup else { return };
+        let Some(dir) = self.cgroup.as_ref().or(self.parent.as_ref()) else {
+            return;
+        };
         // The session cgroups `mur` made go with their last process: wait for them (5 s),
         // then say what is left rather than leave it unseen.
         for _ in 0..250 {

@@ -160,9 +160,10 @@ fn a_refused_network_namespace_is_named_with_eperm() {
         m["error"].as_str().unwrap().starts_with("unshare(CLONE_NEWNET)"),
         "{m}"
     );
-    // Without namespaces nothing bounds root's sessions but its cgroup, which it has:
-    // `scoped` runs with its network closed; `sealed` needs the namespaces.
-    assert_eq!(class(&v, "scoped")["achievable"], true, "{v}");
+    // Without namespaces only a pids cgroup bounds a session (root's, or one delegated):
+    // `scoped` then runs with its network closed; `sealed` needs the namespaces.
+    let cgroup = mechanism(&v, "pids_cgroup")["ok"] == true;
+    assert_eq!(class(&v, "scoped")["achievable"], cgroup, "{v}");
     assert_eq!(class(&v, "sealed")["achievable"], false);
     assert_eq!(class(&v, "sealed")["first_missing"]["name"], "netns");
     let text = under_filter(libc::SYS_unshare, libc::EPERM as u32, &["doctor"])
@@ -208,13 +209,13 @@ fn the_test_hook_and_a_manifest_floor() {
     let m = manifest.to_str().unwrap();
     let out = Command::new(MUR)
         .args(["doctor", "--manifest", m])
-        .env("MURMUR_PROBE_DENY", "cgroup")
+        .env("MURMUR_PROBE_DENY", "cgroup,pidns")
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(1));
     let text = String::from_utf8(out.stdout).unwrap();
     assert!(
-        text.contains("scoped        no: processes: no pids cgroup can be made (cgroup: disabled by MURMUR_PROBE_DENY) and no PID namespace bounds the session"),
+        text.contains("scoped        no: processes: no pids cgroup can be made (cgroup: disabled by MURMUR_PROBE_DENY) and no PID namespace bounds the session ("),
         "{text}"
     );
     assert!(

@@ -36,9 +36,10 @@ impl Place {
 
     /// `mur ARGS` as `account`, with the probe on `PATH` and its own home and cache.
     fn mur(&self, account: &Account, args: &[&str]) -> Command {
-        let mut cmd = account.command(Command::new(MUR));
+        let mut base = Command::new(MUR);
+        base.env_clear();
+        let mut cmd = account.command(base);
         cmd.args(args)
-            .env_clear()
             .env(
                 "PATH",
                 format!("{}:/usr/bin:/bin", probe_binary().parent().unwrap().display()),
@@ -94,8 +95,13 @@ fn backed(account: &Account) -> Vec<&'static str> {
 #[test]
 #[cfg_attr(not(murmur_test_root), ignore = "needs root: acts as a second account")]
 fn an_ordinary_account_runs_every_class_and_a_fork_bomb_stops_at_the_ceiling() {
-    for account in [Account::without_cgroup(), Account::with_delegated_cgroup()] {
-        let delegated = account.cgroup().is_some();
+    let mut accounts = vec![Account::without_cgroup(), Account::with_delegated_cgroup()];
+    match Account::with_delegated_v2() {
+        Some(a) => accounts.push(a),
+        None => println!("no cgroup2 filesystem here: a delegated v2 subtree is not staged"),
+    }
+    for account in accounts {
+        let delegated = account.cgroup().is_some() || account.v2_has_pids();
         let place = Place::new("user-classes", "id, escape-probe", "");
         for class in backed(&account) {
             let out: Output = place.exec(&account, class, &["id", "-u"]).output().unwrap();

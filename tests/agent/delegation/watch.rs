@@ -184,6 +184,10 @@ fn a_parent_that_is_ended_takes_its_live_child_with_it() {
 }
 
 #[test]
+#[cfg_attr(
+    not(murmur_test_root),
+    ignore = "needs root: reads the environment of a process that is not dumpable"
+)]
 fn a_parent_killed_outright_takes_its_live_child_with_it_and_records_the_delegation() {
     let (p, f) = stuck_formation("dlg-parent-killed", Cap::delegating("boss", &["victim"]));
     let mut top = f.start("boss", Some("delegate, then be killed"), &f.env());

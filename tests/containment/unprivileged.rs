@@ -443,7 +443,7 @@ fn a_stranger_holding_the_cgroup_parents_lock_does_not_stall_a_session() {
         .spawn()
         .unwrap();
     std::thread::sleep(Duration::from_millis(300));
-    let place = Place::new("stranger-lock", "true", "");
+    let place = Place::new("stranger-lock", "\"true\"", "");
     let started = Instant::now();
     let manifest = place.t.path().join("murmur.yaml");
     let work = place.t.path().join("work");

@@ -130,21 +130,7 @@ fn exec_startup(work: &Path) {
     }
     for (label, bin) in &bins {
         for class in ["sealed", "scoped", "advisory"] {
-            let args: Vec<String> = [
-                bin.as_str(),
-                "exec",
-                "--manifest",
-                &manifest,
-                "--workdir",
-                &d,
-                "--containment",
-                class,
-                "--",
-                "true",
-            ]
-            .iter()
-            .map(|s| s.to_string())
-            .collect();
+            let args = exec_true(&[], bin, &manifest, &d, class);
             rows.push((
                 format!("{label}: mur exec {class}"),
                 args.clone(),
@@ -211,27 +197,8 @@ fn user_rows(work: &Path) -> Vec<Row> {
         let d = d.display().to_string();
         for class in ["sealed", "scoped"] {
             let uid = uid.to_string();
-            let args: Vec<String> = [
-                "setpriv",
-                "--reuid",
-                &uid,
-                "--regid",
-                &uid,
-                "--clear-groups",
-                mur,
-                "exec",
-                "--manifest",
-                &format!("{d}/murmur.yaml"),
-                "--workdir",
-                &d,
-                "--containment",
-                class,
-                "--",
-                "true",
-            ]
-            .iter()
-            .map(|s| s.to_string())
-            .collect();
+            let setpriv = ["setpriv", "--reuid", &uid, "--regid", &uid, "--clear-groups"];
+            let args = exec_true(&setpriv, mur, &format!("{d}/murmur.yaml"), &d, class);
             rows.push((
                 format!("{who} (setpriv): mur exec {class}"),
                 args,
@@ -243,4 +210,21 @@ fn user_rows(work: &Path) -> Vec<Row> {
         }
     }
     rows
+}
+
+/// `PREFIX... MUR exec --manifest M --workdir W --containment CLASS -- true`.
+fn exec_true(prefix: &[&str], mur: &str, manifest: &str, workdir: &str, class: &str) -> Vec<String> {
+    let tail = [
+        mur,
+        "exec",
+        "--manifest",
+        manifest,
+        "--workdir",
+        workdir,
+        "--containment",
+        class,
+        "--",
+        "true",
+    ];
+    prefix.iter().chain(tail.iter()).map(|s| s.to_string()).collect()
 }

@@ -78,6 +78,7 @@ pub fn exec(o: ExecOptions, exe: &Path) -> Result<u8, Diagnostic> {
         class: decision.achieved,
         landlock_abi: report.landlock_abi,
         netns: report.netns.is_ok(),
+        pidns: report.pidns.is_ok(),
         workdir: &work,
         session_id: &session_id,
         identity: &identity(&m.name, &m.version, &session_id, ""),

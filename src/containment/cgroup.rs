@@ -81,22 +81,45 @@ fn locate() -> Result<PathBuf, String> {
     }
 }
 
-/// `MURMUR_CGROUP_PARENT`: an absolute path to a directory of a cgroup filesystem.
+/// `MURMUR_CGROUP_PARENT`: an absolute path to a directory of a cgroup filesystem, taken
+/// by its real path, which it and every directory above it up to the cgroup mount must own
+/// this user or root, writable by no group or other: no other user may then move the
+/// session's processes out of its cgroup (that needs write access to a common ancestor's
+/// `cgroup.procs`) or swap a directory on the way.
 fn named_parent(p: &Path) -> Result<PathBuf, String> {
+    use std::os::unix::fs::MetadataExt;
+    let named = |why: &str| format!("{PARENT_VAR}={}: {why}", p.display());
+    if !p.is_absolute() {
+        return Err(named("not an absolute path"));
+    }
+    let real = std::fs::canonicalize(p).map_err(|e| named(&e.to_string()))?;
+    if !on_cgroup_fs(&real) {
+        return Err(named("not on a cgroup filesystem"));
+    }
+    let me = rustix::process::geteuid().as_raw();
+    for dir in real.ancestors().take_while(|d| on_cgroup_fs(d)) {
+        let m = std::fs::metadata(dir).map_err(|e| named(&format!("{}: {e}", dir.display())))?;
+        if (m.uid() != me && m.uid() != 0) || m.mode() & 0o022 != 0 {
+            return Err(named(&format!(
+                "{} belongs to uid {} or is writable by others: only a directory of yours or root's, writable by no one else, may hold your sessions",
+                dir.display(),
+                m.uid()
+            )));
+        }
+    }
+    Ok(real)
+}
+
+/// Whether `p` is on a cgroup (v1 or v2) filesystem.
+fn on_cgroup_fs(p: &Path) -> bool {
     const CGROUP_SUPER_MAGIC: i64 = 0x0027_e0eb;
     const CGROUP2_SUPER_MAGIC: i64 = 0x6367_7270;
-    if !p.is_absolute() {
-        return Err(format!("{PARENT_VAR}={} is not an absolute path", p.display()));
-    }
-    let fs = rustix::fs::statfs(p).map_err(|e| format!("{PARENT_VAR}={}: {e}", p.display()))?;
-    let kind = fs.f_type as i64;
-    if kind != CGROUP_SUPER_MAGIC && kind != CGROUP2_SUPER_MAGIC {
-        return Err(format!(
-            "{PARENT_VAR}={} is not on a cgroup filesystem",
-            p.display()
-        ));
-    }
-    Ok(p.to_path_buf())
+    rustix::fs::statfs(p).is_ok_and(|fs| {
+        // `f_type`'s width differs between targets.
+        #[allow(clippy::unnecessary_cast)]
+        let kind = fs.f_type as i64;
+        kind == CGROUP_SUPER_MAGIC || kind == CGROUP2_SUPER_MAGIC
+    })
 }
 
 /// `(mount point, our path)` for the pids controller: v2 first, then v1.
@@ -167,10 +190,25 @@ impl Cgroup {
         if lock_within(&parent_lock, PARENT_LOCK_BOUND) {
             sweep(&parent);
         }
-        std::fs::create_dir(&dir).map_err(|e| format!("mkdir {}: {e}", dir.display()))?;
-        let held = File::open(&dir).map_err(|e| format!("open {}: {e}", dir.display()))?;
-        rustix::fs::flock(&held, FlockOperation::NonBlockingLockExclusive)
-            .map_err(|e| format!("flock {}: {e}", dir.display()))?;
+        // Made under a name no sweep considers, locked, then given its own: a sweep that
+        // runs without the parent's lock can never take it between the mkdir and the lock.
+        let fresh = parent.join(format!("murmur-new-{label}"));
+        std::fs::create_dir(&fresh).map_err(|e| format!("mkdir {}: {e}", fresh.display()))?;
+        let held = File::open(&fresh).map_err(|e| format!("open {}: {e}", fresh.display()));
+        let locked = held.and_then(|h| {
+            rustix::fs::flock(&h, FlockOperation::NonBlockingLockExclusive)
+                .map_err(|e| format!("flock {}: {e}", fresh.display()))?;
+            std::fs::rename(&fresh, &dir)
+                .map_err(|e| format!("rename {} to {}: {e}", fresh.display(), dir.display()))?;
+            Ok(h)
+        });
+        let held = match locked {
+            Ok(h) => h,
+            Err(e) => {
+                let _ = std::fs::remove_dir(&fresh);
+                return Err(e);
+            }
+        };
         drop(parent_lock);
         let open = |name: &str, write: bool| {
             OpenOptions::new()

@@ -73,15 +73,26 @@ pub fn enter_pid_namespace() -> io::Result<()> {
 
 /// SIGKILL to this process when the thread of `mur` that started it dies, `mur` killed
 /// outright included: set in pid 1 of a command's PID namespace, whose death takes every
-/// process of the namespace with it. (Pid 1's parent is outside its namespace, so
-/// `getppid` reads 0 and cannot tell whether `mur` died first: the session's warden
-/// covers that moment.)
-pub fn die_with_mur() -> io::Result<()> {
+/// process of the namespace with it. Pid 1's parent is outside its namespace, so `getppid`
+/// reads 0 and cannot tell whether `mur` died before the request: `mur_pidfd` (a pidfd of
+/// `mur`, readable once it has exited) tells, and then this fails (ESRCH).
+pub fn die_with_mur(mur_pidfd: libc::c_int) -> io::Result<()> {
     // SAFETY: PR_SET_PDEATHSIG takes a signal number.
     check(
         unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong, 0, 0, 0) }
             as libc::c_long,
-    )
+    )?;
+    let mut p = libc::pollfd {
+        fd: mur_pidfd,
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    // SAFETY: one valid pollfd for the call; a zero timeout only looks.
+    let ready = unsafe { libc::poll(&mut p, 1, 0) };
+    if ready != 0 {
+        return Err(io::Error::from_raw_os_error(libc::ESRCH));
+    }
+    Ok(())
 }
 
 /// An empty signal mask: `mur` blocks SIGINT and SIGTERM to forward them, and a mask is

@@ -29,6 +29,9 @@ pub struct PolicyInputs<'a> {
     /// Whether the host can give a contained child a network namespace (the probe's
     /// `netns`). Without one, and without the session's, the child's network is closed.
     pub netns: bool,
+    /// Whether a PID namespace bounds a session here (the probe's `pidns`): only then may a
+    /// contained session of a user other than root go on without its pids cgroup.
+    pub pidns: bool,
     /// The accessible workdir, held open: the child's cwd and its only writable tree.
     pub workdir: &'a Dir,
     pub session_id: &'a str,
@@ -176,7 +179,7 @@ impl ChildPolicy {
         let allowed = resolve_allowed(i.caps, &i.host_path);
         let workdir = real_workdir(i.workdir)?;
         let env = child_env(&i, &workdir);
-        let cgroup = session_cgroup(i.session_id, i.class)?;
+        let cgroup = session_cgroup(i.session_id, i.class, i.pidns)?;
         let own_ns = if i.netns {
             keyless_namespace(i.class, i.net.is_some())?
         } else {
@@ -330,9 +333,9 @@ fn keyless_namespace(class: Class, has_egress: bool) -> Result<Option<spawn::Joi
 /// The session's pids cgroup (required from `scoped` up where it bounds the session,
 /// best effort under `advisory`), and the warden that empties it should this process die
 /// before the session ends. A user other than root who may make none gets `None` under
-/// `scoped` and `sealed` too: each command then runs in a PID namespace of its own under
-/// `RLIMIT_NPROC` (the probe found that works, or the class was refused).
-fn session_cgroup(session_id: &str, class: Class) -> Result<Option<Arc<Cgroup>>, Diagnostic> {
+/// `scoped` and `sealed` too where the probe found a PID namespace bounds it (`pidns`):
+/// each command then runs in one of its own under `RLIMIT_NPROC`; elsewhere it is refused.
+fn session_cgroup(session_id: &str, class: Class, pidns: bool) -> Result<Option<Arc<Cgroup>>, Diagnostic> {
     let warden = super::warden::get().map_err(|e| {
         Diagnostic::new(
             code::RUN_CONTAINMENT,
@@ -351,11 +354,13 @@ fn session_cgroup(session_id: &str, class: Class) -> Result<Option<Arc<Cgroup>>,
             })?;
             Ok(Some(Arc::new(c)))
         }
-        Err(e) if class >= Class::Scoped && rustix::process::geteuid().is_root() => Err(Diagnostic::new(
-            code::RUN_CONTAINMENT,
-            "",
-            format!("cannot create the session's pids cgroup: {e}"),
-        )),
+        Err(e) if class >= Class::Scoped && (rustix::process::geteuid().is_root() || !pidns) => {
+            Err(Diagnostic::new(
+                code::RUN_CONTAINMENT,
+                "",
+                format!("cannot create the session's pids cgroup: {e}"),
+            ))
+        }
         Err(_) => Ok(None),
     }
 }

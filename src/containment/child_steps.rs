@@ -27,6 +27,9 @@ pub struct ChildSteps<'a> {
     /// No cgroup bounds the session: the command runs in a PID namespace of its own (under
     /// `scoped` made here, under `sealed` by the plan) whose pid 1 dies with `mur`.
     pub pid_namespace: bool,
+    /// A pidfd of `mur` (readable once it has exited), for pid 1 to see that `mur` did not
+    /// die before it asked to die with it.
+    pub mur_pidfd: libc::c_int,
     /// What joins the session cgroup (written `0` while this process is one thread).
     pub join_fd: Option<RawFd>,
     /// The session's user (when not root) and network namespaces to join.
@@ -165,7 +168,7 @@ impl ChildSteps<'_> {
     fn pid1(&self, side: &Side<'_>, p: Option<&mut Plan>) -> io::Result<libc::pid_t> {
         self.run(16, child::new_session())?;
         if self.pid_namespace {
-            self.run(STEP_DIE_WITH_MUR, child::die_with_mur())?;
+            self.run(STEP_DIE_WITH_MUR, child::die_with_mur(self.mur_pidfd))?;
         }
         self.run(sealed::STEP_SIGNALS, sealed::catch_forwarded_signals())?;
         if let Some(p) = p {

@@ -263,7 +263,7 @@ impl Bound {
     pub fn describe(self) -> &'static str {
         match self {
             Bound::Cgroup => "a pids cgroup per session (pids.max; emptied at the end and by the warden if mur dies)",
-            Bound::PidNamespace => "a PID namespace per command whose pid 1 dies with mur, and RLIMIT_NPROC counted in the session's user namespace (no pids cgroup can be made here)",
+            Bound::PidNamespace => "a PID namespace per command whose pid 1 dies with mur, and RLIMIT_NPROC counted in the user namespace the command runs in, the session's or its own (no pids cgroup can be made here)",
         }
     }
 }

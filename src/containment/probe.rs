@@ -165,10 +165,12 @@ pub(super) fn run_plan(plan: &mut super::sealed::Plan) -> Result<(), String> {
 }
 
 /// Whether a command can be bounded and ended without a cgroup: in a forked child, a new
-/// user and PID namespace, `RLIMIT_NPROC` of 3 and a fork. Only where the count is the
-/// user namespace's own (Linux 5.14 and later) does that fork get through for a user with
-/// more than two processes, and the probe, `mur` and its warden are three already. uid 0
-/// is never bound by `RLIMIT_NPROC`, so for it this is never the answer.
+/// user and PID namespace and `RLIMIT_NPROC` 2; its first fork (pid 1 of the namespace,
+/// the second process of the user namespace) must get through and pid 1's own fork must be
+/// refused with EAGAIN. Only where the count is the user namespace's own (Linux 5.14 and
+/// later) does the first fork get through for a user with more processes than that, and
+/// only where the limit binds (never for a real uid 0 of the host, which the kernel exempts,
+/// whatever the effective uid or the namespace's map says) is the second refused.
 fn pidns_works() -> Result<(), String> {
     if rustix::process::geteuid().is_root() {
         return Err("uid 0 is not bound by RLIMIT_NPROC, so only a pids cgroup bounds its sessions".into());
@@ -193,27 +195,44 @@ fn pidns_works() -> Result<(), String> {
         Some(0) => Ok(()),
         Some(1) => Err("unshare(CLONE_NEWUSER | CLONE_NEWPID): refused".into()),
         Some(2) => Err("setrlimit(RLIMIT_NPROC): refused".into()),
-        Some(3) => Err("fork in a new PID namespace under RLIMIT_NPROC 3 failed: this kernel counts RLIMIT_NPROC per user, not per user namespace (Linux 5.14 and later do)".into()),
+        Some(3) => Err("fork in a new PID namespace under RLIMIT_NPROC 2 failed: this kernel counts RLIMIT_NPROC per user, not per user namespace (Linux 5.14 and later do)".into()),
+        Some(4) => Err("RLIMIT_NPROC does not bind this process (its real uid is the host's uid 0)".into()),
         _ => Err(format!("the PID namespace trial failed ({status:#x})")),
     }
 }
 
-/// The child side of [`pidns_works`]: the step that failed (1 to 3).
+/// The child side of [`pidns_works`]: the step that failed (1 to 4).
 fn pidns_trial() -> Result<(), i32> {
     // SAFETY: unshare takes flags only; this process is single-threaded.
     if unsafe { libc::unshare(libc::CLONE_NEWUSER | libc::CLONE_NEWPID) } != 0 {
         return Err(1);
     }
-    super::child::limit(libc::RLIMIT_NPROC, 3).map_err(|_| 2)?;
-    // SAFETY: the grandchild, pid 1 of the new namespace, exits at once.
+    super::child::limit(libc::RLIMIT_NPROC, 2).map_err(|_| 2)?;
+    // SAFETY: a fork of this single-threaded child; the grandchild makes raw calls only.
     match unsafe { libc::fork() } {
-        0 => unsafe { libc::_exit(0) },
+        0 => {
+            // Pid 1: its own fork would be the third process of the namespace.
+            // SAFETY: a fork of pid 1, single-threaded; the child makes no call but _exit.
+            let code = match unsafe { libc::fork() } {
+                // SAFETY: leaving the forked child without running any destructor.
+                0 => unsafe { libc::_exit(0) },
+                p if p < 0 && std::io::Error::last_os_error().raw_os_error() == Some(libc::EAGAIN) => 0,
+                p if p < 0 => 5,
+                _ => 4,
+            };
+            // SAFETY: leaving the forked child without running the parent's destructors.
+            unsafe { libc::_exit(code) }
+        }
         p if p < 0 => Err(3),
         p => {
             let mut st = 0;
             // SAFETY: waiting for the grandchild forked above.
             unsafe { libc::waitpid(p, &mut st, 0) };
-            Ok(())
+            match libc::WIFEXITED(st).then(|| libc::WEXITSTATUS(st)) {
+                Some(0) => Ok(()),
+                Some(c) => Err(c),
+                None => Err(6),
+            }
         }
     }
 }

@@ -87,7 +87,12 @@ pub fn ruleset(abi_n: u32, g: &Grants<'_>) -> Result<RulesetCreated, String> {
         .set_compatibility(CompatLevel::HardRequirement)
         .handle_access(all)
         .map_err(|e| err("handle_access", &e))?;
-    if g.closed_network && abi_n >= 4 {
+    if g.closed_network {
+        if abi_n < 4 {
+            return Err(format!(
+                "landlock ABI {abi_n} cannot refuse TCP (ABI 4 can): a closed network needs it"
+            ));
+        }
         // Handled and never granted: every TCP bind and connect is refused.
         attr = attr
             .handle_access(AccessNet::from_all(abi))

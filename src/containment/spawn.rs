@@ -221,9 +221,10 @@ fn reported(f: Failure, sealed_ops: &[String]) -> Diagnostic {
         rustix::process::dumpable_behavior().is_ok_and(|b| b != rustix::process::DumpableBehavior::Dumpable);
     if f.step == sealed::STEP_ID_MAPS && f.errno == libc::EACCES && not_dumpable {
         // See `child::write_id_maps`: not root, a child of a `mur` holding a provider key
-        // cannot map its ids.
+        // cannot map its ids. Such a child joins the keyless helper's user namespace
+        // instead; only one that must make its own (its network closed, no cgroup) is left.
         return d.with_hint(
-            "mur holds the provider key and is not dumpable, so a child started by a user other than root cannot map its ids in a new user namespace: use `scoped` (whose commands join the session's namespace), or run mur as root",
+            "mur holds the provider key and is not dumpable, so a child started by a user other than root cannot map its ids in a user namespace of its own: have a pids cgroup delegated (MURMUR_CGROUP_PARENT), or allow the network namespace the keyless helper makes",
         );
     }
     d
@@ -327,13 +328,28 @@ fn prepare(s: &Spawn<'_>) -> Result<Prepared, Diagnostic> {
     })
 }
 
+/// A pidfd of this process, opened once (close-on-exec): pid 1 of a command's PID namespace
+/// polls it after asking to die with `mur`, so `mur` dying before that request is seen.
+/// -1 where the kernel has no pidfds (a poll of -1 never reports).
+fn own_pidfd() -> RawFd {
+    static FD: std::sync::OnceLock<Option<OwnedFd>> = std::sync::OnceLock::new();
+    FD.get_or_init(|| {
+        rustix::process::pidfd_open(rustix::process::getpid(), rustix::process::PidfdFlags::empty()).ok()
+    })
+    .as_ref()
+    .map_or(-1, |f| f.as_raw_fd())
+}
+
 /// A contained child with neither the session's network namespace nor one of its own to
 /// make: its network is closed by seccomp and landlock.
 fn closed_network(s: &Spawn<'_>) -> bool {
     s.class >= Class::Scoped && s.net.is_none() && !s.netns
 }
 
-/// Start the child, contained for `s.class`.
+/// Start the child, contained for `s.class`. Where no cgroup bounds a contained child, its
+/// pid 1 gets SIGKILL when the calling thread ends (`PR_SET_PDEATHSIG` follows the thread):
+/// call this only from a thread that outlives the child (every caller does: the session
+/// thread, `mur exec`'s main thread).
 pub fn spawn(s: Spawn<'_>) -> Result<Proc, Diagnostic> {
     if let Some(refusal) = super::class::unix_sockets_refusal(s.class, s.unix_sockets) {
         return Err(refusal);
@@ -393,6 +409,7 @@ pub fn spawn(s: Spawn<'_>) -> Result<Proc, Diagnostic> {
         contained,
         closed_network: closed,
         pid_namespace,
+        mur_pidfd: own_pidfd(),
         join_fd: s.cgroup.and_then(|c| c.join_fd()),
         join,
         own_net_maps: own_maps.as_ref().map(|(u, g)| (u.as_slice(), g.as_slice())),

@@ -58,6 +58,8 @@ pub struct Decided {
     /// Whether a contained child can have a network namespace here (without one its
     /// network is closed by seccomp and landlock; egress rules are then refused).
     pub netns: bool,
+    /// Whether a PID namespace bounds a session here where no pids cgroup can be made.
+    pub pidns: bool,
     pub session_id: String,
     pub plan: Plan,
     /// `env.allow` names present in the host environment, with their values.
@@ -307,6 +309,7 @@ fn decide(opts: &RunOptions, source: &Source) -> Result<Option<Decided>, Diagnos
         achieved: decision.achieved,
         landlock_abi: report.landlock_abi,
         netns: report.netns.is_ok(),
+        pidns: report.pidns.is_ok(),
         grants_json: scope.grants(),
         session_id,
         plan,
@@ -432,6 +435,7 @@ fn open<'a>(
         declared: d.declared,
         landlock_abi: d.landlock_abi,
         netns: d.netns,
+        pidns: d.pidns,
         env_present: d.env_present,
         grants_json: d.grants_json,
         egress: d.egress,

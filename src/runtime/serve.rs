@@ -90,6 +90,8 @@ pub struct Opened<'a> {
     pub landlock_abi: u32,
     /// Whether a contained child can have a network namespace here.
     pub netns: bool,
+    /// Whether a PID namespace bounds a session here where no pids cgroup can be made.
+    pub pidns: bool,
     /// `env.allow` names present in the host environment, with their values.
     pub env_present: Vec<(String, String)>,
     /// `effective_grants` for `session_start`.

@@ -7,26 +7,9 @@ use crate::common;
 use common::agent::{Drv, Spec, World};
 use common::provider::{tool_results, Provider, Step};
 use common::supervision::{gone_within, live, wait_for_sleeps};
-use common::unprivileged::{userns_allowed, Account, USER};
+use common::unprivileged::{Account, USER};
 use serde_json::json;
 use std::time::{Duration, Instant};
-
-/// The classes the account's own probe backs.
-fn backed(account: &Account) -> Vec<&'static str> {
-    let r = account.probe();
-    let ok = |k: &str| r[k].get("Ok").is_some();
-    let mut v = vec!["advisory"];
-    if ok("landlock") && ok("seccomp") && (ok("pids_cgroup") || ok("pidns")) {
-        v.push("scoped");
-        if ok("netns") && ok("sealed") {
-            v.push("sealed");
-        }
-    }
-    if userns_allowed() && common::agent::host_backs("sealed") {
-        assert_eq!(v.len(), 3, "backed for root, not for uid {USER}: {r}");
-    }
-    v
-}
 
 fn text(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
@@ -37,7 +20,7 @@ fn text(b: &[u8]) -> String {
 fn a_keyed_session_of_an_ordinary_account_runs_its_shell_tool_in_every_class() {
     for account in [Account::without_cgroup(), Account::with_delegated_cgroup()] {
         let delegated = account.cgroup().is_some();
-        for class in backed(&account) {
+        for class in account.classes() {
             let w = World::new(&format!("agent-user-{class}"));
             let p = Provider::start(vec![
                 Step::tool("c1", "bash", json!({"command": "id -u"})),
@@ -73,7 +56,7 @@ fn a_keyed_session_of_an_ordinary_account_runs_its_shell_tool_in_every_class() {
 #[cfg_attr(not(murmur_test_root), ignore = "needs root: acts as a second account")]
 fn sigterm_and_kill_of_an_ordinary_accounts_session_end_its_tool_call_without_a_cgroup() {
     let account = Account::without_cgroup();
-    for (i, class) in backed(&account).into_iter().enumerate() {
+    for (i, class) in account.classes().into_iter().enumerate() {
         for (j, signal) in [rustix::process::Signal::TERM, rustix::process::Signal::KILL]
             .into_iter()
             .enumerate()

@@ -126,6 +126,27 @@ impl Account {
     }
 }
 
+impl Account {
+    /// The classes the account's own probe backs, as a launch takes them. Where nothing
+    /// forbids unprivileged user namespaces and root is backed in `sealed`, the account
+    /// must be too: a broken namespace is not "not backed".
+    pub fn classes(&self) -> Vec<&'static str> {
+        let r = self.probe();
+        let ok = |k: &str| r[k].get("Ok").is_some();
+        let mut v = vec!["advisory"];
+        if ok("landlock") && ok("seccomp") && (ok("pids_cgroup") || ok("pidns")) {
+            v.push("scoped");
+            if ok("netns") && ok("sealed") {
+                v.push("sealed");
+            }
+        }
+        if userns_allowed() && super::probe::host_backs_sealed() {
+            assert_eq!(v.len(), 3, "backed for root, not for uid {USER}: {r}");
+        }
+        v
+    }
+}
+
 impl Drop for Account {
     fn drop(&mut self) {
         let Some(dir) = self.cgroup.as_ref().or(self.parent.as_ref()) else {

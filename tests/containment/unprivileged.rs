@@ -74,24 +74,6 @@ fn text(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
 }
 
-/// The classes the account's own probe backs, as a launch takes them.
-fn backed(account: &Account) -> Vec<&'static str> {
-    let r = account.probe();
-    let ok = |k: &str| r[k].get("Ok").is_some();
-    let scoped = ok("landlock") && ok("seccomp") && (ok("pids_cgroup") || ok("pidns"));
-    let mut v = vec!["advisory"];
-    if scoped {
-        v.push("scoped");
-        if ok("netns") && ok("sealed") {
-            v.push("sealed");
-        }
-    }
-    if userns_allowed() {
-        assert!(v.len() == 3 || !common::probe::host_backs_sealed(), "{r}");
-    }
-    v
-}
-
 #[test]
 #[cfg_attr(not(murmur_test_root), ignore = "needs root: acts as a second account")]
 fn an_ordinary_account_runs_every_class_and_a_fork_bomb_stops_at_the_ceiling() {
@@ -103,7 +85,7 @@ fn an_ordinary_account_runs_every_class_and_a_fork_bomb_stops_at_the_ceiling() {
     for account in accounts {
         let delegated = account.cgroup().is_some() || account.v2_has_pids();
         let place = Place::new("user-classes", "id, escape-probe", "");
-        for class in backed(&account) {
+        for class in account.classes() {
             let out: Output = place.exec(&account, class, &["id", "-u"]).output().unwrap();
             assert_eq!(
                 (text(&out.stdout).as_str(), out.status.code()),
@@ -148,31 +130,12 @@ fn an_ordinary_account_runs_every_class_and_a_fork_bomb_stops_at_the_ceiling() {
 #[test]
 #[cfg_attr(not(murmur_test_root), ignore = "needs root: acts as a second account")]
 fn a_killed_mur_exec_of_an_ordinary_account_leaves_nothing_running_without_a_cgroup() {
-    let account = Account::without_cgroup();
-    let place = Place::new("user-kill", "bash, sleep, setsid", "");
-    for (i, class) in backed(&account).into_iter().enumerate() {
-        let marker = format!("{}.{}{i}", 5000 + i, std::process::id());
-        // Advisory promises no more than the command's process group: a process that
-        // leaves it (setsid) is its own (README, threat model).
+    // Advisory promises no more than the command's process group: a process that leaves
+    // it (setsid) is its own (README, threat model).
+    signal_ends_everything(rustix::process::Signal::KILL, 5000, |class, marker| {
         let escaper = if class == "advisory" { "" } else { "setsid " };
-        let script = format!("sleep {marker} & {escaper}sleep {marker} & sleep {marker}");
-        let mut mur = place
-            .exec(&account, class, &["bash", "-c", &script])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        wait_for_sleeps(&marker, 3);
-        mur.kill().unwrap();
-        mur.wait().unwrap();
-        let took = gone_within(&marker, Duration::from_secs(1));
-        assert!(
-            took.is_some(),
-            "{class}: still running a second after kill -9 of mur: {:?}",
-            live(&marker)
-        );
-        println!("{class}: the last process gone {:?} after kill -9", took.unwrap());
-    }
+        format!("sleep {marker} & {escaper}sleep {marker} & sleep {marker}")
+    });
 }
 
 /// SIGTERM to `mur exec` as the account, its command ignoring SIGTERM: the contained
@@ -181,31 +144,44 @@ fn a_killed_mur_exec_of_an_ordinary_account_leaves_nothing_running_without_a_cgr
 #[test]
 #[cfg_attr(not(murmur_test_root), ignore = "needs root: acts as a second account")]
 fn sigterm_ends_an_ordinary_accounts_mur_exec_within_seconds() {
+    signal_ends_everything(rustix::process::Signal::TERM, 6000, |_, marker| {
+        format!("trap '' TERM; sleep {marker} & sleep {marker} & sleep {marker}")
+    });
+}
+
+/// For each class the account (no cgroup) is backed in: `mur exec -- bash -c SCRIPT`
+/// (`script` of the class and a marker, starting three marked sleeps), `signal` to `mur`
+/// once they run; `mur` must end within 8 s and no marked process run a second later.
+fn signal_ends_everything(signal: rustix::process::Signal, tag: u32, script: impl Fn(&str, &str) -> String) {
     let account = Account::without_cgroup();
-    let place = Place::new("user-term", "bash, sleep", "");
-    for (i, class) in backed(&account).into_iter().enumerate() {
-        let marker = format!("{}.{}{i}", 6000 + i, std::process::id());
-        let script = format!("trap '' TERM; sleep {marker} & sleep {marker}; sleep {marker}");
+    let place = Place::new("user-signal", "bash, sleep, setsid", "");
+    for (i, class) in account.classes().into_iter().enumerate() {
+        let marker = format!("{}.{}{i}", tag + i as u32, std::process::id());
         let mut mur = place
-            .exec(&account, class, &["bash", "-c", &script])
+            .exec(&account, class, &["bash", "-c", &script(class, &marker)])
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
             .unwrap();
-        wait_for_sleeps(&marker, 2);
+        wait_for_sleeps(&marker, 3);
         let sent = Instant::now();
-        rustix::process::kill_process(
-            rustix::process::Pid::from_raw(mur.id() as i32).unwrap(),
-            rustix::process::Signal::TERM,
-        )
-        .unwrap();
+        rustix::process::kill_process(rustix::process::Pid::from_raw(mur.id() as i32).unwrap(), signal)
+            .unwrap();
         mur.wait().unwrap();
         let ended = sent.elapsed();
-        assert!(ended < Duration::from_secs(8), "{class}: mur exec took {ended:?}");
         assert!(
-            gone_within(&marker, Duration::from_secs(1)).is_some(),
-            "{class}: still running after SIGTERM: {:?}",
+            ended < Duration::from_secs(8),
+            "{class} {signal:?}: mur exec took {ended:?}"
+        );
+        let took = gone_within(&marker, Duration::from_secs(1));
+        assert!(
+            took.is_some(),
+            "{class} {signal:?}: still running a second after: {:?}",
             live(&marker)
+        );
+        println!(
+            "{class} {signal:?}: the last process gone {:?} after",
+            took.unwrap()
         );
     }
 }
@@ -463,4 +439,28 @@ fn a_stranger_holding_the_cgroup_parents_lock_does_not_stall_a_session() {
         took < Duration::from_secs(10),
         "the session waited {took:?} for a stranger's lock"
     );
+}
+
+/// `MURMUR_CGROUP_PARENT` naming a directory another user owns is not used: that user
+/// could move the session's processes out of its cgroup.
+#[test]
+#[cfg_attr(not(murmur_test_root), ignore = "needs root: acts as a second account")]
+fn a_cgroup_parent_another_user_owns_is_refused() {
+    let Some(base) = common::supervision::pids_cgroup_of("self") else {
+        println!("no pids cgroup here: not run");
+        return;
+    };
+    let other = base.join(format!("murmur-test-other-{}", std::process::id()));
+    std::fs::create_dir_all(&other).unwrap();
+    std::os::unix::fs::chown(&other, Some(USER + 1), Some(USER + 1)).unwrap();
+    let place = Place::new("other-parent", "id", "");
+    let out = place
+        .mur(&Account::without_cgroup(), &["__probe", "sealed"])
+        .env("MURMUR_CGROUP_PARENT", &other)
+        .output()
+        .unwrap();
+    let _ = std::fs::remove_dir(&other);
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let err = v["pids_cgroup"]["Err"].as_str().unwrap_or_default();
+    assert!(err.contains(&format!("belongs to uid {}", USER + 1)), "{v}");
 }

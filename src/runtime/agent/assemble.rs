@@ -505,6 +505,7 @@ fn children(s: &mut Launching<'_>, p: &PreparedAgent, guests: &mut Guests) -> Re
         class: o.achieved,
         landlock_abi: s.landlock_abi,
         netns: s.netns,
+        pidns: s.pidns,
         workdir: &o.layout.preopen_dir,
         session_id: &o.session_id,
         identity: &identity(&o.manifest.name, &o.manifest.version, &o.session_id, &o.url),

@@ -81,6 +81,9 @@ pub mod code {
     /// A capsule's lock (or the directory it is kept in) that another user can write:
     /// whoever can write it can change which bytes the capsule runs.
     pub const SEC_SHARED_LOCK: &str = "W-SEC-026";
+    /// A capsule named in `capabilities.spawn.allow` that takes no task (a script, or
+    /// `task_acceptance: none`): every delegation to it would be refused.
+    pub const BLD_TAKES_NO_TASK: &str = "W-BLD-001";
 }
 
 /// One diagnostic: a code, the manifest key or flag it names, the message, an optional hint.

@@ -557,6 +557,10 @@ fn run(cmd: Command) -> Result<String, Diagnostic> {
         Command::Build { dir, out, json } => {
             let built = commands::build(&dir, out.as_deref())?;
             warn_all(&built.loaded.warnings);
+            warn_all(&commands::delegation_check::warnings(
+                &built.loaded.manifest,
+                &registry::default_root(),
+            ));
             Ok(render::built(&built, json))
         }
         Command::Publish {
@@ -575,6 +579,7 @@ fn run(cmd: Command) -> Result<String, Diagnostic> {
             let root = registry.unwrap_or_else(registry::default_root);
             let (loc, sha, loaded) = registry::publish(&root, &bytes, scope.as_deref())?;
             warn_all(&loaded.warnings);
+            warn_all(&commands::delegation_check::warnings(&loaded.manifest, &root));
             let full = match &scope {
                 Some(s) => format!("{s}/{}", loaded.manifest.name),
                 None => loaded.manifest.name.clone(),

@@ -2,6 +2,7 @@
 //! dispatches. Each returns its result or one diagnostic; rendering is in [`render`].
 
 pub mod build;
+pub mod delegation_check;
 pub mod doctor;
 mod doctor_fix;
 mod doctor_text;

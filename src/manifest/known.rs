@@ -64,7 +64,7 @@ const CAPABILITIES: &[(&str, Shape)] = &[
             ),
         ]),
     ),
-    ("spawn", Map(&[("allow", Leaf)])),
+    ("spawn", Map(&[("allow", Leaf), ("max_delegations", Leaf)])),
     ("env", Map(&[("allow", Leaf)])),
     ("filesystem", Map(&[("scope", Leaf), ("workdir_exec", Leaf)])),
     ("state", Map(&[("store", Leaf)])),

@@ -42,6 +42,19 @@ pub struct Manifest {
 }
 
 impl Manifest {
+    /// Why a delegated task can never be taken by this capsule, if it cannot: a WASM
+    /// capsule that declares no `lifecycle:` is a script (its `run` is called once at
+    /// launch, with no task), and `task_acceptance: none` refuses every message.
+    pub fn takes_no_task(&self) -> Option<&'static str> {
+        if self.lifecycle.task_acceptance == TaskAcceptance::None {
+            return Some("declares lifecycle.task_acceptance: none and takes no task");
+        }
+        if self.inference.is_none() && !self.lifecycle.declared {
+            return Some("declares no lifecycle and takes no task");
+        }
+        None
+    }
+
     /// Whether the capsule can start subprocesses: an agent with shell commands or tool
     /// artifacts (which may be native binaries).
     pub fn subprocess_route(&self) -> bool {
@@ -140,6 +153,11 @@ impl fmt::Display for Containment {
     }
 }
 
+/// How many delegations a session may start over its life when its manifest says nothing:
+/// enough for any orchestration a person would run, and an end to a model that delegates
+/// on every completion.
+pub const DEFAULT_MAX_DELEGATIONS: u64 = 1000;
+
 /// `capabilities.*`, capsule-wide or per artifact.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct Capabilities {
@@ -153,6 +171,9 @@ pub struct Capabilities {
     /// (W-SEC-009 at launch). Each names a binary of `shell_allow`.
     pub interpreter_runtime: Vec<InterpreterRuntime>,
     pub spawn_allow: Vec<String>,
+    /// `capabilities.spawn.max_delegations`: how many delegations the session may start
+    /// over its life (None: [`DEFAULT_MAX_DELEGATIONS`]).
+    pub max_delegations: Option<u64>,
     pub env_allow: Vec<String>,
     /// Normalised relative scope ("a/b"); None is the whole workdir.
     pub filesystem_scope: Option<String>,

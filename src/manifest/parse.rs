@@ -341,6 +341,7 @@ fn capabilities(node: Node<'_>) -> R<Capabilities> {
             }
         }
         caps.spawn_allow = allow;
+        caps.max_delegations = n.positive("max_delegations", 1_000_000)?;
     }
     if let Some(n) = sub("env")? {
         let p = block("env");

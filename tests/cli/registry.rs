@@ -364,3 +364,46 @@ fn build_refuses_bad_requires_files_and_payloads() {
     let (code, _, err) = mur(&["build", s(&agent), "-o", "x.zip"]);
     assert_eq!(code, 2, "{err}");
 }
+
+/// `mur publish` names a delegation that could never work, both ways round: a capsule whose
+/// `spawn.allow` names a script in the registry, and a script that a registered capsule's
+/// `spawn.allow` names (W-BLD-001); `mur build` says so against the default registry.
+#[test]
+fn build_and_publish_name_a_spawn_allow_capsule_that_takes_no_task() {
+    let tmp = TempDir::new("takes-no-task");
+    let reg = tmp.path().join("reg");
+    let script = capsule_dir(tmp.path());
+    let parent = tmp.path().join("parent");
+    std::fs::create_dir_all(&parent).unwrap();
+    std::fs::write(
+        parent.join("murmur.yaml"),
+        "name: boss\nversion: 1.0.0\ninference: {transport: process}\ncapabilities:\n  spawn: {allow: [worker-a]}\nlifecycle: {task_acceptance: queue, queue_depth: 2}\n",
+    )
+    .unwrap();
+    let (script_zip, parent_zip) = (tmp.path().join("w.mur.zip"), tmp.path().join("b.mur.zip"));
+    assert_eq!(mur(&["build", s(&script), "-o", s(&script_zip)]).0, 0);
+    assert_eq!(mur(&["build", s(&parent), "-o", s(&parent_zip)]).0, 0);
+    // The script first: nothing names it yet.
+    let (code, _, err) = mur(&["publish", s(&script_zip), "--registry-path", s(&reg)]);
+    assert_eq!(code, 0, "{err}");
+    assert!(!err.contains("W-BLD-001"), "{err}");
+    // Then the capsule that names it.
+    let (code, _, err) = mur(&["publish", s(&parent_zip), "--registry-path", s(&reg)]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        err.contains("warning[W-BLD-001]: worker-a@0.1.0 in the registry declares no lifecycle and takes no task: every delegation to it will be refused"),
+        "{err}"
+    );
+    // And the other way round, in a fresh registry: the parent first, then the script.
+    let reg2 = tmp.path().join("reg2");
+    assert_eq!(
+        mur(&["publish", s(&parent_zip), "--registry-path", s(&reg2)]).0,
+        0
+    );
+    let (code, _, err) = mur(&["publish", s(&script_zip), "--registry-path", s(&reg2)]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        err.contains("warning[W-BLD-001]: boss@1.0.0 in the registry lists worker-a in capabilities.spawn.allow, and this capsule declares no lifecycle and takes no task"),
+        "{err}"
+    );
+}

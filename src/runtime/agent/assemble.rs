@@ -649,6 +649,9 @@ fn runtime_tools(
                 child_pins: origin.children.clone(),
                 env_allow: caps.env_allow.clone(),
                 spawn_allow: caps.spawn_allow.clone(),
+                max_delegations: caps
+                    .max_delegations
+                    .unwrap_or(crate::manifest::model::DEFAULT_MAX_DELEGATIONS),
                 deadline: delegation::deadline(m, &|k: &str| std::env::var(k).ok()),
                 records_root: o.layout.records.parent().map(PathBuf::from).unwrap_or_default(),
             },

@@ -112,6 +112,7 @@ impl TaskRunner for AgentRunner {
         self.session.interrupted.load(Ordering::SeqCst) != 0
             || self.session.broken.is_some()
             || self.session.halted
+            || self.delegation_ceiling_reached()
     }
 
     fn on_signal(&self) -> Box<dyn Fn() + Send> {
@@ -175,11 +176,19 @@ impl TaskRunner for AgentRunner {
                 .map(|(n, d)| (n, d.clone())),
             _ => None,
         };
+        // A task asked for a delegation past the session's ceiling: the session ended there.
+        let ceiling = session
+            .tools
+            .delegate
+            .as_ref()
+            .filter(|d| d.launcher.ceiling_reached())
+            .map(|d| d.launcher.parent.max_delegations);
         // The one word for how the session ended: the trace's session_end and the hooks'.
-        let exit_status = match (halted, &contained) {
-            (true, _) => "failed",
-            (false, Some(_)) => CONTAINMENT_FAILED,
-            (false, None) => end.exit_status(),
+        let exit_status = match (halted, &contained, ceiling) {
+            (true, _, _) => "failed",
+            (false, _, Some(_)) => DELEGATION_CEILING,
+            (false, Some(_), None) => CONTAINMENT_FAILED,
+            (false, None, None) => end.exit_status(),
         };
         // on-session-end: after the task loop exits (and after the sleep of a queue session).
         session.fire(Binding::SessionEnd, || {
@@ -216,21 +225,40 @@ impl TaskRunner for AgentRunner {
             fields["error_code"] = first.code.into();
             fields["error"] = first.message.clone().into();
         }
+        if let Some(max) = ceiling {
+            fields["max_delegations"] = max.into();
+        }
         Closing {
             exit_status,
             fields,
-            ok: last_ok && contained.is_none(),
-            word: match (ok, &contained) {
-                (true, None) => "ok",
-                (true, Some(_)) => CONTAINMENT_FAILED,
-                (false, _) => "failed",
+            ok: last_ok && contained.is_none() && ceiling.is_none(),
+            word: match (ok, &contained, ceiling) {
+                (true, _, Some(_)) => DELEGATION_CEILING,
+                (true, None, None) => "ok",
+                (true, Some(_), None) => CONTAINMENT_FAILED,
+                (false, _, _) => "failed",
             },
-            exit: match contained {
-                Some((calls, _)) => Err(containment_failed(calls)),
-                None => exit_of(end, &inf),
+            exit: match (contained, ceiling) {
+                (_, Some(max)) => Err(delegation_ceiling(max)),
+                (Some((calls, _)), None) => Err(containment_failed(calls)),
+                (None, None) => exit_of(end, &inf),
             },
         }
     }
+}
+
+/// The end of a session in which a task asked for a delegation past
+/// `capabilities.spawn.max_delegations`.
+const DELEGATION_CEILING: &str = "delegation_ceiling_reached";
+
+/// Why a session ended [`DELEGATION_CEILING`].
+fn delegation_ceiling(max: u64) -> Diagnostic {
+    Diagnostic::new(
+        code::RUN_AGENT_LOOP,
+        "capabilities.spawn.max_delegations",
+        format!("the session started its {max} delegations and a task asked for another: it ended {DELEGATION_CEILING}"),
+    )
+    .with_hint("raise capabilities.spawn.max_delegations if the capsule really needs more")
 }
 
 /// The end of a session whose every contained call failed to start its containment.
@@ -328,5 +356,16 @@ fn exhausted(reopens: u64, out_of_turns: bool, budget: u64, max_turns: u64) -> S
         format!("a hook still asked to reopen the task after {reopens} reopen(s), but its turns ran out (inference.max_turns = {max_turns})")
     } else {
         format!("a hook still asked to reopen the task after {reopens} reopen(s), its whole budget (inference.max_task_reopens = {budget})")
+    }
+}
+
+impl AgentRunner {
+    /// Whether a task asked for a delegation past the session's ceiling.
+    fn delegation_ceiling_reached(&self) -> bool {
+        self.session
+            .tools
+            .delegate
+            .as_ref()
+            .is_some_and(|d| d.launcher.ceiling_reached())
     }
 }

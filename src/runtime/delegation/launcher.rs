@@ -56,6 +56,9 @@ pub struct Parent {
     /// `capabilities.env.allow` and `capabilities.spawn.allow` of the parent's manifest.
     pub env_allow: Vec<String>,
     pub spawn_allow: Vec<String>,
+    /// `capabilities.spawn.max_delegations` (or its default): the delegations this session
+    /// may start over its life.
+    pub max_delegations: u64,
     /// `lifecycle.delegation_deadline_secs`, or `MURMUR_DELEGATION_TIMEOUT_SECS`.
     pub deadline: Duration,
     /// Where sessions' records go (the child's are `<root>/<its session id>`).
@@ -69,6 +72,11 @@ pub struct Launcher {
     credential: Arc<Credential>,
     exe: PathBuf,
     pub watch: Arc<Watch>,
+    /// Delegations asked for so far (each counts, started or not).
+    asked: std::sync::atomic::AtomicU64,
+    /// Set once a delegation past `max_delegations` was asked for: the session ends after
+    /// the task that asked.
+    past_ceiling: std::sync::atomic::AtomicBool,
 }
 
 /// One call of `delegate-task`.
@@ -110,6 +118,8 @@ impl Launcher {
             credential,
             exe,
             watch,
+            asked: Default::default(),
+            past_ceiling: Default::default(),
         }
     }
 
@@ -121,10 +131,29 @@ impl Launcher {
         };
         // Before any child can exist: its completion, however soon, is one the door expects.
         self.watch.expect(&id);
+        if let Some(sentence) = self.past_ceiling() {
+            self.watch.trace(json!({
+                "delegation_id": id, "capsule": ask.capsule, "version": ask.version,
+                "status": "refused", "output": sentence,
+            }));
+            return Outcome::Refused(sentence);
+        }
         let handle = match self.admissible(ask, &id) {
             Ok(h) => h,
             Err(why) => return self.failed(&id, ask, "", why),
         };
+        // A capsule that can never take the task is refused before the roost holds a slot.
+        if let Some(why) = self.takes_no_task(ask) {
+            let sentence = format!(
+                "capsule {} {why}",
+                crate::agent::sanitize::one_line(ask.capsule, 100)
+            );
+            self.watch.trace(json!({
+                "delegation_id": id, "capsule": ask.capsule, "version": ask.version,
+                "status": "refused", "output": sentence,
+            }));
+            return Outcome::Refused(sentence);
+        }
         let approval = match self.roost.spawn(&self.credential, ask.capsule, ask.version) {
             Ok(a) => a,
             Err(RoostError::Refused { sentence, .. }) => {
@@ -333,6 +362,35 @@ impl Launcher {
 
     /// The child's whole environment. The artifact the child will run (from this session's
     /// registry) must be the one the roost judged: `approved` is its sha256.
+    /// Count one delegation asked for; past `max_delegations`, the refusal's sentence (and
+    /// the session is marked to end after this task).
+    fn past_ceiling(&self) -> Option<String> {
+        use std::sync::atomic::Ordering;
+        let n = self.asked.fetch_add(1, Ordering::SeqCst).saturating_add(1);
+        let max = self.parent.max_delegations;
+        if n <= max {
+            return None;
+        }
+        self.past_ceiling.store(true, Ordering::SeqCst);
+        Some(format!(
+            "refused: this session has started its {max} delegations (capabilities.spawn.max_delegations); it ends after this task"
+        ))
+    }
+
+    /// Whether a delegation past the session's ceiling was asked for.
+    pub fn ceiling_reached(&self) -> bool {
+        self.past_ceiling.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
+    /// Why the capsule asked for takes no task, where the registry holds it and it says so
+    /// (a capsule the registry does not hold is left to the roost's own refusal).
+    fn takes_no_task(&self, ask: &Ask<'_>) -> Option<&'static str> {
+        let resolved =
+            crate::registry::resolve(&self.parent.registry, ask.capsule, ask.version, Resolve::Nothing)
+                .ok()?;
+        resolved.loaded.manifest.takes_no_task()
+    }
+
     fn child_env(
         &self,
         ask: &Ask<'_>,

@@ -190,3 +190,66 @@ fn a_child_wider_than_its_parent_is_refused_and_nothing_is_launched() {
     assert_eq!(s["live_children"], 0, "{s}");
     f.assert_nothing_left();
 }
+
+/// A runaway orchestrator (its model delegates again on every completion) ends by itself at
+/// `capabilities.spawn.max_delegations`: the delegation past it is refused as a tool result,
+/// and the session ends `delegation_ceiling_reached`, exit 1, in the trace, on stderr and
+/// on the status line.
+#[test]
+fn a_runaway_orchestrator_ends_at_its_delegation_ceiling() {
+    use crate::common::provider::{last_is_tool_result, model_of, Step};
+    let p = Provider::start_responder(|req| {
+        let model = model_of(req);
+        if model != "runaway" {
+            return Step::text("done");
+        }
+        if last_is_tool_result(req) {
+            return Step::text("delegated");
+        }
+        // The first task and every completion: delegate again.
+        Step::Tools(vec![(
+            "call_again".to_string(),
+            TOOL.to_string(),
+            serde_json::json!({"capsule": "w", "version": V, "task": "again"}),
+        )])
+    });
+    let mut f = Formation::new("dlg-runaway");
+    let yaml = Cap::delegating("runaway", &["w"])
+        .yaml(&p)
+        .replace("spawn: {allow: [w]}", "spawn: {allow: [w], max_delegations: 3}");
+    f.publish_yaml(&yaml, &[]);
+    f.publish(&p, &Cap::leaf("w"));
+    f.start_roost(&["runaway"], &[]);
+    let started = std::time::Instant::now();
+    let ended = f.run_to_end(
+        &run_args(&f.reg, "runaway", &f.workdir("runaway"), Some("go")),
+        &f.env(),
+        None,
+    );
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(60),
+        "{}",
+        ended.both()
+    );
+    assert_eq!(ended.code, Some(1), "{}", ended.both());
+    let sid = ended.sid();
+    let trace = f.trace(&sid);
+    let d = events_of(&trace, "delegation");
+    let started_n = d.iter().filter(|e| e["status"] == "started").count();
+    let refused: Vec<_> = d.iter().filter(|e| e["status"] == "refused").collect();
+    assert_eq!(started_n, 3, "{d:#?}");
+    assert_eq!(refused.len(), 1, "{d:#?}");
+    assert!(
+        sv(refused[0], "output").contains("max_delegations"),
+        "{}",
+        refused[0]
+    );
+    let end = trace.last().unwrap();
+    assert_eq!(end["event_type"], "session_end", "{end}");
+    assert_eq!(end["exit_status"], "delegation_ceiling_reached", "{end}");
+    assert!(
+        ended.both().contains("capabilities.spawn.max_delegations"),
+        "{}",
+        ended.both()
+    );
+}

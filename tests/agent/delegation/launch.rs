@@ -210,3 +210,46 @@ fn a_task_whose_context_a_child_could_not_read_is_refused_before_the_roost_is_as
     assert!(!top.workdir.join(".murmur/children").exists());
     assert!(requests_of(&p, "solo").is_empty());
 }
+
+/// A delegation to a capsule that takes no task (`task_acceptance: none`) is refused with a
+/// sentence of its own before the roost holds a slot, not with a concurrency error from
+/// the child; the trace and `mur trace` name it, and no child session exists.
+#[test]
+fn a_delegation_to_a_capsule_that_takes_no_task_is_refused_with_its_own_sentence() {
+    let p = Provider::start_responder(responder(&[
+        ("orch", Plan::delegate(&[("idle", "do it")])),
+        ("idle", Plan::answer("never")),
+    ]));
+    let mut f = Formation::new("dlg-no-task");
+    f.publish(&p, &Cap::delegating("orch", &["idle"]));
+    let mut idle = Cap::leaf("idle");
+    idle.lifecycle = "lifecycle:\n  task_acceptance: none\n".into();
+    f.publish(&p, &idle);
+    f.start_roost(&["orch"], &[]);
+    let mut env = f.env();
+    env.insert("MURMUR_A2A_TIMEOUT_SECS".into(), "1".into());
+    let ended = f.run_to_end(
+        &run_args(&f.reg, "orch", &f.workdir("orch"), Some("go")),
+        &env,
+        None,
+    );
+    let sid = ended.sid();
+    let sentence = "capsule idle declares lifecycle.task_acceptance: none and takes no task";
+    let trace = f.trace(&sid);
+    let d = events_of(&trace, "delegation");
+    assert_eq!(d.len(), 1, "{d:#?}");
+    assert_eq!(
+        (sv(d[0], "status"), sv(d[0], "output")),
+        ("refused", sentence),
+        "{}",
+        d[0]
+    );
+    assert_eq!(f.sessions(), vec![sid.clone()], "a child session was started");
+    let shown = std::process::Command::new(env!("CARGO_BIN_EXE_mur"))
+        .args(["trace", "--session", &sid])
+        .env("MURMUR_RECORDS_DIR", f.records_of(&sid).parent().unwrap())
+        .output()
+        .unwrap();
+    let shown = String::from_utf8_lossy(&shown.stdout).into_owned();
+    assert!(shown.contains(sentence), "{shown}");
+}

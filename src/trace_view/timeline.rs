@@ -297,6 +297,17 @@ impl Timeline {
                     _ => self.outcome(o, i, text),
                 }
             }
+            // A completion the door refused (not an id this session is waiting for, or one
+            // already taken): the delegation it claimed and the first line of why.
+            "completion_refused" => one(
+                '!',
+                i,
+                format!(
+                    "completion for delegation {} refused{}",
+                    s(o, "delegation_id"),
+                    failure(o, "reason")
+                ),
+            ),
             "hook_error" => one(
                 '!',
                 i,
@@ -456,5 +467,21 @@ mod tests {
             assert!(text.lines().any(|l| l.ends_with(&line)), "want {line:?}\n{text}");
         }
         assert!(!text.contains("second line") && !text.contains("tail"), "{text}");
+    }
+
+    #[test]
+    fn a_refused_completion_shows_the_delegation_and_why() {
+        let trace = format!(
+            "{}\n",
+            serde_json::json!({"event_type": "completion_refused", "timestamp": 5,
+                "delegation_id": "dlg_9", "reason": "no delegation of this session has that id\nmore"})
+        );
+        let (text, _) = super::super::render_all(trace.as_bytes());
+        let want = "completion for delegation dlg_9 refused: no delegation of this session has that id";
+        assert!(
+            text.lines().any(|l| l.contains("! ") && l.ends_with(want)),
+            "{text}"
+        );
+        assert!(!text.contains("more"), "{text}");
     }
 }

@@ -359,6 +359,14 @@ fn capabilities(node: Node<'_>) -> R<Capabilities> {
                     format!("'{var}' is not an environment variable name"),
                 ));
             }
+            // The runtime's own names (MURMUR_SPAWNER holds a delegation's id and the parent
+            // door it reports to): never a guest's or a child's to be handed.
+            if var.starts_with("MURMUR_") {
+                return Err(invalid(
+                    &format!("{p}.allow[{i}]"),
+                    format!("'{var}': MURMUR_* names are the runtime's and are never passed to a guest or a command"),
+                ));
+            }
         }
         caps.env_allow = allow;
     }

@@ -168,6 +168,11 @@ fn cases() -> Vec<(&'static str, String, Expect)> {
         ("non-numeric instances", with_head("capabilities:\n  limits: {instances: many}\n"), Err("E-MAN-003", "capabilities.limits.instances")),
         ("spawn allow with a bad name", with_head("capabilities:\n  spawn: {allow: [Worker_A]}\n"), Err("E-MAN-003", "capabilities.spawn.allow[0]")),
         ("env allow with a bad name", with_head("capabilities:\n  env: {allow: [A-B]}\n"), Err("E-MAN-003", "capabilities.env.allow[0]")),
+        ("env allow naming the runtime's MURMUR_SPAWNER", with_head("capabilities:\n  env: {allow: [LANG, MURMUR_SPAWNER]}\n"), Err("E-MAN-003", "capabilities.env.allow[1]")),
+        ("spawn max_delegations", with_head("capabilities:\n  spawn: {allow: [w], max_delegations: 5}\n"), Ok(|l| {
+            assert_eq!(l.manifest.capabilities.max_delegations, Some(5));
+        })),
+        ("spawn max_delegations of 0", with_head("capabilities:\n  spawn: {allow: [w], max_delegations: 0}\n"), Err("E-MAN-003", "capabilities.spawn.max_delegations")),
         ("capabilities not a mapping", with_head("capabilities: [network]\n"), Err("E-MAN-003", "capabilities")),
         ("artifact without a name", with_head("artifacts:\n  - {version: 1.0.0}\n"), Err("E-MAN-003", "artifacts[0].name")),
         ("artifact runtime wasm", with_head("artifacts:\n  - {name: t, version: 1.0.0, runtime: wasm}\n"), Err("E-MAN-003", "artifacts[0].runtime")),

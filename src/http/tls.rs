@@ -1,17 +1,33 @@
 //! The client's transport: a plain TCP connection or TLS over one (rustls with the ring
 //! provider, the stack wasmtime-wasi-http already brings), with the roots the caller trusts
 //! (a PEM CA bundle). Only `https://` URLs go through TLS; the server's name is checked
-//! against its certificate by webpki.
+//! against its certificate by webpki. Built without the `tls` feature (`mur-roost`, which
+//! speaks only plain HTTP on loopback) no configuration can be made: an `https://` URL is
+//! then refused as a client without TLS refuses it.
 
 use std::io::{self, Read, Write};
 use std::net::TcpStream;
+#[cfg(feature = "tls")]
 use std::sync::Arc;
 
 /// A client TLS configuration, built once per process from a CA bundle.
+#[cfg(feature = "tls")]
 pub type TlsConfig = Arc<rustls::ClientConfig>;
+
+/// Without the `tls` feature there is no configuration: this type has no value.
+#[cfg(not(feature = "tls"))]
+#[derive(Clone, Debug)]
+pub enum TlsConfig {}
+
+/// Without the `tls` feature: refused.
+#[cfg(not(feature = "tls"))]
+pub fn config_from_pem(_pem: &[u8]) -> Result<TlsConfig, String> {
+    Err("this build has no TLS (built without the tls feature)".into())
+}
 
 /// A configuration trusting the certificates of the PEM bundle `pem` (and nothing else).
 /// A bundle with no certificate in it is an error: it would trust nobody, silently.
+#[cfg(feature = "tls")]
 pub fn config_from_pem(pem: &[u8]) -> Result<TlsConfig, String> {
     use rustls::pki_types::pem::PemObject;
     use rustls::pki_types::CertificateDer;
@@ -37,12 +53,14 @@ pub fn config_from_pem(pem: &[u8]) -> Result<TlsConfig, String> {
 /// One connection of the client.
 pub enum Conn {
     Plain(TcpStream),
+    #[cfg(feature = "tls")]
     Tls(Box<rustls::StreamOwned<rustls::ClientConnection, TcpStream>>),
 }
 
 impl Conn {
     /// Start TLS with `host` (a DNS name or an IP literal, brackets removed) over `tcp`. The
     /// handshake itself runs on the first write, under the caller's timeouts.
+    #[cfg(feature = "tls")]
     pub fn tls(tcp: TcpStream, host: &str, config: &TlsConfig) -> io::Result<Conn> {
         let name = rustls::pki_types::ServerName::try_from(host.to_string())
             .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "not a TLS server name"))?;
@@ -51,10 +69,17 @@ impl Conn {
         Ok(Conn::Tls(Box::new(rustls::StreamOwned::new(conn, tcp))))
     }
 
+    /// Without the `tls` feature no configuration exists to call this with.
+    #[cfg(not(feature = "tls"))]
+    pub fn tls(_tcp: TcpStream, _host: &str, config: &TlsConfig) -> io::Result<Conn> {
+        match *config {}
+    }
+
     /// The TCP connection under it (for timeouts).
     pub fn tcp(&self) -> &TcpStream {
         match self {
             Conn::Plain(s) => s,
+            #[cfg(feature = "tls")]
             Conn::Tls(s) => &s.sock,
         }
     }
@@ -63,6 +88,7 @@ impl Conn {
     pub fn into_plain(self) -> Option<TcpStream> {
         match self {
             Conn::Plain(s) => Some(s),
+            #[cfg(feature = "tls")]
             Conn::Tls(_) => None,
         }
     }
@@ -75,6 +101,7 @@ impl Read for Conn {
             // A TLS peer that closes without close_notify is an error (rustls says
             // UnexpectedEof), never the end of a body read to the close: that would let
             // whoever can reset the TCP connection cut a body short.
+            #[cfg(feature = "tls")]
             Conn::Tls(s) => s.read(buf),
         }
     }
@@ -84,6 +111,7 @@ impl Write for Conn {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
         match self {
             Conn::Plain(s) => s.write(buf),
+            #[cfg(feature = "tls")]
             Conn::Tls(s) => s.write(buf),
         }
     }
@@ -91,6 +119,7 @@ impl Write for Conn {
     fn flush(&mut self) -> io::Result<()> {
         match self {
             Conn::Plain(s) => s.flush(),
+            #[cfg(feature = "tls")]
             Conn::Tls(s) => s.flush(),
         }
     }

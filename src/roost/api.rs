@@ -2,7 +2,7 @@
 //! one bounded registry read, and take the time as a value.
 
 use super::messages as msg;
-use super::state::{Grants, Session, Status};
+use super::state::{Grants, Session, Status, HOLD_GRACE_MS};
 use super::Roost;
 use crate::diag::code;
 use crate::http::{Request, Response};
@@ -321,8 +321,10 @@ impl Roost {
             parent,
             grants: Some(Arc::clone(&resolved.artifact.value)),
             running_children: 0,
+            held: false,
         };
         self.state.register(&sid, session, redeemed.as_deref());
+        self.state.hold_due(&sid, now_ms.saturating_add(HOLD_GRACE_MS));
         ok_json(&Registered {
             credential: &credential,
         })

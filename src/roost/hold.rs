@@ -5,7 +5,9 @@
 //! stream closed, and the next request the roost answers (before anything else it does)
 //! ends every session whose hold closed while it was still running as `failed`: its slot
 //! under `--max-concurrent` and `--max-live-capsules` is freed and `GET /status` says
-//! `failed`. No timer, no thread, no probe of the host: the one loop thread sees it all.
+//! `failed`. No timer, no thread, no probe of the host: the one loop thread sees it all. A
+//! session that never takes its hold lapses the same way once `HOLD_GRACE_MS` have passed
+//! since it registered (`State::lapse`, read at the next request).
 
 use super::state::Status;
 use super::Roost;
@@ -26,6 +28,7 @@ impl Roost {
         if self.holds.get(&sid).is_some_and(|s| !s.is_closed()) {
             return Response::error(409, ALREADY_HELD).into();
         }
+        self.state.held(&sid);
         self.holds.insert(sid, ex.stream());
         Reply::Stream(
             Response::new(200)
@@ -34,9 +37,11 @@ impl Roost {
         )
     }
 
-    /// End, as `failed`, every running session whose hold closed; forget the holds of
-    /// sessions that ended (ending their streams).
-    pub(super) fn reap_holds(&mut self) {
+    /// End, as `failed`, every running session whose hold closed, or that never took its
+    /// hold within `HOLD_GRACE_MS` of registering; forget the holds of sessions that ended
+    /// (ending their streams).
+    pub(super) fn reap_holds(&mut self, now_ms: u64) {
+        self.state.lapse(now_ms);
         let mut done: Vec<String> = Vec::new();
         for (sid, stream) in &self.holds {
             let running = self.state.running(sid).is_some();

@@ -15,6 +15,7 @@ pub mod state;
 pub use api::{APPROVAL_TTL_MS, MAX_RESOLVE_BYTES};
 pub use flags::Config;
 pub use messages::IDENTITY;
+pub use state::{HOLD_GRACE_MS, MAX_ENDED};
 
 use crate::http::{self, Exchange, Limits, Reply, Request, Response};
 use crate::token::Key;
@@ -86,7 +87,7 @@ impl Roost {
     /// gone (its hold closed), then `POST /hold` (whose answer is a stream), or any other
     /// route through [`Roost::handle`].
     pub fn answer(&mut self, req: &Request, ex: &Exchange<'_>, now_ms: u64) -> Reply {
-        self.reap_holds();
+        self.reap_holds(now_ms);
         if req.method == "POST" && req.path() == "/hold" {
             return self.hold(req, ex);
         }

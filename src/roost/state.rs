@@ -6,7 +6,7 @@
 
 use crate::manifest::Envelope;
 use std::cmp::Reverse;
-use std::collections::{BinaryHeap, HashMap};
+use std::collections::{BinaryHeap, HashMap, VecDeque};
 use std::sync::Arc;
 
 /// A session's state as `GET /status` reports it.
@@ -43,7 +43,17 @@ pub struct Session {
     pub grants: Option<Arc<Grants>>,
     /// Running children registered under this session.
     pub running_children: usize,
+    /// Its runtime took `POST /hold` (a session that never does lapses: [`HOLD_GRACE_MS`]).
+    pub held: bool,
 }
+
+/// How long a registered session may go without its hold before it lapses (`failed`): a
+/// runtime holds at once, so only a registration nobody keeps alive is ended by it.
+pub const HOLD_GRACE_MS: u64 = 10_000;
+
+/// How many ended sessions are remembered (for `GET /status`) before the oldest is
+/// forgotten: the map never grows with the number of sessions a roost has seen.
+pub const MAX_ENDED: usize = 4096;
 
 #[derive(Debug, Clone)]
 pub struct Reservation {
@@ -67,6 +77,10 @@ pub struct State {
     spent: HashMap<String, u64>,
     spent_expiries: Expiries,
     running: usize,
+    /// Sessions by the time their hold is due.
+    hold_due: Expiries,
+    /// Ended sessions, oldest first, up to [`MAX_ENDED`].
+    ended: VecDeque<String>,
 }
 
 /// Pop every id that has expired by `now_ms`, handing each to `drop(id, exp)`.
@@ -155,6 +169,30 @@ impl State {
         self.sessions.insert(sid.to_string(), session);
     }
 
+    /// Note that `sid` must take its hold by `due_ms` or lapse.
+    pub fn hold_due(&mut self, sid: &str, due_ms: u64) {
+        self.hold_due.push(Reverse((due_ms, sid.to_string())));
+    }
+
+    /// `sid`'s runtime took its hold.
+    pub fn held(&mut self, sid: &str) {
+        if let Some(s) = self.sessions.get_mut(sid) {
+            s.held = true;
+        }
+    }
+
+    /// End, as `failed`, every running session whose hold was due by `now_ms` and never
+    /// came.
+    pub fn lapse(&mut self, now_ms: u64) {
+        let mut due = Vec::new();
+        pop_expired(&mut self.hold_due, now_ms, |sid, _| due.push(sid));
+        for sid in due {
+            if self.running(&sid).is_some_and(|s| !s.held) {
+                self.end(&sid, Status::Failed);
+            }
+        }
+    }
+
     /// End a running session with `status`: free its parent's slot, release every
     /// reservation it holds, and drop its grants.
     pub fn end(&mut self, sid: &str, status: Status) {
@@ -170,6 +208,18 @@ impl State {
         }
         for jti in self.held.remove(sid).unwrap_or_default() {
             self.reservations.remove(&jti);
+        }
+        self.ended.push_back(sid.to_string());
+        while self.ended.len() > MAX_ENDED {
+            if let Some(old) = self.ended.pop_front() {
+                if self
+                    .sessions
+                    .get(&old)
+                    .is_some_and(|s| s.status != Status::Running)
+                {
+                    self.sessions.remove(&old);
+                }
+            }
         }
     }
 }
@@ -195,7 +245,38 @@ mod tests {
             parent: parent.map(String::from),
             grants: None,
             running_children: 0,
+            held: false,
         }
+    }
+
+    #[test]
+    fn a_session_never_held_lapses_and_ended_ones_are_forgotten_past_the_history() {
+        let mut s = State::default();
+        s.register("a", session(None), None);
+        s.hold_due("a", 100);
+        s.register("b", session(None), None);
+        s.hold_due("b", 100);
+        s.held("b");
+        s.lapse(99);
+        assert_eq!(s.live_capsules(99), 2);
+        s.lapse(100);
+        assert_eq!(s.sessions["a"].status, Status::Failed);
+        assert_eq!(
+            (s.sessions["b"].status, s.live_capsules(100)),
+            (Status::Running, 1)
+        );
+        for i in 0..(MAX_ENDED * 3) {
+            let sid = format!("s{i}");
+            s.register(&sid, session(None), None);
+            s.end(&sid, Status::Complete);
+        }
+        assert_eq!(
+            s.sessions.len(),
+            MAX_ENDED + 1,
+            "the ended history plus the running b"
+        );
+        assert_eq!(s.ended.len(), MAX_ENDED);
+        assert!(s.running("b").is_some());
     }
 
     #[test]

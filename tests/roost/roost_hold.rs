@@ -94,3 +94,45 @@ fn a_session_that_deregisters_before_its_hold_closes_stays_complete() {
         "{st}"
     );
 }
+
+/// A registration nobody keeps alive lapses: a session that never takes its hold is
+/// `failed` once `HOLD_GRACE_MS` (10 s) have passed, and counts no more; one that took its
+/// hold stays running. A user who registers and walks away holds no slot for good.
+#[test]
+fn a_registration_that_never_holds_lapses_after_the_grace() {
+    let tmp = TempDir::new("roost-lapse");
+    publish(tmp.path(), "orch", "0.1.0", "");
+    let d = Daemon::start(tmp.path(), &["--spawn-allow", "orch"], &[]);
+    let _walked_away = d.credential("ses_walked", "orch", "0.1.0", None);
+    let kept = d.credential("ses_kept", "orch", "0.1.0", None);
+    let (_held, head) = hold(&d, &kept);
+    assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+    assert_eq!(d.status("ses_walked")["status"], "running");
+    assert_eq!(d.status("ses_walked")["live_capsules"], 2);
+    std::thread::sleep(Duration::from_millis(murmur::roost::HOLD_GRACE_MS + 300));
+    let s = wait_status(&d, "ses_walked", "failed");
+    assert_eq!(s["live_capsules"], 1, "{s}");
+    assert_eq!(d.status("ses_kept")["status"], "running");
+}
+
+/// Ended sessions are remembered for `GET /status` up to a bounded history, then
+/// forgotten: the daemon's memory stays flat however many sessions come and go.
+#[test]
+fn ended_sessions_are_forgotten_past_the_bounded_history() {
+    let tmp = TempDir::new("roost-history");
+    publish(tmp.path(), "orch", "0.1.0", "");
+    let d = Daemon::start(tmp.path(), &["--spawn-allow", "orch"], &[]);
+    let first = d.credential("ses_first", "orch", "0.1.0", None);
+    d.deregister(&first, "complete");
+    assert_eq!(d.status("ses_first")["status"], "complete");
+    for i in 0..murmur::roost::MAX_ENDED {
+        let c = d.credential(&format!("ses_{i:032x}"), "orch", "0.1.0", None);
+        d.deregister(&c, "complete");
+    }
+    let (code, body) = d.call("GET", "/status/ses_first", &[], "");
+    assert_eq!(code, 404, "{body}");
+    assert_eq!(
+        d.status(&format!("ses_{:032x}", murmur::roost::MAX_ENDED - 1))["status"],
+        "complete"
+    );
+}

@@ -128,7 +128,7 @@ pub fn settle(
         Ok(h) => Some(h),
         Err(e) => {
             eprintln!(
-                "warning: mur-roost does not hold this session ({e}): should this process die, the roost will count the session as running until it restarts"
+                "warning: mur-roost does not hold this session ({e}): a roost that offers POST /hold ends a registration without its hold within seconds (this session's delegations are then refused); one that does not will count the session as running until it restarts, should this process die"
             );
             None
         }

@@ -735,3 +735,70 @@ fn a_blob_over_a_mebibyte_prints_progress_and_arrives_whole() {
         bytes
     );
 }
+
+/// A token realm on another origin than the registry (here another loopback port) is sent
+/// the operator's credentials only when `MURMUR_TOKEN_REALMS` names it; the registry's own
+/// origin always may be.
+#[test]
+fn a_token_realm_on_another_origin_gets_credentials_only_when_the_operator_names_it() {
+    let t = TempDir::new("oci-realm");
+    let p = parts();
+    let basic = format!("Basic {}", murmur::b64::encode_standard(b"ann:pw-SECRET"));
+    let want = basic.clone();
+    let tokens = Liar::start(move |r| {
+        if r.path.starts_with("/token?") && r.authorization.as_deref() == Some(want.as_str()) {
+            answer("200 OK", &[], b"{\"token\": \"tok-SECRET\"}")
+        } else {
+            answer("401 Unauthorized", &[], b"")
+        }
+    });
+    let realm = format!("Bearer realm=\"http://{}/token\",service=\"liar\"", tokens.host);
+    let liar = Liar::start(move |r| {
+        if r.authorization.as_deref() != Some("Bearer tok-SECRET") {
+            return answer("401 Unauthorized", &[("www-authenticate", realm.as_str())], b"");
+        }
+        honest(&p, r)
+    });
+    let auth_file = t.path().join("auth.json");
+    std::fs::write(
+        &auth_file,
+        format!(
+            r#"{{"auths": {{"{}": {{"auth": "{}"}}}}}}"#,
+            liar.host,
+            murmur::b64::encode_standard(b"ann:pw-SECRET")
+        ),
+    )
+    .unwrap();
+    let auth = auth_file.to_str().unwrap();
+    // Not named: the other origin gets no credentials, and the refusal says why.
+    let reg = t.path().join("reg-unnamed");
+    let (code, out, err) = pull(&t, &liar.url("m/d:1.0.0"), &reg, &[("REGISTRY_AUTH_FILE", auth)]);
+    assert_eq!(code, Some(1), "{out}{err}");
+    assert!(err.contains("is on another origin than the registry"), "{err}");
+    assert!(
+        tokens
+            .seen
+            .lock()
+            .unwrap()
+            .iter()
+            .all(|s| s.authorization.is_none()),
+        "credentials reached the other origin"
+    );
+    assert!(files(&reg).is_empty());
+    // Named: it gets them, and the pull goes through.
+    let named = format!("http://{}", tokens.host);
+    let reg = t.path().join("reg-named");
+    let (code, out, err) = pull(
+        &t,
+        &liar.url("m/d:1.0.0"),
+        &reg,
+        &[("REGISTRY_AUTH_FILE", auth), ("MURMUR_TOKEN_REALMS", &named)],
+    );
+    assert_eq!(code, Some(0), "{out}{err}");
+    assert!(tokens
+        .seen
+        .lock()
+        .unwrap()
+        .iter()
+        .any(|s| s.authorization.as_deref() == Some(basic.as_str())));
+}

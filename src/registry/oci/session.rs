@@ -36,6 +36,9 @@ pub struct Session {
     tls: Option<TlsConfig>,
     /// The `authorization` value earned by the last challenge.
     auth: Option<String>,
+    /// Origins (`scheme://host:port`) of token realms other than the registry's own that
+    /// may be sent the operator's credentials: `MURMUR_TOKEN_REALMS`, comma-separated.
+    realms: Vec<String>,
     /// Where progress lines go (None: nowhere).
     progress: Option<Box<dyn Write>>,
 }
@@ -60,6 +63,12 @@ impl Session {
                 "no CA bundle to check the registry's certificate",
             ));
         }
+        let realms = std::env::var("MURMUR_TOKEN_REALMS")
+            .unwrap_or_default()
+            .split(',')
+            .filter_map(|o| Url::parse_web(&format!("{}/", o.trim().trim_end_matches('/'))).ok())
+            .map(|u| origin(&u))
+            .collect();
         Ok(Session {
             reference: reference.clone(),
             base,
@@ -68,6 +77,7 @@ impl Session {
             tls,
             auth: None,
             progress,
+            realms,
         })
     }
 
@@ -387,7 +397,16 @@ impl Session {
         }
         let sep = if url.path.contains('?') { '&' } else { '?' };
         url.path = format!("{}{sep}{query}", url.path);
-        let basic = self.credentials.as_ref().map(Credentials::basic);
+        // The operator's credentials go to the registry's own origin, and to a realm on
+        // another one only where the operator named it: a registry must not be able to
+        // send them anywhere it likes.
+        let realm_origin = origin(&url);
+        let trusted = realm_origin == origin(&self.base) || self.realms.contains(&realm_origin);
+        let basic = self
+            .credentials
+            .as_ref()
+            .filter(|_| trusted)
+            .map(Credentials::basic);
         let mut headers = vec![];
         if let Some(b) = &basic {
             headers.push(("authorization", b.as_str()));
@@ -397,6 +416,12 @@ impl Session {
             .map_err(|e| remote(&self.reference, format!("the token request: {e}")))?;
         if r.status == 401 || r.status == 403 {
             return Err(match basic {
+                None if self.credentials.is_some() => remote(
+                    &self.reference,
+                    format!(
+                        "the token realm {realm_origin} is on another origin than the registry and asks for credentials: they are sent there only when MURMUR_TOKEN_REALMS names it"
+                    ),
+                ),
                 None => self.no_credentials(),
                 Some(_) => remote(
                     &self.reference,
@@ -596,4 +621,9 @@ impl Write for Verifier<'_> {
     fn flush(&mut self) -> std::io::Result<()> {
         Ok(())
     }
+}
+
+/// `scheme://host:port` of `u`: what decides whether a token realm is the registry's own.
+fn origin(u: &Url) -> String {
+    format!("{}://{}:{}", if u.tls { "https" } else { "http" }, u.host, u.port)
 }

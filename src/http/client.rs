@@ -55,6 +55,8 @@ impl ClientResponse {
 pub enum ClientError {
     /// The URL is not `http://host[:port][/path]` (or `https://` where that is taken).
     BadUrl(String),
+    /// The host name did not resolve.
+    Resolve(String, io::Error),
     /// No address could be connected to in time.
     Connect(io::Error),
     /// Sending or receiving failed, or the deadline passed.
@@ -69,6 +71,7 @@ impl std::fmt::Display for ClientError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             ClientError::BadUrl(u) => write!(f, "not a URL this client calls: {u}"),
+            ClientError::Resolve(host, e) => write!(f, "cannot resolve {host}: {e}"),
             ClientError::Connect(e) => write!(f, "connect failed: {e}"),
             ClientError::Io(e) => write!(f, "request failed: {e}"),
             ClientError::TooLarge => f.write_str("response too large"),
@@ -260,7 +263,7 @@ fn connect(url: &Url, timeout: Duration) -> Result<TcpStream, ClientError> {
     let host = url.host.trim_start_matches('[').trim_end_matches(']');
     let addrs: Vec<SocketAddr> = (host, url.port)
         .to_socket_addrs()
-        .map_err(ClientError::Connect)?
+        .map_err(|e| ClientError::Resolve(host.to_string(), e))?
         .collect();
     let mut last = io::Error::new(io::ErrorKind::NotFound, "no address");
     for addr in addrs {

@@ -802,3 +802,49 @@ fn a_token_realm_on_another_origin_gets_credentials_only_when_the_operator_names
         .iter()
         .any(|s| s.authorization.as_deref() == Some(basic.as_str())));
 }
+
+/// Registry errors that say what to do: a host that does not resolve is named; a
+/// plain-HTTP registry asked over `oci://` is named as such with the `oci+http://` hint;
+/// the registry's own error message is carried into E-REG-005.
+#[test]
+fn registry_errors_name_the_cause_and_what_to_do() {
+    let t = TempDir::new("oci-errors");
+    let reg = t.path().join("reg");
+    let (code, out, err) = pull(&t, "oci://no-such-registry.invalid/m/d:1.0.0", &reg, &[]);
+    assert_eq!(code, Some(1), "{out}{err}");
+    assert!(err.contains("cannot resolve no-such-registry.invalid"), "{err}");
+    // A plain-HTTP server answers a TLS hello as a real one does: 400, in clear text.
+    let plain = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let plain_host = plain.local_addr().unwrap().to_string();
+    std::thread::spawn(move || {
+        for s in plain.incoming().flatten().take(8) {
+            let mut s = s;
+            let mut b = [0u8; 512];
+            let _ = std::io::Read::read(&mut s, &mut b);
+            let _ = std::io::Write::write_all(
+                &mut s,
+                b"HTTP/1.1 400 Bad Request\r\ncontent-length: 0\r\nconnection: close\r\n\r\n",
+            );
+        }
+    });
+    let url = format!("oci://{plain_host}/m/d:1.0.0");
+    let (code, out, err) = pull(&t, &url, &reg, &[]);
+    assert_eq!(code, Some(1), "{out}{err}");
+    assert!(
+        err.contains("hint: the registry answered in plain HTTP, not TLS: name it oci+http://"),
+        "{err}"
+    );
+    let says = Liar::start(|_| {
+        answer(
+            "404 Not Found",
+            &[("content-type", "application/json")],
+            br#"{"errors":[{"code":"MANIFEST_UNKNOWN","message":"manifest unknown to this registry"}]}"#,
+        )
+    });
+    let (code, out, err) = pull(&t, &says.url("m/d:1.0.0"), &reg, &[]);
+    assert_eq!(code, Some(1), "{out}{err}");
+    assert!(
+        err.contains("(MANIFEST_UNKNOWN: manifest unknown to this registry)"),
+        "{err}"
+    );
+}

@@ -346,7 +346,7 @@ impl Session {
                     attempt += 1;
                     backoff(attempt, None);
                 }
-                Err(e) => return Err(remote(&self.reference, format!("{method} {path}: {e}"))),
+                Err(e) => return Err(self.failed(method, path, &e)),
             }
         }
     }
@@ -446,16 +446,49 @@ impl Session {
         Ok(token.to_string())
     }
 
+    /// A request that got no answer, with what to do where the cause is a common one: a
+    /// plain-HTTP registry asked over TLS, a certificate of the self-signed kind webpki
+    /// refuses, one from a CA nobody named.
+    fn failed(&self, method: &str, path: &str, e: &ClientError) -> Diagnostic {
+        let d = remote(&self.reference, format!("{method} {path}: {e}"));
+        let text = e.to_string();
+        if text.contains("InvalidContentType") || text.contains("corrupt message") {
+            let loopback = loopback(&self.base.authority());
+            return d.with_hint(if loopback {
+                "the registry answered in plain HTTP, not TLS: name it oci+http:// (taken only for a loopback registry)"
+            } else {
+                "the registry answered in plain HTTP, not TLS: a registry off this host must serve HTTPS"
+            });
+        }
+        if text.contains("CaUsedAsEndEntity") {
+            return d.with_hint("the registry's certificate is a CA certificate serving as its own server certificate (the common self-signed kind), which TLS refuses: make a CA, sign a server certificate for the registry's name with it, serve that, and name the CA in MURMUR_CA_FILE");
+        }
+        if text.contains("UnknownIssuer") {
+            return d.with_hint("the registry's certificate is not signed by a CA this host trusts: name its CA in MURMUR_CA_FILE (a PEM bundle)");
+        }
+        d
+    }
+
     /// `r` if its status is one of `ok`; else an error naming `what` and the registry's
-    /// own error code when it sent one.
+    /// own error code and message when it sent them.
     fn expect(&self, r: ClientResponse, ok: &[u16], what: &str) -> Answer {
         if ok.contains(&r.status) {
             return Ok(r);
         }
         let said = serde_json::from_slice::<serde_json::Value>(&r.body)
             .ok()
-            .and_then(|v| v.pointer("/errors/0/code").and_then(|c| c.as_str()).map(clean))
-            .map(|c| format!(" ({c})"))
+            .and_then(|v| {
+                let code = v.pointer("/errors/0/code").and_then(|c| c.as_str()).map(clean)?;
+                let message = v
+                    .pointer("/errors/0/message")
+                    .and_then(|m| m.as_str())
+                    .map(clean)
+                    .filter(|m| !m.is_empty());
+                Some(match message {
+                    Some(m) => format!(" ({code}: {m})"),
+                    None => format!(" ({code})"),
+                })
+            })
             .unwrap_or_default();
         let d = remote(
             &self.reference,

@@ -11,6 +11,9 @@
 //!   then the CPU a scoped or sealed call adds over an advisory one (whole sessions under
 //!   `perf stat`, less the advisory session's), beside one bubblewrap run of `true`.
 //!
+//! - the spend ledger: what each model call adds (one read of the ledger before it, one
+//!   locked, durable update after it), p50 and p99 over 200 calls, and its share of the
+//!   warm skill turn (which pays it once a turn).
 //! - hooks: the same skill turns with a blocking no-op hook bound to every session event,
 //!   and with an async hook, against the warm skill-turn median.
 //! - the history: a 41-turn session with an advisory `true` shell call per turn, its early
@@ -158,6 +161,36 @@ fn session(s: &Setup, o: Session<'_>) -> Option<Measured> {
     Some((first, gaps, used))
 }
 
+/// The spend ledger's cost per model call, measured on the library's own store in the
+/// bench's directory: a read (the check before a call) and a locked, durable update (the
+/// charge after it); the p50.
+fn ledger_cost(s: &Setup) -> Duration {
+    use murmur::spend::store::Store;
+    const CALLS: usize = 200;
+    let store = Store::at(s.base.join("spend"));
+    let id = "ses_0123456789abcdef0123456789abcdef";
+    let now = murmur::clock::now_ms();
+    let mut v: Vec<Duration> = (0..CALLS)
+        .map(|_| {
+            let t = Instant::now();
+            let l = store.read().expect("the ledger reads");
+            std::hint::black_box(l.of_session(id));
+            store
+                .update(now, |l| l.charge(15, &[id], now))
+                .expect("the ledger updates");
+            t.elapsed()
+        })
+        .collect();
+    let p50 = pct(&mut v, 0.5);
+    println!(
+        "  spend ledger per model call (read before, locked durable update after): p50 {} p99 {} over {CALLS} calls, in {}",
+        ms(p50),
+        ms(pct(&mut v, 0.99)),
+        s.base.display()
+    );
+    p50
+}
+
 fn direct_true() -> Duration {
     let mut v: Vec<Duration> = (0..30)
         .map(|_| {
@@ -172,6 +205,7 @@ fn direct_true() -> Duration {
 fn main() {
     let s = setup();
     println!("agent loop, {TURNS}-turn task, mock provider with zero latency, murmur-driver-openai");
+    let ledger_p50 = ledger_cost(&s);
     let skill = ("note", json!({}));
     let cache = s.base.join("cache");
     let mut skill_p50 = Duration::ZERO;
@@ -193,6 +227,13 @@ fn main() {
             ms(first),
             ms(p50),
             ms(p99)
+        );
+    }
+    if !skill_p50.is_zero() {
+        println!(
+            "  the spend ledger's share of a warm turn: {:.1}% (the turn without it: about {})",
+            100.0 * ledger_p50.as_secs_f64() / skill_p50.as_secs_f64(),
+            ms(skill_p50.saturating_sub(ledger_p50))
         );
     }
     // Hooks: a blocking no-op bound to every session event fires twice a turn here

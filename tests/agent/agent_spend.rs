@@ -1,8 +1,9 @@
 //! Spend ceilings through the real `mur run` against the mock provider: a session's
 //! `inference.max_session_tokens` refuses the call that would go past it before it is sent;
 //! two sessions of one user (one `HOME`) share the per-day `spend.machine_tokens_per_day`
-//! of its config file and `mur doctor` shows the day's ledger; the ledger survives `kill -9`
-//! of sessions in the middle of their runs; a corrupt ledger refuses the call, naming it.
+//! of its config file and `mur doctor` shows the day's ledger; a parent's ceiling counts
+//! what its delegated child spent; the ledger survives `kill -9` of sessions in the middle
+//! of their runs; a corrupt ledger refuses the call, naming it.
 
 use crate::common;
 
@@ -83,6 +84,19 @@ fn agent_spend_a_session_ceiling_refuses_the_call_before_it_is_sent() {
     assert_eq!(
         events(&all, "session_end")[0]["exit_status"],
         "spend_ceiling_reached"
+    );
+    // `mur trace` marks the refusal with its numbers.
+    let shown = std::process::Command::new(env!("CARGO_BIN_EXE_mur"))
+        .arg("trace")
+        .arg(w.records(&sid).join("trace.jsonl"))
+        .output()
+        .unwrap();
+    let shown = String::from_utf8_lossy(&shown.stdout);
+    assert!(
+        shown.contains(&format!(
+            "spend ceiling (session) reached before turn 3: {limit} of {limit} tokens used"
+        )),
+        "{shown}"
     );
     // The day's total holds both calls; the session's own entry left with it.
     let l = ledger(&w.t.path().join("spend/ledger.json"));

@@ -60,6 +60,7 @@ impl Store {
         lock_within(&lock, LOCK_BOUND)
             .map_err(|e| format!("cannot lock {}: {e}", self.dir.join(LOCK).display()))?;
         let mut ledger = read_in(&dir, &self.dir)?;
+        self.sweep(&dir);
         change(&mut ledger);
         ledger.prune(now_ms);
         dir.replace_durable(FILE, ledger.render().as_bytes())
@@ -67,6 +68,22 @@ impl Store {
         // The lock goes with the descriptor, here or at a crash.
         drop(lock);
         Ok(ledger)
+    }
+
+    /// Remove the temp files of updates a `kill -9` cut short: under the lock no update is
+    /// in flight, so every `.ledger.json.*.tmp` is one (best effort).
+    fn sweep(&self, dir: &Dir) {
+        let Ok(entries) = std::fs::read_dir(&self.dir) else {
+            return;
+        };
+        let prefix = format!(".{FILE}.");
+        for e in entries.flatten().take(1000) {
+            let name = e.file_name();
+            let Some(name) = name.to_str() else { continue };
+            if name.starts_with(&prefix) && name.ends_with(".tmp") {
+                let _ = dir.remove_file(name);
+            }
+        }
     }
 
     /// The directory, made (mode 0700, with its parents) when missing, and judged private.
@@ -130,6 +147,11 @@ mod tests {
         let l = s.update(now, |l| l.charge(5, &[], now)).unwrap();
         assert_eq!(l.on_day("2026-12-07"), 15);
         assert_eq!(s.read().unwrap(), l);
+        // What a kill -9 between a temp file's creation and its rename leaves goes at the next update.
+        let cut = dir.join("spend").join(format!(".{FILE}.0123456789abcdef.tmp"));
+        std::fs::write(&cut, b"{").unwrap();
+        s.update(now, |_| {}).unwrap();
+        assert!(!cut.exists());
         std::fs::write(s.path(), b"{\"version\":1,\"days\":").unwrap();
         let err = s.read().unwrap_err();
         assert!(err.contains("unreadable") && err.contains(FILE), "{err}");

@@ -11,6 +11,12 @@
 //!   then the CPU a scoped or sealed call adds over an advisory one (whole sessions under
 //!   `perf stat`, less the advisory session's), beside one bubblewrap run of `true`.
 //!
+//! - the spend ledger: what each model call adds (one read of the ledger before it, one
+//!   locked, durable update after it), p50 and p99 over 200 calls, and its share of the
+//!   warm skill turn (which pays it once a turn); then the warm session again with the
+//!   ledger on tmpfs, since inside a session its `fsync`s also wait for the session's other
+//!   writes. Before and after a change: `MURMUR_BENCH_MUR` runs the same figures on another
+//!   build of `mur`.
 //! - hooks: the same skill turns with a blocking no-op hook bound to every session event,
 //!   and with an async hook, against the warm skill-turn median.
 //! - the history: a 41-turn session with an advisory `true` shell call per turn, its early
@@ -86,6 +92,8 @@ struct Session<'a> {
     hooks: &'a str,
     turns: usize,
     cpu: bool,
+    /// `MURMUR_SPEND_DIR` (None: the bench's own directory, on the disk of the temp dir).
+    spend: Option<PathBuf>,
 }
 
 type Measured = (Duration, Vec<Duration>, Option<f64>);
@@ -99,6 +107,7 @@ fn session(s: &Setup, o: Session<'_>) -> Option<Measured> {
         hooks,
         turns,
         cpu,
+        spend,
     } = o;
     let mut script: Vec<Step> = (0..turns - 1)
         .map(|i| Step::tool(&format!("c{i}"), tool.0, tool.1.clone()))
@@ -137,6 +146,7 @@ fn session(s: &Setup, o: Session<'_>) -> Option<Measured> {
         .args(["--task", "bench"])
         .env("MURMUR_CACHE_DIR", cache)
         .env("MURMUR_RECORDS_DIR", s.base.join("records"))
+        .env("MURMUR_SPEND_DIR", spend.unwrap_or_else(|| s.base.join("spend")))
         .stdin(Stdio::null())
         .output()
         .unwrap();
@@ -158,6 +168,60 @@ fn session(s: &Setup, o: Session<'_>) -> Option<Measured> {
     Some((first, gaps, used))
 }
 
+/// Inside a session the ledger's `fsync`s also wait for the journal to take the session's
+/// other writes (the trace, the logs): the warm skill session again with the ledger on
+/// tmpfs, against `disk_p50` (the ledger beside the records, on the temp dir's disk).
+fn ledger_in_session(s: &Setup, cache: &Path, disk_p50: Duration) {
+    let shm = Path::new("/dev/shm");
+    if !shm.is_dir() {
+        return;
+    }
+    let dir = shm.join(format!("murmur-bench-spend-{}", std::process::id()));
+    let o = Session {
+        spend: Some(dir.clone()),
+        ..plain("warm-ledger-tmpfs", cache, ("note", json!({})), "advisory", "")
+    };
+    if let Some((_, mut gaps, _)) = session(s, o) {
+        let p50 = pct(&mut gaps, 0.5);
+        println!(
+            "  warm, the ledger on tmpfs: per turn p50 {}; the ledger's durable writes on the temp dir's disk cost about {} a turn",
+            ms(p50),
+            ms(disk_p50.saturating_sub(p50))
+        );
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The spend ledger's cost per model call, measured on the library's own store in the
+/// bench's directory: a read (the check before a call) and a locked, durable update (the
+/// charge after it); the p50.
+fn ledger_cost(s: &Setup) -> Duration {
+    use murmur::spend::store::Store;
+    const CALLS: usize = 200;
+    let store = Store::at(s.base.join("spend"));
+    let id = "ses_0123456789abcdef0123456789abcdef";
+    let now = murmur::clock::now_ms();
+    let mut v: Vec<Duration> = (0..CALLS)
+        .map(|_| {
+            let t = Instant::now();
+            let l = store.read().expect("the ledger reads");
+            std::hint::black_box(l.of_session(id));
+            store
+                .update(now, |l| l.charge(15, &[id], now))
+                .expect("the ledger updates");
+            t.elapsed()
+        })
+        .collect();
+    let p50 = pct(&mut v, 0.5);
+    println!(
+        "  spend ledger per model call (read before, locked durable update after): p50 {} p99 {} over {CALLS} calls, in {}",
+        ms(p50),
+        ms(pct(&mut v, 0.99)),
+        s.base.display()
+    );
+    p50
+}
+
 fn direct_true() -> Duration {
     let mut v: Vec<Duration> = (0..30)
         .map(|_| {
@@ -172,6 +236,7 @@ fn direct_true() -> Duration {
 fn main() {
     let s = setup();
     println!("agent loop, {TURNS}-turn task, mock provider with zero latency, murmur-driver-openai");
+    let ledger_p50 = ledger_cost(&s);
     let skill = ("note", json!({}));
     let cache = s.base.join("cache");
     let mut skill_p50 = Duration::ZERO;
@@ -194,6 +259,14 @@ fn main() {
             ms(p50),
             ms(p99)
         );
+    }
+    if !skill_p50.is_zero() {
+        println!(
+            "  the spend ledger's share of a warm turn, from the figure above: {:.1}% (the turn without it: about {})",
+            100.0 * ledger_p50.as_secs_f64() / skill_p50.as_secs_f64(),
+            ms(skill_p50.saturating_sub(ledger_p50))
+        );
+        ledger_in_session(&s, &cache, skill_p50);
     }
     // Hooks: a blocking no-op bound to every session event fires twice a turn here
     // (inference, then the skill's tool-call); an async hook only queues its events.
@@ -304,6 +377,7 @@ fn plain<'a>(
         hooks,
         turns: TURNS,
         cpu: false,
+        spend: None,
     }
 }
 

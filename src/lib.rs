@@ -27,6 +27,7 @@ pub mod roost;
 pub mod runtime;
 pub mod signals;
 pub mod spawner;
+pub mod spend;
 pub mod token;
 pub mod trace_view;
 

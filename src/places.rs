@@ -1,6 +1,6 @@
 //! Where `mur` keeps things on the host, in one place for every command: the session
 //! records, the local registry, the compile cache and the files the registry commands read
-//! (config, credentials, CA bundle). Each is read from the environment
+//! (config, credentials, CA bundle) and the spend ledger's directory. Each is read from the environment
 //! at the edge; nothing here touches the filesystem.
 
 use std::path::PathBuf;
@@ -18,6 +18,13 @@ pub const DOOR_TOKENS_FILE: &str = "door-tokens.json";
 /// contained child's writable tree are the workdir, and records there could be rewritten.
 pub fn records_root() -> Option<PathBuf> {
     var("MURMUR_RECORDS_DIR").or_else(|| var("HOME").map(|h| h.join(".murmur/records")))
+}
+
+/// The user's spend directory, where the per-user spend ledger lives (`crate::spend`):
+/// `$MURMUR_SPEND_DIR`, else `$HOME/.murmur/spend`. Outside every workdir: no guest or
+/// contained child can write it.
+pub fn spend_dir() -> Option<PathBuf> {
+    var("MURMUR_SPEND_DIR").or_else(|| var("HOME").map(|h| h.join(".murmur/spend")))
 }
 
 /// The local registry: `$HOME/.murmur/artifacts` (`/.murmur/artifacts` without a home).

@@ -1,8 +1,8 @@
 //! `mur doctor`: the host probe a launch runs (the same code, in a throwaway `mur __probe`
 //! child), read for an operator: which classes this host backs and, for each one it cannot,
 //! the missing mechanism with its errno and a fix; the landlock ABI, the kernel, whether
-//! `mur-roost` would confine itself, the registry and the compile cache; with `--manifest`,
-//! whether that capsule's floor is met here.
+//! `mur-roost` would confine itself, the registry, the compile cache and the day's spend
+//! ledger; with `--manifest`, whether that capsule's floor is met here.
 
 use super::doctor_fix::{errno_of, fix, Sysctls};
 use crate::containment::class::{self, Class};
@@ -142,6 +142,36 @@ fn cache_json() -> Value {
     json!({"path": clean(&dir.display().to_string(), 400), "exists": exists, "entries": entries, "bytes": bytes})
 }
 
+/// The user's spend today (UTC): the ledger's path, the tokens charged, the per-day ceiling
+/// and where it was set; a ledger or config that cannot be read says why.
+fn spend_json(now_ms: u64) -> Value {
+    let day = crate::spend::ledger::day_of(now_ms);
+    let (ceiling, from, mut error) = match crate::spend::machine_ceiling() {
+        Ok(c) => (c.tokens_per_day, c.from, None),
+        Err(e) => (crate::spend::DEFAULT_MACHINE_TOKENS_PER_DAY, None, Some(e)),
+    };
+    let store = crate::spend::user_store();
+    let used = match store.as_ref().map(crate::spend::store::Store::read) {
+        Some(Ok(l)) => l.on_day(&day),
+        Some(Err(e)) => {
+            error = error.or(Some(e));
+            0
+        }
+        None => {
+            error = error.or(Some(
+                "no place for the spend ledger: neither MURMUR_SPEND_DIR nor HOME is set".into(),
+            ));
+            0
+        }
+    };
+    let path = store.map(|s| clean(&s.path().display().to_string(), 400));
+    json!({
+        "ledger": path, "day": day, "used_today": used, "machine_tokens_per_day": ceiling,
+        "ceiling_from": from.map(|p| clean(&p.display().to_string(), 400)),
+        "error": error.map(|e| clean(&e, 600)),
+    })
+}
+
 fn kernel_release() -> String {
     std::fs::read_to_string("/proc/sys/kernel/osrelease")
         .map_or_else(|_| "unknown".into(), |k| clean(k.trim(), 100))
@@ -169,6 +199,7 @@ pub fn report(o: &DoctorOptions, exe: &Path) -> Result<(Value, bool), Diagnostic
         "registry": {"path": clean(&registry.display().to_string(), 400), "exists": artifacts.is_some(),
                      "artifacts": artifacts.unwrap_or(0)},
         "cache": cache_json(),
+        "spend": spend_json(crate::clock::now_ms()),
         "manifest": null,
     });
     let mut met = true;

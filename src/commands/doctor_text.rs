@@ -18,6 +18,25 @@ fn size(bytes: u64) -> String {
     }
 }
 
+/// The day's spend ledger: used today of the ceiling, where the ceiling was set, the file.
+fn spend(sp: &Value) -> String {
+    let from = match &sp["ceiling_from"] {
+        Value::Null => "the default".to_string(),
+        p => s(p),
+    };
+    let mut out = format!(
+        "  spend today     {} of {} tokens ({} UTC; ceiling from {from})\n",
+        s(&sp["used_today"]),
+        s(&sp["machine_tokens_per_day"]),
+        s(&sp["day"])
+    );
+    out.push_str(&format!("  spend ledger    {}\n", s(&sp["ledger"])));
+    if !sp["error"].is_null() {
+        out.push_str(&format!("  spend error     {}\n", s(&sp["error"])));
+    }
+    out
+}
+
 /// The report as aligned lines.
 pub fn render(v: &Value) -> String {
     let mut out = String::from("mur doctor: what this host can contain\n");
@@ -75,6 +94,7 @@ pub fn render(v: &Value) -> String {
         "does not exist yet".into()
     };
     out.push_str(&format!("  compile cache   {}: {cached}\n", s(&cache["path"])));
+    out.push_str(&spend(&v["spend"]));
     let m = &v["manifest"];
     if !m.is_null() {
         let verdict = if m["met"] == true {

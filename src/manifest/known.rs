@@ -98,6 +98,7 @@ const INFERENCE: &[(&str, Shape)] = &[
     ("max_turns", Leaf),
     ("max_task_reopens", Leaf),
     ("max_tokens", Leaf),
+    ("max_session_tokens", Leaf),
     (
         "compaction",
         Map(&[

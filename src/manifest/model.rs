@@ -12,6 +12,10 @@ pub const DEFAULT_HOOK_DEADLINE_SECONDS: u64 = 30;
 pub const DEFAULT_MAX_TURNS: u64 = 10;
 pub const DEFAULT_MAX_TASK_REOPENS: u64 = 1;
 pub const DEFAULT_MAX_TOKENS: u64 = 8192;
+/// `inference.max_session_tokens`: about what one long working session of a person with a
+/// frontier model takes (a few dozen turns of a large context); a runaway loop reaches it in
+/// minutes and stops there, at the price of a few dollars.
+pub const DEFAULT_MAX_SESSION_TOKENS: u64 = 2_000_000;
 pub const DEFAULT_COMPACTION_THRESHOLD: f64 = 0.98;
 pub const DEFAULT_QUEUE_DEPTH: u64 = 1;
 pub const DEFAULT_DELEGATION_DEADLINE_SECS: u64 = 600;
@@ -324,6 +328,9 @@ pub struct Inference {
     pub max_turns: u64,
     pub max_task_reopens: u64,
     pub max_tokens: u64,
+    /// `inference.max_session_tokens`: input + output tokens, as the provider reports them,
+    /// the session (and every child delegated from it) may spend.
+    pub max_session_tokens: u64,
     pub compaction_threshold: f64,
 }
 

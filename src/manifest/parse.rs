@@ -576,6 +576,9 @@ fn inference(node: Node<'_>, api_key_var: Option<&str>, resolved: bool) -> R<Inf
             .whole("max_task_reopens")?
             .unwrap_or(DEFAULT_MAX_TASK_REOPENS),
         max_tokens: max_tokens.unwrap_or(DEFAULT_MAX_TOKENS),
+        max_session_tokens: node
+            .positive("max_session_tokens", u64::MAX)?
+            .unwrap_or(DEFAULT_MAX_SESSION_TOKENS),
         compaction_threshold,
     })
 }

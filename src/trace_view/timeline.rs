@@ -210,6 +210,17 @@ impl Timeline {
                 ),
             ),
             "trap" => one('!', i, format!("trap {}: {}", s(o, "trap_kind"), s(o, "message"))),
+            "spend_ceiling" => one(
+                '!',
+                i,
+                format!(
+                    "spend ceiling ({}) reached before turn {}: {} of {} tokens used; the call was refused",
+                    s(o, "ceiling"),
+                    num(o, "turn"),
+                    num(o, "used"),
+                    num(o, "limit")
+                ),
+            ),
             "trace_dropped" => one(
                 '!',
                 0,

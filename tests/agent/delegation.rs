@@ -361,6 +361,7 @@ fn a_child_holds_only_its_environment_and_no_token_reaches_a_process_or_a_file()
             "MURMUR_RECORDS_DIR",
             "MURMUR_ROOST_URL",
             "MURMUR_SPAWNER",
+            "MURMUR_SPEND_CHAIN",
             "MURMUR_WORKDIR_IDENTITY",
             "PATH"
         ],
@@ -370,6 +371,8 @@ fn a_child_holds_only_its_environment_and_no_token_reaches_a_process_or_a_file()
     for k in ["HOME", "PATH", "MURMUR_RECORDS_DIR", "MURMUR_ROOST_URL"] {
         assert_eq!(cenv[k], env[k], "{k}");
     }
+    // The child spends under its parent's ceiling (the default here), never beside it.
+    assert_eq!(cenv["MURMUR_SPEND_CHAIN"], format!("{}=2000000", top.sid));
     let handle: Value = serde_json::from_str(&cenv["MURMUR_SPAWNER"]).unwrap();
     assert_eq!(
         keys_of(&handle),

@@ -1,5 +1,5 @@
 //! Agent capsules through the real `mur run` against the mock provider: the loop, children,
-//! compaction, the A2A door, failures, hooks, reopening, security, the workdir, a session's
+//! compaction, the A2A door, failures, hooks, reopening, security, spend ceilings, the workdir, a session's
 //! egress, delegation through `mur-roost`, and the mock provider itself. One test binary;
 //! each module is a former `tests/<name>.rs`.
 
@@ -21,6 +21,7 @@ mod agent_lock;
 mod agent_otel;
 mod agent_reopen;
 mod agent_security;
+mod agent_spend;
 mod agent_unprivileged;
 mod agent_workdir_swap;
 mod delegation;

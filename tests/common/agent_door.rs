@@ -101,6 +101,7 @@ impl World {
         }
         cmd.env("MURMUR_CACHE_DIR", self.t.path().join("cache"))
             .env("MURMUR_RECORDS_DIR", self.t.path().join("records"))
+            .env("MURMUR_SPEND_DIR", self.t.path().join("spend"))
             .env(KEY_VAR, KEY)
             .envs(env.iter().copied())
             .stdin(std::process::Stdio::null())

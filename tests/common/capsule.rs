@@ -40,6 +40,7 @@ pub fn mur(t: &TempDir, args: &[&str], env: &[(&str, &str)]) -> Output {
         .args(args)
         .env("MURMUR_CACHE_DIR", t.path().join("cache"))
         .env("MURMUR_RECORDS_DIR", t.path().join("records"))
+        .env("MURMUR_SPEND_DIR", t.path().join("spend"))
         .envs(env.iter().copied())
         .stdin(Stdio::null())
         .output()

@@ -180,6 +180,7 @@ pub fn start(t: &TempDir, dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Do
         .args(args)
         .env("MURMUR_CACHE_DIR", t.path().join("cache"))
         .env("MURMUR_RECORDS_DIR", t.path().join("records"))
+        .env("MURMUR_SPEND_DIR", t.path().join("spend"))
         .env_remove("MURMUR_A2A_TIMEOUT_SECS")
         .envs(env.iter().copied())
         .stdin(Stdio::null())

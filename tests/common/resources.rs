@@ -230,6 +230,7 @@ pub fn launch(t: &TempDir, dir: &Path, workdir: &Path, floor: Option<&str>) -> L
     }
     cmd.env("MURMUR_CACHE_DIR", t.path().join("cache"))
         .env("MURMUR_RECORDS_DIR", t.path().join("records"))
+        .env("MURMUR_SPEND_DIR", t.path().join("spend"))
         .env_remove("MURMUR_A2A_TIMEOUT_SECS")
         .env_remove("MURMUR_PROBE_DENY")
         .stdin(Stdio::null())

@@ -11,6 +11,7 @@ use super::murmur_md::{self, Inventory};
 use super::preflight::{check, endpoint_covered, endpoint_origin, io_diag, key_of, no_driver, upstream_auth};
 use super::runner::AgentRunner;
 use super::shell::Runner;
+use super::spend::Meter;
 use super::stage::{self, Payload, Resolved};
 use super::task::{self, Session};
 use super::tools::{self, Toolbox, WasmTool};
@@ -56,6 +57,8 @@ pub struct PreparedAgent {
 pub struct Origin {
     registry: PathBuf,
     children: Option<Arc<ChildPins>>,
+    /// `MURMUR_SPEND_CHAIN` for each child: the session ceilings it spends under.
+    spend_chain: String,
 }
 
 impl PreparedAgent {
@@ -123,6 +126,7 @@ pub fn prepare(
         origin: Origin {
             registry: registry.to_path_buf(),
             children,
+            spend_chain: String::new(),
         },
     })
 }
@@ -263,6 +267,8 @@ pub fn assemble(
     let driver = driver(s, &mut p, &mut guests)?;
     let runner = children(s, &p, &mut guests)?;
     let ((hook_set, stage_failures), staged) = hooks(s, &mut p, &mut guests)?;
+    let meter = meter(s)?;
+    p.origin.spend_chain = meter.child_chain();
     let linked = std::mem::take(&mut p.tools);
     let (toolbox, listed) = toolbox(
         s,
@@ -281,7 +287,7 @@ pub fn assemble(
     let tools: Vec<String> = listed.iter().map(|(n, _, _)| n.clone()).collect();
     write_murmur_md(s, listed)?;
     let fields = start_fields(s, &toolbox)?;
-    let session = session(s, driver, toolbox, hook_set, p.prompt.as_deref())?;
+    let session = session(s, driver, toolbox, hook_set, p.prompt.as_deref(), meter)?;
     let inference = s
         .manifest
         .inference
@@ -340,6 +346,7 @@ fn session(
     tools: Toolbox,
     hooks: hooks::Hooks,
     prompt: Option<&str>,
+    spend: Meter,
 ) -> Result<Session, Diagnostic> {
     let m = s.manifest;
     let inf = m
@@ -374,7 +381,31 @@ fn session(
         threshold: inf.compaction_threshold,
         max_task_reopens: inf.max_task_reopens,
         halted: false,
+        spend,
+        spent: false,
     })
+}
+
+/// Step: the spend meter: `inference.max_session_tokens`, the ceilings of the sessions this
+/// one was delegated from (`MURMUR_SPEND_CHAIN`), the user's per-day ceiling (its config
+/// file) and the user's ledger.
+fn meter(s: &Launching<'_>) -> Result<Meter, Diagnostic> {
+    let own = s
+        .manifest
+        .inference
+        .as_ref()
+        .map_or(crate::spend::DEFAULT_SESSION_TOKENS, |i| i.max_session_tokens);
+    let machine = crate::spend::machine_ceiling()
+        .map_err(|e| Diagnostic::new(code::MAN_INVALID, "spend.machine_tokens_per_day", e))?;
+    let chain = std::env::var(crate::spend::CHAIN_VAR).ok();
+    Meter::new(
+        &s.session_id,
+        own,
+        chain.as_deref(),
+        &machine,
+        crate::spend::user_store(),
+    )
+    .map_err(|e| Diagnostic::new(code::RUN_SPAWNER, crate::spend::CHAIN_VAR, e))
 }
 
 /// Step: each artifact's hash in the bootstrap log, then every artifact staged.
@@ -654,6 +685,7 @@ fn runtime_tools(
                     .unwrap_or(crate::manifest::model::DEFAULT_MAX_DELEGATIONS),
                 deadline: delegation::deadline(m, &|k: &str| std::env::var(k).ok()),
                 records_root: o.layout.records.parent().map(PathBuf::from).unwrap_or_default(),
+                spend_chain: origin.spend_chain.clone(),
             },
             reg.roost.clone(),
             reg.credential.clone(),

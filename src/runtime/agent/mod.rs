@@ -14,6 +14,7 @@ pub mod peer;
 pub mod preflight;
 pub mod runner;
 pub mod shell;
+pub mod spend;
 pub mod stage;
 pub mod starts;
 pub mod task;

@@ -3,7 +3,7 @@
 //! task table in memory, never read back. The session's hooks fire at its start and end.
 
 use super::hooks::{self, spec::Binding};
-use super::task::{Session, Task, TaskEnd};
+use super::task::{Session, Task, TaskEnd, SPEND_CEILING_REACHED};
 use crate::a2a::shapes::State;
 use crate::diag::{code, Diagnostic};
 use crate::fsx::Dir;
@@ -85,8 +85,9 @@ impl TaskRunner for AgentRunner {
             }
         }
         let mut written = (String::new(), false);
+        let own = self.session.spend_id();
         let (end, _) = self.session.run_task(&task, |end| {
-            let (answer, end, wrote) = write_result(&self.work, end, &self.inference, bootstrap);
+            let (answer, end, wrote) = write_result(&self.work, end, &self.inference, &own, bootstrap);
             written = (answer, wrote);
             end
         });
@@ -98,6 +99,10 @@ impl TaskRunner for AgentRunner {
         };
         let fallback = match &end {
             TaskEnd::Failed(e) => format!("error: {e}\n"),
+            TaskEnd::SpendCeiling(c) => format!(
+                "error: {SPEND_CEILING_REACHED}: {}\n",
+                c.reason(&self.session.spend_id())
+            ),
             _ => "error: no result\n".to_string(),
         };
         self.last = Some(end);
@@ -112,6 +117,7 @@ impl TaskRunner for AgentRunner {
         self.session.interrupted.load(Ordering::SeqCst) != 0
             || self.session.broken.is_some()
             || self.session.halted
+            || self.session.spent
             || self.delegation_ceiling_reached()
     }
 
@@ -152,9 +158,11 @@ impl TaskRunner for AgentRunner {
         let queue = matches!(tasks.acceptance(), Acceptance::Queue(_));
         // A session halted by a failed compaction ended failed, whatever its lifecycle.
         let halted = session.halted;
+        // A session whose spend ceiling was reached ends so, whatever its lifecycle.
+        let spent = session.spent;
         // A queue session's exit does not hang on its last task; others answer for their one.
         let end = match last {
-            Some(end) if !queue || halted => end,
+            Some(end) if !queue || halted || spent => end,
             Some(TaskEnd::Done { text, truncated }) => TaskEnd::Done { text, truncated },
             _ => TaskEnd::Done {
                 text: String::new(),
@@ -181,7 +189,7 @@ impl TaskRunner for AgentRunner {
             .tools
             .delegate
             .as_ref()
-            .filter(|d| d.launcher.ceiling_reached())
+            .filter(|d| d.launcher.ceiling_reached() && !spent)
             .map(|d| d.launcher.parent.max_delegations);
         // The one word for how the session ended: the trace's session_end and the hooks'.
         let exit_status = match (halted, &contained, ceiling) {
@@ -197,6 +205,10 @@ impl TaskRunner for AgentRunner {
             })
         });
         let totals = session.totals;
+        if let Err(e) = session.spend.forget(crate::clock::now_ms()) {
+            bootstrap.line(&format!("spend ledger: cannot remove this session's entry: {e}"));
+        }
+        let own = session.spend_id();
         for n in std::mem::take(&mut session.notes) {
             bootstrap.line(&n);
         }
@@ -241,7 +253,7 @@ impl TaskRunner for AgentRunner {
             exit: match (contained, ceiling) {
                 (_, Some(max)) => Err(delegation_ceiling(max)),
                 (Some((calls, _)), None) => Err(containment_failed(calls)),
-                (None, None) => exit_of(end, &inf),
+                (None, None) => exit_of(end, &inf, &own),
             },
         }
     }
@@ -279,7 +291,7 @@ fn containment_failed(calls: u64) -> Diagnostic {
 }
 
 /// The exit of a session whose (last) task ended `end`.
-fn exit_of(end: TaskEnd, inf: &Inference) -> Result<u8, Diagnostic> {
+fn exit_of(end: TaskEnd, inf: &Inference, own: &str) -> Result<u8, Diagnostic> {
     match end {
         TaskEnd::Done { .. } => Ok(0),
         TaskEnd::MaxTurns => Err(Diagnostic::new(
@@ -292,6 +304,11 @@ fn exit_of(end: TaskEnd, inf: &Inference) -> Result<u8, Diagnostic> {
         )),
         TaskEnd::Failed(e) => Err(Diagnostic::new(code::RUN_AGENT_LOOP, "", e)),
         TaskEnd::Canceled => Err(Diagnostic::new(code::RUN_AGENT_LOOP, "", "the task was canceled")),
+        TaskEnd::SpendCeiling(c) => Err(Diagnostic::new(
+            code::RUN_AGENT_LOOP,
+            c.key(),
+            format!("the task ended {SPEND_CEILING_REACHED}: {}", c.reason(own)),
+        )),
         TaskEnd::ReopenBudgetExhausted {
             reopens,
             out_of_turns,
@@ -312,6 +329,7 @@ fn write_result(
     work: &Dir,
     end: TaskEnd,
     inf: &Inference,
+    own: &str,
     bootstrap: &mut Bootstrap,
 ) -> (String, TaskEnd, bool) {
     let result = match &end {
@@ -327,6 +345,7 @@ fn write_result(
         ),
         TaskEnd::Failed(e) => format!("error: {e}\n"),
         TaskEnd::Canceled => "error: the task was canceled\n".to_string(),
+        TaskEnd::SpendCeiling(c) => format!("error: {SPEND_CEILING_REACHED}: {}\n", c.reason(own)),
         TaskEnd::ReopenBudgetExhausted {
             reopens,
             out_of_turns,

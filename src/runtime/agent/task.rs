@@ -1,8 +1,9 @@
 //! One task's inference loop: a turn is one driver call with the whole conversation; a
 //! `tool_call` response runs each call in order and appends the assistant message and one
 //! tool message per call; `end_turn` or `max_tokens` ends the task with the response's
-//! text; `inference.max_turns` turns without an end is `max_turns_reached`; a driver error,
-//! an unparsable response or a trap fails the task. Every step is traced.
+//! text; `inference.max_turns` turns without an end is `max_turns_reached`; a call a spend
+//! ceiling refuses before it is sent is `spend_ceiling_reached` ([`super::spend`]); a driver
+//! error, an unparsable response or a trap fails the task. Every step is traced.
 //!
 //! The loop owns no I/O beyond its [`Session`]: tasks from `task.md` today, from A2A next,
 //! and hooks and compaction plug in around [`Session::run_task`] and its turns.
@@ -11,6 +12,7 @@ use super::driver::Driver;
 use super::hooks::spec::{Binding, Policy};
 use super::hooks::{self, convert, Hooks};
 use super::peer::redact_value;
+use super::spend::{Ceiling, Meter, Refusal};
 use super::tools::{CallError, Toolbox};
 use crate::agent::wire::{self, Message, Role, StopReason, Usage};
 use crate::fsx::Dir;
@@ -65,6 +67,8 @@ pub enum TaskEnd {
         reopens: u64,
         out_of_turns: bool,
     },
+    /// A spend ceiling refused the next model call before it was sent.
+    SpendCeiling(Ceiling),
 }
 
 impl TaskEnd {
@@ -75,9 +79,13 @@ impl TaskEnd {
             TaskEnd::Failed(_) => "failed",
             TaskEnd::Canceled => "canceled",
             TaskEnd::ReopenBudgetExhausted { .. } => "reopen_budget_exhausted",
+            TaskEnd::SpendCeiling(_) => SPEND_CEILING_REACHED,
         }
     }
 }
+
+/// The exit status of a task (and session) a spend ceiling ended.
+pub const SPEND_CEILING_REACHED: &str = "spend_ceiling_reached";
 
 /// The session's running totals.
 #[derive(Debug, Clone, Copy, Default)]
@@ -114,6 +122,10 @@ pub struct Session {
     pub max_task_reopens: u64,
     /// A compaction hook failed: no further turn and no reopening (the spec's fatal case).
     pub halted: bool,
+    /// The spend ceilings and the ledger every model call is checked against and charged to.
+    pub spend: Meter,
+    /// A spend ceiling refused a call: no further task (a ceiling stays reached).
+    pub spent: bool,
 }
 
 fn input_for_trace(input: &Value) -> Value {
@@ -225,6 +237,9 @@ impl Session {
                 TaskEnd::Canceled => "error: canceled".into(),
                 TaskEnd::MaxTurns => "error: max_turns reached".into(),
                 TaskEnd::ReopenBudgetExhausted { .. } => String::new(),
+                TaskEnd::SpendCeiling(c) => {
+                    format!("error: {SPEND_CEILING_REACHED}: {}", c.reason(&self.spend_id()))
+                }
             };
             let answers = self.fire(Binding::TaskEnd, || {
                 Event::TaskEnd(TaskEndInfo {
@@ -242,6 +257,7 @@ impl Session {
             });
             let Some((hook, reason)) = reopen else { break end };
             let stopped = self.halted
+                || self.spent
                 || self.broken.is_some()
                 || self.interrupted.load(Ordering::SeqCst) != 0
                 || task.cancel.load(Ordering::SeqCst);
@@ -307,6 +323,9 @@ impl Session {
             if let Some(end) = self.before_turn(cancel, totals) {
                 return end;
             }
+            if let Some(end) = self.before_call(totals.turns + 1) {
+                return end;
+            }
             totals.turns += 1;
             let turn = totals.turns;
             let mut retries = Vec::new();
@@ -337,6 +356,7 @@ impl Session {
                     };
                 }
             };
+            let charged = self.charge(&response.usage);
             let u = &mut totals.usage;
             u.input_tokens = u.input_tokens.saturating_add(response.usage.input_tokens);
             u.output_tokens = u.output_tokens.saturating_add(response.usage.output_tokens);
@@ -363,6 +383,10 @@ impl Session {
             self.fire(Binding::Inference, || {
                 inference_event(turn, decision, (i, o), &model)
             });
+            // Tokens spent and not charged: no further call is made unmetered.
+            if let Err(e) = charged {
+                return TaskEnd::Failed(e);
+            }
             // A cancel that arrived while the model answered: the answer is not the task's.
             if cancel.load(Ordering::SeqCst) {
                 return TaskEnd::Canceled;
@@ -415,6 +439,37 @@ impl Session {
             return Some(TaskEnd::Failed(format!("interrupted by signal {sig}")));
         }
         (totals.turns >= self.max_turns).then_some(TaskEnd::MaxTurns)
+    }
+
+    /// Whether the spend meter lets the call of `turn` go: a reached ceiling is traced
+    /// (`spend_ceiling`: which, whose, its limit and what was used) and ends the task.
+    fn before_call(&mut self, turn: u64) -> Option<TaskEnd> {
+        match self.spend.check(crate::clock::now_ms()) {
+            Ok(()) => None,
+            Err(Refusal::Ledger(e)) => Some(TaskEnd::Failed(e)),
+            Err(Refusal::Ceiling(c)) => {
+                self.event(
+                    "spend_ceiling",
+                    json!({"turn": turn, "ceiling": c.which, "ceiling_session_id": c.session, "key": c.key(),
+                           "limit": c.limit, "used": c.used, "reason": c.reason(&self.spend_id())}),
+                );
+                self.spent = true;
+                Some(TaskEnd::SpendCeiling(c))
+            }
+        }
+    }
+
+    /// Charge a call's reported input and output tokens to the ledger.
+    fn charge(&mut self, usage: &Usage) -> Result<(), String> {
+        let tokens = usage.input_tokens.saturating_add(usage.output_tokens);
+        self.spend.charge(tokens, crate::clock::now_ms()).map_err(|e| {
+            format!("the model call's {tokens} tokens could not be charged to the spend ledger: {e}")
+        })
+    }
+
+    /// This session's id, as its spend meter knows it.
+    pub fn spend_id(&self) -> String {
+        self.spend.session_id().to_string()
     }
 
     /// One tool call of the model's: run, traced (`tool_call`, and `shell` for a shell

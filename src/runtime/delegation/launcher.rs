@@ -63,6 +63,10 @@ pub struct Parent {
     pub deadline: Duration,
     /// Where sessions' records go (the child's are `<root>/<its session id>`).
     pub records_root: PathBuf,
+    /// `MURMUR_SPEND_CHAIN` for a child: every session ceiling above it, this one's last.
+    /// The child charges each of them in the shared ledger, so it spends at most what is
+    /// left of them (`crate::runtime::agent::spend`).
+    pub spend_chain: String,
 }
 
 /// The session's delegations.
@@ -434,6 +438,7 @@ impl Launcher {
             "HOME",
             "MURMUR_RECORDS_DIR",
             "MURMUR_CACHE_DIR",
+            "MURMUR_SPEND_DIR",
             crate::containment::cgroup::PARENT_VAR,
         ] {
             if let Ok(v) = std::env::var(k) {
@@ -442,6 +447,7 @@ impl Launcher {
         }
         env.push(("MURMUR_ROOST_URL".into(), self.roost.url().to_string()));
         env.push(("MURMUR_SPAWNER".into(), handle.to_env()));
+        env.push((crate::spend::CHAIN_VAR.into(), self.parent.spend_chain.clone()));
         Ok(env)
     }
 

@@ -62,14 +62,34 @@ pub struct Report {
     pub busy: bool,
 }
 
-/// One session's records as measured.
+/// One session's records as measured (no descriptor is kept: a root of 50,000 sessions
+/// would need as many).
 struct Entry {
     name: String,
-    dir: Dir,
+    /// The device and inode measured: what a removal must find again under the name.
+    identity: (u64, u64),
     bytes: u64,
     newest: i128,
-    child: Option<Found>,
+    /// Whether the records link a delegated child's workdir.
+    linked: bool,
     leftover: bool,
+}
+
+/// A session's records taken for removal: held open and locked, with the child's workdir
+/// they link to.
+struct Held {
+    /// Held for its lock, until the removal is done.
+    _locked: Dir,
+    child: Option<Found>,
+}
+
+/// What [`take`] found.
+enum Take {
+    Held(Held),
+    /// The session, or its parent, still runs.
+    Live,
+    /// Gone, or not the directory measured.
+    Gone,
 }
 
 /// Prune the records root `root` by `o`; a root that does not exist holds nothing.
@@ -137,15 +157,20 @@ fn measure_all(root: &Dir, report: &mut Report) -> Vec<Entry> {
             report.kept += 1;
             continue;
         }
+        let Ok(identity) = dir.identity() else { continue };
         let m = tree::measure(dir.as_fd());
-        let child = children::find(&dir);
-        let child_bytes = child.as_ref().map_or(0, |c| c.measure().bytes);
+        let linked =
+            rustix::fs::statat(dir.as_fd(), children::FILE, rustix::fs::AtFlags::SYMLINK_NOFOLLOW).is_ok();
+        let child_bytes = match linked {
+            true => children::find(&dir).map_or(0, |c| c.measure().bytes),
+            false => 0,
+        };
         out.push(Entry {
             name: name.to_string(),
-            dir,
+            identity,
             bytes: m.bytes.saturating_add(child_bytes),
             newest: m.newest,
-            child,
+            linked,
             leftover,
         });
     }
@@ -176,12 +201,16 @@ fn apply(root: &Dir, entries: Vec<Entry>, o: &Options, report: &mut Report) {
         if o.current.as_deref() == Some(e.name.as_str()) || (!e.leftover && age < GRACE_SECS) {
             continue;
         }
-        if !removable(&e) {
-            report.live += 1;
-            continue;
-        }
+        let held = match take(root, &e) {
+            Take::Held(h) => h,
+            Take::Live => {
+                report.live += 1;
+                continue;
+            }
+            Take::Gone => continue,
+        };
         if !o.dry_run {
-            if let Err(why) = remove(root, &e) {
+            if let Err(why) = remove(root, &e, &held) {
                 report.errors.push(why);
                 continue;
             }
@@ -196,28 +225,35 @@ fn apply(root: &Dir, entries: Vec<Entry>, o: &Options, report: &mut Report) {
             bytes: e.bytes,
             age_days: age / 86_400,
             reason,
-            child_workdir: e.child.as_ref().map(|c| c.children.shown().join(&c.name)),
+            child_workdir: held.child.as_ref().map(|c| c.children.shown().join(&c.name)),
         });
     }
 }
 
-/// Whether nothing holds `e`: its session has ended (this descriptor now holds its lock
-/// until it is dropped) and, for a delegated child, so has its parent.
-fn removable(e: &Entry) -> bool {
-    if !tree::take_if_free(e.dir.as_fd()) {
-        return false;
+/// Step: open `e` again (the directory measured, or nothing) and lock it: free only when
+/// its session has ended (this descriptor then holds the lock until it is dropped) and,
+/// for a delegated child, so has its parent.
+fn take(root: &Dir, e: &Entry) -> Take {
+    let Ok(dir) = root.sub(&e.name) else {
+        return Take::Gone;
+    };
+    if dir.identity().ok() != Some(e.identity) {
+        return Take::Gone;
     }
-    if e.child.as_ref().is_some_and(|c| !c.parent_ended()) {
-        tree::release(e.dir.as_fd());
-        return false;
+    if !tree::take_if_free(dir.as_fd()) {
+        return Take::Live;
     }
-    true
+    let child = if e.linked { children::find(&dir) } else { None };
+    if child.as_ref().is_some_and(|c| !c.parent_ended()) {
+        return Take::Live;
+    }
+    Take::Held(Held { _locked: dir, child })
 }
 
 /// Step: the child's workdir first (while the records still name it), then the records,
 /// renamed aside before they are removed.
-fn remove(root: &Dir, e: &Entry) -> Result<(), String> {
-    if let Some(c) = &e.child {
+fn remove(root: &Dir, e: &Entry, held: &Held) -> Result<(), String> {
+    if let Some(c) = &held.child {
         c.remove()
             .map_err(|err| format!("cannot remove the child workdir of {}: {err}", e.name))?;
     }

@@ -405,3 +405,22 @@ fn records_prune_usage_errors_get_the_usage_code() {
     );
     assert!(bad.root().join(sid(1)).exists());
 }
+
+#[test]
+fn records_prune_holds_no_descriptor_per_session_so_a_root_larger_than_its_limit_is_pruned_whole() {
+    let w = World::new("prune-many", "  max_sessions: 10\n");
+    for n in 1..=300 {
+        fake(&w.root(), n, u64::from(n), 10);
+    }
+    // 64 descriptors for a root of 300 sessions: one kept open per session would run out.
+    let out = Command::new("sh")
+        .args(["-c", "ulimit -n 64 && exec \"$0\" records prune --json", MUR])
+        .envs(w.env())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let done: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(done["removed"].as_array().unwrap().len(), 290, "{}", done["left"]);
+    assert_eq!(done["errors"], serde_json::json!([]), "{done}");
+    assert_eq!(w.left(), names(&(1..=10).collect::<Vec<u32>>()));
+}

@@ -414,6 +414,30 @@ impl Dir {
         remove_at(self.fd.as_fd(), name, 0).map_err(|e| io_at(&self.shown_join(name), e))
     }
 
+    /// [`Dir::remove_tree`] of a directory already held open as `held`: its contents are
+    /// removed through that descriptor (whatever was swapped in at the name since), then the
+    /// name `name` is removed only while it still names that directory.
+    pub fn remove_held(&self, name: &str, held: std::os::fd::BorrowedFd<'_>) -> Result<(), FsError> {
+        let at = |e: rustix::io::Errno| io_at(&self.shown_join(name), e);
+        split(name)?;
+        for (entry, is_dir) in tree_entries(held).map_err(at)? {
+            if is_dir {
+                remove_at(held, entry.as_c_str(), 1).map_err(at)?;
+            } else {
+                match rfs::unlinkat(held, entry.as_c_str(), AtFlags::empty()) {
+                    Ok(()) | Err(rustix::io::Errno::NOENT) => {}
+                    Err(e) => return Err(at(e)),
+                }
+            }
+        }
+        let key = |st: rfs::Stat| (st.st_dev, st.st_ino);
+        let mine = rfs::fstat(held).map(key).map_err(at)?;
+        match rfs::statat(&self.fd, name, AtFlags::SYMLINK_NOFOLLOW).map(key) {
+            Ok(found) if found == mine => rfs::unlinkat(&self.fd, name, AtFlags::REMOVEDIR).map_err(at),
+            _ => Ok(()),
+        }
+    }
+
     /// Read the regular file `rel`, at most `cap` bytes (a larger file is refused, whatever
     /// its size does while it is read).
     pub fn read(&self, rel: &str, cap: u64) -> Result<Vec<u8>, FsError> {

@@ -63,9 +63,10 @@ impl Found {
         tree::measure(self.child.as_fd())
     }
 
-    /// Remove the child's workdir (through [`crate::fsx`]).
+    /// Remove the child's workdir (through [`crate::fsx`]): its contents through the
+    /// descriptor checked against the link, its name only while it still names that.
     pub fn remove(&self) -> Result<(), FsError> {
-        self.children.remove_tree(&self.name)
+        self.children.remove_held(&self.name, self.child.as_fd())
     }
 }
 

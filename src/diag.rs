@@ -65,6 +65,9 @@ pub mod code {
     /// `murmur.lock` could not be written beside the manifest (a read-only directory, a full
     /// disk): the session runs, its artifacts unpinned.
     pub const RUN_LOCK_UNWRITTEN: &str = "W-RUN-003";
+    /// The records retention policy could not be applied at launch (an unreadable
+    /// `records:` block, a root that cannot be used): the session runs, nothing is pruned.
+    pub const RUN_RECORDS_PRUNE: &str = "W-RUN-004";
     /// Advisory containment with a subprocess route: nothing constrains its network.
     pub const SEC_ADVISORY_NETWORK: &str = "W-SEC-003";
     pub const SEC_LITERAL_SECRET: &str = "W-SEC-004";

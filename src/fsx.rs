@@ -400,6 +400,44 @@ impl Dir {
         }
     }
 
+    /// Remove the directory `name` (one component) and everything beneath it; gone already
+    /// is fine. Each level is opened from the one above with `O_NOFOLLOW` and read whole
+    /// before anything in it is removed; a symlink inside is unlinked as a name, never
+    /// followed; a tree deeper than [`MAX_TREE`] is refused and left in place.
+    pub fn remove_tree(&self, name: &str) -> Result<(), FsError> {
+        if split(name)?.len() != 1 {
+            return Err(FsError::BadName {
+                path: name.chars().take(200).collect(),
+                why: "it is not a single name",
+            });
+        }
+        remove_at(self.fd.as_fd(), name, 0).map_err(|e| io_at(&self.shown_join(name), e))
+    }
+
+    /// [`Dir::remove_tree`] of a directory already held open as `held`: its contents are
+    /// removed through that descriptor (whatever was swapped in at the name since), then the
+    /// name `name` is removed only while it still names that directory.
+    pub fn remove_held(&self, name: &str, held: std::os::fd::BorrowedFd<'_>) -> Result<(), FsError> {
+        let at = |e: rustix::io::Errno| io_at(&self.shown_join(name), e);
+        split(name)?;
+        for (entry, is_dir) in tree_entries(held).map_err(at)? {
+            if is_dir {
+                remove_at(held, entry.as_c_str(), 1).map_err(at)?;
+            } else {
+                match rfs::unlinkat(held, entry.as_c_str(), AtFlags::empty()) {
+                    Ok(()) | Err(rustix::io::Errno::NOENT) => {}
+                    Err(e) => return Err(at(e)),
+                }
+            }
+        }
+        let key = |st: rfs::Stat| (st.st_dev, st.st_ino);
+        let mine = rfs::fstat(held).map(key).map_err(at)?;
+        match rfs::statat(&self.fd, name, AtFlags::SYMLINK_NOFOLLOW).map(key) {
+            Ok(found) if found == mine => rfs::unlinkat(&self.fd, name, AtFlags::REMOVEDIR).map_err(at),
+            _ => Ok(()),
+        }
+    }
+
     /// Read the regular file `rel`, at most `cap` bytes (a larger file is refused, whatever
     /// its size does while it is read).
     pub fn read(&self, rel: &str, cap: u64) -> Result<Vec<u8>, FsError> {
@@ -454,6 +492,58 @@ impl Dir {
             .map(|st| FileType::from_raw_mode(st.st_mode) == FileType::Directory)
             .unwrap_or(false)
     }
+}
+
+/// Deepest tree [`Dir::remove_tree`] removes.
+pub const MAX_TREE: usize = 64;
+
+fn remove_at<P: rustix::path::Arg + Copy>(
+    parent: std::os::fd::BorrowedFd<'_>,
+    name: P,
+    depth: usize,
+) -> Result<(), rustix::io::Errno> {
+    use rustix::io::Errno;
+    if depth > MAX_TREE {
+        return Err(Errno::LOOP);
+    }
+    let dir = rfs::openat(parent, name, DIR_FLAGS, Mode::empty())?;
+    for (entry, is_dir) in tree_entries(dir.as_fd())? {
+        if is_dir {
+            remove_at(dir.as_fd(), entry.as_c_str(), depth + 1)?;
+        } else {
+            match rfs::unlinkat(&dir, entry.as_c_str(), AtFlags::empty()) {
+                Ok(()) | Err(Errno::NOENT) => {}
+                Err(e) => return Err(e),
+            }
+        }
+    }
+    match rfs::unlinkat(parent, name, AtFlags::REMOVEDIR) {
+        Ok(()) | Err(Errno::NOENT) => Ok(()),
+        Err(e) => Err(e),
+    }
+}
+
+/// The names in `dir` and whether each is a directory (never a symlink to one).
+fn tree_entries(
+    dir: std::os::fd::BorrowedFd<'_>,
+) -> Result<Vec<(std::ffi::CString, bool)>, rustix::io::Errno> {
+    let mut reader = rfs::Dir::read_from(dir)?;
+    let mut out = Vec::new();
+    while let Some(item) = reader.read() {
+        let item = item?;
+        let name = item.file_name();
+        if name == c"." || name == c".." {
+            continue;
+        }
+        let is_dir = match item.file_type() {
+            FileType::Directory => true,
+            FileType::Unknown => rfs::statat(dir, name, AtFlags::SYMLINK_NOFOLLOW)
+                .is_ok_and(|st| FileType::from_raw_mode(st.st_mode) == FileType::Directory),
+            _ => false,
+        };
+        out.push((name.to_owned(), is_dir));
+    }
+    Ok(out)
 }
 
 /// `.<name>.<16 hex>.tmp`, a name no guest can predict.

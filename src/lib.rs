@@ -22,6 +22,7 @@ pub mod manifest;
 pub mod places;
 pub mod registry;
 pub mod resources;
+pub mod retention;
 pub mod roost;
 #[cfg(feature = "runtime")]
 pub mod runtime;

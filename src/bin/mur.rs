@@ -42,6 +42,7 @@ enum Command {
         session: String,
         name: Option<String>,
     },
+    RecordsPrune(murmur::commands::records::PruneOptions),
     EvalShow {
         source: murmur::commands::eval::Source,
         json: bool,
@@ -271,6 +272,32 @@ fn parse_token(args: &mut Args) -> Result<Command, ArgError> {
     }
     let session = session.ok_or_else(|| ArgError::MissingValue("token --session ID".into()))?;
     Ok(Command::Token { session, name })
+}
+
+/// `mur records prune [--dry-run] [--json]`.
+fn parse_records(args: &mut Args) -> Result<Command, ArgError> {
+    match args.next_arg() {
+        Some(Arg::Word(w)) if w == "prune" => {}
+        Some(Arg::Flag { name, inline }) if name == "-h" || name == "--help" => {
+            return help_for("records", &name, inline)
+        }
+        Some(other) => return Err(unknown(other)),
+        None => return Err(ArgError::MissingValue("records prune".into())),
+    }
+    let mut o = murmur::commands::records::PruneOptions::default();
+    while let Some(arg) = args.next_arg() {
+        let Arg::Flag { name, inline } = arg else {
+            return Err(unknown(arg));
+        };
+        match name.as_str() {
+            "--dry-run" => o.dry_run = true,
+            "--json" => o.json = true,
+            "-h" | "--help" => return help_for("records", &name, inline),
+            _ => return Err(ArgError::Unknown(name)),
+        }
+        no_value(&name, inline)?;
+    }
+    Ok(Command::RecordsPrune(o))
 }
 
 /// `mur eval show [--json] FILE|DIR|SESSION | --session ID`, `mur eval diff [--json] A B`.
@@ -505,6 +532,7 @@ fn parse(mut args: Args) -> Result<Command, ArgError> {
         "exec" => parse_exec(&mut args)?,
         "trace" => parse_trace(&mut args)?,
         "token" => parse_token(&mut args)?,
+        "records" => parse_records(&mut args)?,
         "lock" => parse_lock(&mut args)?,
         "push" => parse_oci("push", &mut args)?,
         "pull" => parse_oci("pull", &mut args)?,
@@ -552,6 +580,7 @@ fn run(cmd: Command) -> Result<String, Diagnostic> {
         Command::Help(Some(name)) => Ok(help::find(name).map(help::text).unwrap_or_else(help::mur_text)),
         Command::Version => Ok(format!("{BIN} {}\n", murmur::VERSION)),
         Command::Token { session, name } => commands::token::token(&session, name.as_deref()),
+        Command::RecordsPrune(o) => commands::records::prune(&o),
         Command::EvalShow { source, json } => commands::eval::show(&source, json, &mut std::io::stderr()),
         Command::EvalDiff { a, b, json } => commands::eval::compare(&a, &b, json, &mut std::io::stderr()),
         Command::Build { dir, out, json } => {

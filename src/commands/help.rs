@@ -181,6 +181,18 @@ pub const COMMANDS: &[Help] = &[
         example: "mur token --session ses_0123456789abcdef0123456789abcdef operator",
     },
     Help {
+        name: "records",
+        usage: "mur records prune [--dry-run] [--json]",
+        about: "prune the session records (and ended children's workdirs) by the retention policy",
+        flags: &[
+            ("prune", "remove the oldest ended sessions' records until the records: policy of ~/.config/murmur/config.yaml holds (default 30 days, 1000 sessions, 2 GiB)"),
+            ("--dry-run", "print what would be removed; remove nothing"),
+            JSON,
+            HELP,
+        ],
+        example: "mur records prune --dry-run",
+    },
+    Help {
         name: "help",
         usage: "mur help [COMMAND]",
         about: "print this help, or a command's",

@@ -14,6 +14,7 @@ pub mod help;
 pub mod install;
 pub mod lock;
 pub mod oci;
+pub mod records;
 pub mod render;
 pub mod token;
 pub mod trace;

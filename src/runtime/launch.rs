@@ -181,11 +181,28 @@ pub fn run(opts: RunOptions) -> Result<u8, Diagnostic> {
     };
     let prepared = prepare(&opts, source.payload()?, &pins)?;
     let mut opened = open(&opts, &source.manifest, decided, &prepared)?;
-    let (start, runner) = match assemble(&mut opened, prepared) {
-        Ok(v) => v,
-        Err(d) => return Err(serve::failed_start(&mut opened, d)),
+    let pruning = prune_records(&opened);
+    let exit = match assemble(&mut opened, prepared) {
+        Ok((start, runner)) => serve::serve(opened, start, runner),
+        Err(d) => Err(serve::failed_start(&mut opened, d)),
     };
-    serve::serve(opened, start, runner)
+    pruning.settle(PRUNE_SETTLE);
+    exit
+}
+
+/// How long the end of a session waits for its launch's prune of the records root.
+const PRUNE_SETTLE: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// Phase 4b: the records root pruned by the operator's policy on a thread of its own, so
+/// the launch waits for none of it; this session's records are locked already. A delegated
+/// child prunes nothing: its root session's launch did, and a runaway's thousand children
+/// would each walk the root again.
+fn prune_records(o: &Opened<'_>) -> crate::retention::Background {
+    let delegated = std::env::var_os(session::WORKDIR_IDENTITY).is_some();
+    match o.layout.records.parent() {
+        Some(root) if !delegated => crate::retention::background(root.to_path_buf(), o.session_id.clone()),
+        _ => crate::retention::Background::none(),
+    }
 }
 
 /// The descriptor limit a session raises itself to when the hard limit allows.
@@ -383,6 +400,9 @@ fn open<'a>(
         layout.records_dir.append("logs/bootstrap.log"),
         health.watch("logs/bootstrap.log"),
     );
+    for note in &layout.notes {
+        bootstrap.line(note);
+    }
     if let Prepared::Component(_, _, line) = prepared {
         bootstrap.line(line);
     }

@@ -60,6 +60,9 @@ pub struct Layout {
     pub work: Dir,
     pub records_dir: Dir,
     pub preopen_dir: Dir,
+    /// What could not be done to keep the records' retention right (a lock not taken, a
+    /// child's workdir link not written), for the bootstrap log.
+    pub notes: Vec<String>,
 }
 
 impl Plan {
@@ -172,6 +175,8 @@ impl Plan {
             )
             .with_hint("set MURMUR_RECORDS_DIR to a directory outside the workdir"));
         }
+        // Live from here: a prune never takes records or a workdir this session holds.
+        let mut notes = crate::retention::hold_session(records_dir.as_fd(), work.as_fd());
         records_dir.mkdirs("logs", 0o700).map_err(io)?;
         work.mkdirs("out", 0o755).map_err(io)?;
         let preopen_dir = match &self.scope {
@@ -190,6 +195,12 @@ impl Plan {
             None => workdir.clone(),
         };
         let records = std::fs::canonicalize(records_dir.proc_path()).unwrap_or(self.records.clone());
+        // A delegated child's workdir is removed with its records once both have ended.
+        if let Some(identity) = self.identity {
+            if let Err(e) = crate::retention::children::record(&records_dir, &workdir, identity) {
+                notes.push(format!("cannot link the workdir to the records: {e}"));
+            }
+        }
         Ok(Layout {
             workdir,
             records,
@@ -197,6 +208,7 @@ impl Plan {
             work,
             records_dir,
             preopen_dir,
+            notes,
         })
     }
 }

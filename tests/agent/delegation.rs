@@ -229,14 +229,33 @@ fn a_three_level_formation_completes_by_itself_and_completions_climb_in_order() 
         &h_dir,
         "OUTPUT-helper",
     );
+    // A parent's out/result.txt holds the answer to the task its delegator gave, never the
+    // answer to the completion that came after it; that one is in its own task file.
     assert_child_completion(
         &f,
         &worker,
         sv(&w_start, "delegation_id"),
         "worker",
         &w_dir,
-        &after_completion_text("worker"),
+        &delegated_text("worker"),
     );
+    for (dir, tasks, model) in [
+        (&w_dir, &w_tasks, "worker"),
+        (&top.workdir, &o_tasks, "orchestrator"),
+    ] {
+        let result = std::fs::read_to_string(dir.join("out/result.txt")).unwrap();
+        assert_eq!(result.trim_end(), delegated_text(model), "{}", dir.display());
+        let own = |t: &Value| dir.join("out/tasks").join(format!("{}.txt", sv(t, "task_id")));
+        let first = std::fs::read_to_string(own(tasks[0])).unwrap();
+        assert_eq!(first.trim_end(), delegated_text(model), "{}", dir.display());
+        let completion = std::fs::read_to_string(own(tasks[1])).unwrap();
+        assert_eq!(
+            completion.trim_end(),
+            after_completion_text(model),
+            "{}",
+            dir.display()
+        );
+    }
     assert!(
         f.completion(&orch).is_none(),
         "the top-level capsule wrote a completion"

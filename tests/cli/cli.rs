@@ -38,7 +38,7 @@ fn mur_help_lists_the_subcommands() {
     assert_eq!(code, 0);
     assert!(out.contains("usage: mur <command>"), "{out}");
     for command in [
-        "build", "publish", "inspect", "run", "exec", "doctor", "trace", "help", "version",
+        "build", "publish", "inspect", "run", "exec", "doctor", "trace", "records", "help", "version",
     ] {
         assert!(
             out.lines().any(|l| l.trim_start().starts_with(command)),
@@ -50,7 +50,7 @@ fn mur_help_lists_the_subcommands() {
 #[test]
 fn every_command_answers_help_with_usage_flags_and_an_example() {
     let commands = [
-        "build", "publish", "inspect", "run", "exec", "doctor", "trace", "help", "version",
+        "build", "publish", "inspect", "run", "exec", "doctor", "trace", "records", "help", "version",
     ];
     for command in commands {
         for flag in ["--help", "-h"] {
@@ -112,7 +112,9 @@ fn unknown_arguments_are_named_and_refused() {
     assert_ne!(code, 0);
     assert!(err.starts_with("mur: unknown argument: frobnicate\n"), "{err}");
     assert!(err.ends_with("run 'mur --help' for usage\n"), "{err}");
-    for command in ["build", "publish", "inspect", "run", "exec", "doctor", "trace"] {
+    for command in [
+        "build", "publish", "inspect", "run", "exec", "doctor", "trace", "records",
+    ] {
         let (code, out, err) = run(MUR, &[command, "--no-such-flag"]);
         assert_eq!((code, out.as_str()), (2, ""), "{command}");
         assert_eq!(

@@ -11,6 +11,7 @@ mod lock;
 mod manifest_table;
 mod oci;
 mod records_full;
+mod records_prune;
 mod registry;
 mod run;
 mod script;

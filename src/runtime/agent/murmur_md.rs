@@ -48,7 +48,10 @@ pub fn render(i: &Inventory<'_>) -> String {
     s.push_str(&format!("- turns per task: at most {}\n\n", i.max_turns));
     s.push_str("## Layout\n\n");
     s.push_str("- `task.md`: the current task\n");
-    s.push_str("- `out/result.txt`: the final answer, written by the runtime when the task ends\n");
+    s.push_str("- `out/result.txt`: the final answer to the operator's (or a peer's) task, written by the runtime when it ends\n");
+    s.push_str(
+        "- `out/tasks/<task id>.txt`: each task's own answer, a delegated child's completion's included\n",
+    );
     s.push_str("- `out/`: put files meant for the operator here\n");
     s.push_str("- `tools/<name>/`: each installed tool's manifest (and a skill's `skill.md`)\n");
     s.push_str("- checkpoints: write notes you want to keep across turns as files in this directory (for example `notes/checkpoint.md`)\n\n");

@@ -1,6 +1,8 @@
 //! The agent runner: each task is one run of the inference loop ([`Session::run_task`]);
-//! its answer is written to `out/result.txt` (the spec's place for it) and handed to the
-//! task table in memory, never read back. The session's hooks fire at its start and end.
+//! its answer is written to `out/tasks/<task id>.txt` and, unless the task is a delegated
+//! child's completion, to `out/result.txt` (the spec's place for the operator's answer),
+//! and handed to the task table in memory, never read back. The session's hooks fire at
+//! its start and end.
 
 use super::hooks::{self, spec::Binding};
 use super::task::{Session, Task, TaskEnd, SPEND_CEILING_REACHED};
@@ -77,17 +79,22 @@ impl TaskRunner for AgentRunner {
             text: taken.text.clone(),
             cancel: taken.cancel.clone(),
         };
+        // A completion is the runtime's report of a child, not a task a person or peer
+        // gave: its answer goes to its own file and never over the operator's answer.
+        let kind = Answer::of(taken);
         if taken.source == "a2a" {
             self.session.event("a2a_task_received", received(taken));
             // Each A2A task's answer is its own: none is left from the one before.
-            if let Err(e) = self.work.remove_file("out/result.txt") {
-                bootstrap.line(&format!("cannot remove out/result.txt: {e}"));
+            if kind.replaces_result() {
+                if let Err(e) = self.work.remove_file(RESULT) {
+                    bootstrap.line(&format!("cannot remove {RESULT}: {e}"));
+                }
             }
         }
         let mut written = (String::new(), false);
         let own = self.session.spend_id();
         let (end, _) = self.session.run_task(&task, |end| {
-            let (answer, end, wrote) = write_result(&self.work, end, &self.inference, &own, bootstrap);
+            let (answer, end, wrote) = write_result(&self.work, &kind, end, &self.inference, &own, bootstrap);
             written = (answer, wrote);
             end
         });
@@ -323,10 +330,53 @@ fn exit_of(end: TaskEnd, inf: &Inference, own: &str) -> Result<u8, Diagnostic> {
     }
 }
 
-/// Write the task's answer (or why it has none) to `out/result.txt`: the answer, the end
-/// (a failed write fails the task), and whether it was written.
+/// The answer of the last task a person or peer gave (never a completion's).
+const RESULT: &str = "out/result.txt";
+/// Every task's own answer: `out/tasks/<task id>.txt`.
+const TASKS: &str = "out/tasks";
+
+/// Where one task's answer goes.
+struct Answer {
+    /// `out/tasks/<task id>.txt`, when the id is a plain name.
+    own: Option<String>,
+    /// Whether the task is a completion (its answer never replaces [`RESULT`]).
+    completion: bool,
+}
+
+impl Answer {
+    fn of(taken: &Taken) -> Answer {
+        let plain = !taken.id.is_empty()
+            && taken.id.len() <= 128
+            && taken
+                .id
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
+        Answer {
+            own: plain.then(|| format!("{TASKS}/{}.txt", taken.id)),
+            completion: taken.origin.origin == "completion",
+        }
+    }
+
+    fn replaces_result(&self) -> bool {
+        !self.completion
+    }
+
+    /// The file whose write decides the task (a failed write fails it): [`RESULT`], or a
+    /// completion's own file; and the copy kept besides, whose failure is only noted.
+    fn files(&self) -> (Option<&str>, Option<&str>) {
+        match (self.completion, self.own.as_deref()) {
+            (true, own) => (own, None),
+            (false, own) => (Some(RESULT), own),
+        }
+    }
+}
+
+/// Write the task's answer (or why it has none) to `out/result.txt` (a completion's only to
+/// its own file) and to `out/tasks/<task id>.txt`: the answer, the end (a failed write of
+/// the first fails the task), and whether it was written.
 fn write_result(
     work: &Dir,
+    kind: &Answer,
     end: TaskEnd,
     inf: &Inference,
     own: &str,
@@ -354,16 +404,45 @@ fn write_result(
             exhausted(*reopens, *out_of_turns, inf.max_task_reopens, inf.max_turns)
         ),
     };
-    match work.replace("out/result.txt", result.as_bytes()) {
+    let (first, copy) = kind.files();
+    let written = match first {
+        Some(first) => write_first(work, first, result, end, bootstrap),
+        None => {
+            bootstrap.line("the task's id is not a plain name: its answer has no file of its own");
+            (result, end, true)
+        }
+    };
+    if let Some(copy) = copy {
+        let text = match &written {
+            (answer, _, true) => answer.clone(),
+            (_, TaskEnd::Failed(why), false) => format!("error: {why}\n"),
+            (_, _, false) => "error: no result\n".to_string(),
+        };
+        if let Err(e) = work.replace(copy, text.as_bytes()) {
+            bootstrap.line(&format!("cannot write {copy}: {e}"));
+        }
+    }
+    written
+}
+
+/// Write `result` to `first`, the file whose write decides the task.
+fn write_first(
+    work: &Dir,
+    first: &str,
+    result: String,
+    end: TaskEnd,
+    bootstrap: &mut Bootstrap,
+) -> (String, TaskEnd, bool) {
+    match work.replace(first, result.as_bytes()) {
         Ok(()) => (result, end, true),
         Err(e) => {
-            bootstrap.line(&format!("cannot write out/result.txt: {e}"));
+            bootstrap.line(&format!("cannot write {first}: {e}"));
             // Whatever the file held before (a shell command's bytes, say) is not this
             // task's answer: gone rather than left to be taken for one.
-            if let Err(e) = work.remove_file("out/result.txt") {
-                bootstrap.line(&format!("cannot remove out/result.txt: {e}"));
+            if let Err(e) = work.remove_file(first) {
+                bootstrap.line(&format!("cannot remove {first}: {e}"));
             }
-            let why = format!("cannot write out/result.txt: {e}");
+            let why = format!("cannot write {first}: {e}");
             (String::new(), TaskEnd::Failed(why), false)
         }
     }

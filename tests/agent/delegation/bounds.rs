@@ -252,4 +252,51 @@ fn a_runaway_orchestrator_ends_at_its_delegation_ceiling() {
         "{}",
         ended.both()
     );
+    // What it left is held to the records policy: the runaway's session and its children's
+    // records, and the children's workdirs, pruned to one session.
+    let home = f.reg.parent().unwrap().join("home");
+    std::fs::create_dir_all(home.join(".config/murmur")).unwrap();
+    std::fs::write(
+        home.join(".config/murmur/config.yaml"),
+        "records:\n  max_sessions: 1\n  max_age_days: 30\n",
+    )
+    .unwrap();
+    let root = f.records_of(&sid).parent().unwrap().to_path_buf();
+    let sessions = |root: &std::path::Path| {
+        std::fs::read_dir(root)
+            .unwrap()
+            .flatten()
+            .filter(|e| e.file_name().to_string_lossy().starts_with("ses_"))
+            .count()
+    };
+    assert_eq!(sessions(&root), 4, "the runaway and its three children");
+    // Written just now: the prune leaves what is younger than a minute alone, so age them.
+    for e in std::fs::read_dir(&root).unwrap().flatten() {
+        let old = std::time::SystemTime::now() - std::time::Duration::from_secs(3600);
+        let _ = std::fs::File::open(e.path()).and_then(|f| f.set_modified(old));
+        for inner in walk(&e.path()) {
+            let _ = std::fs::File::open(&inner).and_then(|f| f.set_modified(old));
+        }
+    }
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_mur"))
+        .args(["records", "prune"])
+        .env("HOME", &home)
+        .env("MURMUR_RECORDS_DIR", &root)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(sessions(&root) <= 1, "{}", String::from_utf8_lossy(&out.stdout));
+}
+
+/// Every path below `dir` (files and directories), never following a link.
+fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let p = e.path();
+        if e.file_type().is_ok_and(|t| t.is_dir()) {
+            out.extend(walk(&p));
+        }
+        out.push(p);
+    }
+    out
 }

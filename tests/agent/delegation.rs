@@ -505,12 +505,7 @@ fn a_completion_waits_behind_a_persons_task_that_arrived_after_it() {
     let refusals = events_of(&f.trace(&top.sid), "completion_refused").len();
     assert_eq!(refusals, 1, "{}", f.dump());
     // `mur trace` shows the refused completion and why.
-    let shown = std::process::Command::new(env!("CARGO_BIN_EXE_mur"))
-        .args(["trace", "--session", &top.sid])
-        .env("MURMUR_RECORDS_DIR", f.records_of(&top.sid).parent().unwrap())
-        .output()
-        .unwrap();
-    let shown = String::from_utf8_lossy(&shown.stdout).into_owned();
+    let shown = f.trace_text(&top.sid);
     assert!(
         shown.contains(&format!(
             "completion for delegation {dlg} refused: its completion was already taken"

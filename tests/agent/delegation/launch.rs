@@ -245,11 +245,6 @@ fn a_delegation_to_a_capsule_that_takes_no_task_is_refused_with_its_own_sentence
         d[0]
     );
     assert_eq!(f.sessions(), vec![sid.clone()], "a child session was started");
-    let shown = std::process::Command::new(env!("CARGO_BIN_EXE_mur"))
-        .args(["trace", "--session", &sid])
-        .env("MURMUR_RECORDS_DIR", f.records_of(&sid).parent().unwrap())
-        .output()
-        .unwrap();
-    let shown = String::from_utf8_lossy(&shown.stdout).into_owned();
+    let shown = f.trace_text(&sid);
     assert!(shown.contains(sentence), "{shown}");
 }

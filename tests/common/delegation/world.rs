@@ -330,6 +330,16 @@ impl Formation {
         self.records.join(sid)
     }
 
+    /// What `mur trace --session SID` prints of session `sid`.
+    pub fn trace_text(&self, sid: &str) -> String {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_mur"))
+            .args(["trace", "--session", sid])
+            .env("MURMUR_RECORDS_DIR", &self.records)
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
     /// The trace of session `sid` so far (complete lines).
     pub fn trace(&self, sid: &str) -> Vec<Value> {
         crate::common::trace_lines(&self.records_of(sid))

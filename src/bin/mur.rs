@@ -71,6 +71,7 @@ fn parse_exec(args: &mut Args) -> Result<Command, ArgError> {
             }
             "--manifest" => o.manifest = Some(args.value(&name, inline)?.into()),
             "--workdir" => o.workdir = Some(args.value(&name, inline)?.into()),
+            "--home" => o.home = Some(args.value(&name, inline)?.into()),
             "--containment" => {
                 o.containment = Some(class_value(&name, args.value(&name, inline)?)?);
             }

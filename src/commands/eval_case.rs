@@ -60,7 +60,7 @@ pub fn run_case(env: &CaseEnv<'_>, case: &Case, name: &str) -> CaseResult {
         r.workdir = work.display().to_string();
         session(env, &work, &mut r)?;
         match &case.check {
-            Some(c) => check(env, &work, c),
+            Some(c) => check(env, case, name, &work, c),
             None => Ok(()),
         }
     }) {
@@ -164,14 +164,26 @@ fn session(env: &CaseEnv<'_>, work: &Path, r: &mut CaseResult) -> Result<(), Str
     }
 }
 
-/// The case's check through `mur exec` in the finished workdir.
-fn check(env: &CaseEnv<'_>, work: &Path, c: &Check) -> Result<(), String> {
+/// The case's check through `mur exec` in the finished workdir, planted nothing by the
+/// agent: its `HOME` is a fresh directory beside the workdir (the agent's `.bashrc`,
+/// `.profile` or Python user site under its own `.home` are not the check's), and every
+/// file of the case's `start` that the check's command line names is copied in again from
+/// the dataset (a check script the agent rewrote runs as the dataset has it).
+fn check(env: &CaseEnv<'_>, case: &Case, name: &str, work: &Path, c: &Check) -> Result<(), String> {
+    env.run_dir
+        .mkdir_new(&format!("{name}.check-home"), 0o700)
+        .map_err(|e| format!("cannot make the check's home: {e}"))?;
+    if let Some(start) = &case.start {
+        recopy_named(env, start, name, &c.argv)?;
+    }
     let mut args = vec![
         "exec".into(),
         "--manifest".into(),
         shown(env.manifest),
         "--workdir".into(),
         shown(work),
+        "--home".into(),
+        shown(&env.run_dir.shown().join(format!("{name}.check-home"))),
         "--".into(),
     ];
     args.extend(c.argv.iter().cloned());
@@ -194,6 +206,40 @@ fn check(env: &CaseEnv<'_>, work: &Path, c: &Check) -> Result<(), String> {
         Waited::Interrupted => Err("interrupted".into()),
         Waited::Lost(e) => Err(format!("cannot wait for the check: {e}")),
     }
+}
+
+/// Every file of `start` (in the dataset) that an argument of `argv` names, copied over
+/// the case's workdir `name` from the dataset, after the agent has ended.
+fn recopy_named(env: &CaseEnv<'_>, start: &str, name: &str, argv: &[String]) -> Result<(), String> {
+    let (root, files) = start_files(env.dataset_dir, start)?;
+    let named: Vec<&String> = files
+        .iter()
+        .filter(|f| {
+            argv.iter()
+                .skip(1)
+                .any(|a| a.trim_start_matches("./") == f.as_str())
+        })
+        .collect();
+    if named.is_empty() {
+        return Ok(());
+    }
+    let work = env
+        .run_dir
+        .sub(name)
+        .map_err(|e| format!("cannot open the case's workdir: {e}"))?;
+    for path in named {
+        let shown_path = clean(path, 200);
+        let mut opened = open_file(root.as_fd(), path, Symlinks::Fail, MAX_START_FILE)
+            .map_err(|r| format!("cannot read start/{shown_path}: {}", r.message()))?;
+        let mut bytes = Vec::new();
+        (&mut opened.file)
+            .take(MAX_START_FILE)
+            .read_to_end(&mut bytes)
+            .map_err(|x| format!("cannot read start/{shown_path}: {x}"))?;
+        work.replace(path, &bytes)
+            .map_err(|x| format!("cannot copy the check's start/{shown_path} in again: {x}"))?;
+    }
+    Ok(())
 }
 
 fn said(last: &str) -> String {

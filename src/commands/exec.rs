@@ -22,6 +22,9 @@ pub struct ExecOptions {
     pub manifest: Option<PathBuf>,
     pub containment: Option<Class>,
     pub workdir: Option<PathBuf>,
+    /// The command's `HOME` (default `<workdir>/.home`): `mur eval run` gives a check one
+    /// the agent never wrote.
+    pub home: Option<PathBuf>,
     pub command: Vec<String>,
 }
 
@@ -86,6 +89,7 @@ pub fn exec(o: ExecOptions, exe: &Path) -> Result<u8, Diagnostic> {
         secret,
         host_path,
         net: egress.map(std::sync::Arc::new),
+        home: home(&o)?,
     })?;
     for w in &warnings {
         eprintln!("{w}");
@@ -116,6 +120,19 @@ fn network(
     }
     let (egress, events) = egress::start(exe, rules)?;
     Ok((Some(egress), Some(print_refusals(events))))
+}
+
+/// Step: `--home`, an existing directory, by its real path.
+fn home(o: &ExecOptions) -> Result<Option<PathBuf>, Diagnostic> {
+    let Some(h) = &o.home else { return Ok(None) };
+    match std::fs::canonicalize(h) {
+        Ok(real) if real.is_dir() => Ok(Some(real)),
+        _ => Err(Diagnostic::new(
+            code::IO_READ,
+            "--home",
+            format!("--home {} is not an existing directory", h.display()),
+        )),
+    }
 }
 
 /// The manifest, its warnings printed.

@@ -64,12 +64,13 @@ pub const COMMANDS: &[Help] = &[
     },
     Help {
         name: "exec",
-        usage: "mur exec [--manifest PATH] [--containment CLASS] [--workdir DIR] -- CMD [ARGS]",
+        usage: "mur exec [--manifest PATH] [--containment CLASS] [--workdir DIR] [--home DIR] -- CMD [ARGS]",
         about: "run one shell.allow command contained as the capsule's shell tool would be; exits with its status",
         flags: &[
             ("--manifest PATH", "the capsule's manifest (default ./murmur.yaml)"),
             ("--containment CLASS", "raise the floor to advisory, scoped or sealed (default: the manifest's)"),
             ("--workdir DIR", "the directory the command works in (default: a fresh one)"),
+            ("--home DIR", "the command's HOME, an existing directory (default: <workdir>/.home)"),
             ("-- CMD [ARGS]", "the command, a bare name from capabilities.shell.allow (required)"),
             HELP,
         ],

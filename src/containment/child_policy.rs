@@ -46,6 +46,8 @@ pub struct PolicyInputs<'a> {
     /// The session's network namespace and relay (`None`: the child gets a loopback-only
     /// namespace of its own when contained).
     pub net: Option<Arc<Egress>>,
+    /// `HOME` of every child (None: `<workdir>/.home`).
+    pub home: Option<PathBuf>,
 }
 
 /// Everything a contained child of the session is started with.
@@ -301,7 +303,14 @@ fn real_workdir(work: &Dir) -> Result<PathBuf, Diagnostic> {
 fn child_env(i: &PolicyInputs<'_>, workdir: &Path) -> Vec<(String, String)> {
     let mut env = vec![
         ("PATH".to_string(), i.host_path.clone()),
-        ("HOME".to_string(), workdir.join(HOME_DIR).display().to_string()),
+        (
+            "HOME".to_string(),
+            i.home
+                .clone()
+                .unwrap_or_else(|| workdir.join(HOME_DIR))
+                .display()
+                .to_string(),
+        ),
     ];
     env.extend(
         safe_env(i.env_present, i.secret.as_ref())

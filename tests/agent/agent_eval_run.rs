@@ -324,3 +324,75 @@ fn an_interrupted_run_ends_its_cases_and_prints_what_finished() {
     std::thread::sleep(std::time::Duration::from_millis(500));
     assert!(!sleeping(), "the interrupted check outlived the run");
 }
+
+/// An agent that plants what would make its check pass (a Python `usercustomize.py` in its
+/// user site, a `.bashrc` and `.profile`, and its own version of the dataset's check
+/// script) still gets the check's true verdict: the check's HOME is not the agent's, and
+/// the check script is copied in again from the dataset after the agent ended.
+#[test]
+fn a_check_the_agent_planted_for_still_gives_the_true_verdict() {
+    let w = World::new("eval-planted");
+    let plant = concat!(
+        "site=$(python3 -c 'import site; print(site.getusersitepackages())'); ",
+        "mkdir -p \"$site\" && echo 'import os; os._exit(0)' > \"$site/usercustomize.py\"; ",
+        "echo 'exit 0' > ~/.bashrc; echo 'exit 0' > ~/.profile; ",
+        "echo 'exit 0' > check.sh; echo 'import sys; sys.exit(0)' > check.py; echo planted"
+    );
+    // Each case's agent plants, then answers.
+    let p = Provider::start_responder(move |req| {
+        if common::provider::last_is_tool_result(req) {
+            Step::text("done")
+        } else {
+            Step::tool("c1", "bash", serde_json::json!({"command": plant}))
+        }
+    });
+    let mut spec = Spec::new(Drv::OpenAi, &p);
+    spec.shell = vec!["bash".into(), "python3".into(), "mkdir".into()];
+    w.manifest(&spec);
+    let data = w.t.path().join("data");
+    write(&data.join("tasks/t.md"), "make the check pass\n");
+    // The dataset's own check scripts fail: the true verdict of both cases.
+    write(&data.join("starts/s/check.sh"), "exit 1\n");
+    write(&data.join("starts/s/check.py"), "import sys\nsys.exit(1)\n");
+    write(
+        &data.join("cases.jsonl"),
+        concat!(
+            r#"{"case_id":"shell","task_path":"tasks/t.md","start":"starts/s","check":"bash check.sh"}"#,
+            "\n",
+            r#"{"case_id":"python","task_path":"tasks/t.md","start":"starts/s","check":"python3 check.py"}"#,
+            "\n"
+        ),
+    );
+    let manifest = w.dir.join("murmur.yaml").display().to_string();
+    let dataset = data.join("cases.jsonl").display().to_string();
+    let registry = w.reg.display().to_string();
+    let out = eval_run(
+        &w,
+        &[
+            &manifest,
+            "--registry-path",
+            &registry,
+            "--dataset",
+            &dataset,
+            "--json",
+        ],
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {stderr}"));
+    assert_eq!(v["variants"][0]["passes"], 0, "{v}\n{stderr}");
+    assert_eq!(v["variants"][0]["runs"], 2, "{v}\n{stderr}");
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    // The agents really planted them, so the verdicts are the checks' own.
+    for case in v["variants"][0]["cases"].as_array().unwrap() {
+        let work = Path::new(case["runs"][0]["workdir"].as_str().unwrap());
+        assert!(work.join(".home/.bashrc").is_file(), "{case}");
+        let planted = common::agent::files_under(&work.join(".home"))
+            .into_iter()
+            .any(|(p, _)| p.ends_with("usercustomize.py"));
+        assert!(planted, "{case}");
+        assert!(
+            case["runs"][0]["reason"].as_str().unwrap().contains("exited 1"),
+            "{case}"
+        );
+    }
+}

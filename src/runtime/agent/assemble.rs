@@ -544,6 +544,7 @@ fn children(s: &mut Launching<'_>, p: &PreparedAgent, guests: &mut Guests) -> Re
         secret: p.key.clone(),
         host_path: std::env::var("PATH").unwrap_or_else(|_| DEFAULT_PATH.into()),
         net,
+        home: None,
     })?;
     guests.warnings.extend(warnings);
     Ok(Runner {

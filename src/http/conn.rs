@@ -108,6 +108,8 @@ pub struct Conn {
     pub closed: Option<Arc<AtomicBool>>,
     /// A stream's bytes on their way from its handle, shared with it.
     pub in_flight: Option<Arc<std::sync::atomic::AtomicUsize>>,
+    /// It became a stream and is counted against `Limits::max_streams` until it closes.
+    pub counted_stream: bool,
     keepalive: Duration,
     max_backlog: usize,
     /// A keep-alive found bytes still unsent and none taken since the look before.
@@ -159,6 +161,7 @@ impl Conn {
             fallback: None,
             closed: None,
             in_flight: None,
+            counted_stream: false,
             keepalive: limits.keepalive,
             max_backlog: limits.max_stream_backlog,
             stalled: false,

@@ -40,8 +40,14 @@ pub struct Limits {
     pub defer_timeout: Duration,
     /// Time to hand a response to a client that reads slowly. Beyond: the connection drops.
     pub write_timeout: Duration,
-    /// Most open connections. A new one beyond this gets a 503 and is closed.
+    /// Most open connections that are not streams. A new one beyond this gets a 503 and is
+    /// closed.
     pub max_connections: usize,
+    /// Most connections held open as streams (the door's event streams, the roost's
+    /// holds), counted apart from `max_connections`: streams never take the places of
+    /// ordinary requests. A handler's stream beyond it is answered 503 instead (and its
+    /// handle reads closed).
+    pub max_streams: usize,
     /// Most request-body bytes buffered across all connections at once, so many slow
     /// uploads cannot pin `max_connections * max_body`. A connection whose bytes would take
     /// the total past it gets a 503 and is closed. Heads are not counted (each is bounded by
@@ -71,6 +77,7 @@ impl Default for Limits {
             defer_timeout: Duration::from_secs(30),
             write_timeout: Duration::from_secs(10),
             max_connections: 1024,
+            max_streams: 1024,
             max_buffered: 64 * 1024 * 1024,
             loopback_only: true,
             keepalive: Duration::from_secs(3),

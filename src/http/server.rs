@@ -435,7 +435,7 @@ impl Server {
         loop {
             match self.listener.accept() {
                 Ok((mut stream, peer)) => {
-                    if state.open >= self.limits.max_connections {
+                    if state.open - state.streams >= self.limits.max_connections {
                         let _ = refuse_over_capacity(stream);
                         continue;
                     }
@@ -545,6 +545,8 @@ impl Server {
         let Step::Dispatch(req) = step else {
             return self.settle(state, slot, step, before);
         };
+        let streams_full = state.streams >= self.limits.max_streams;
+        let mut started_stream = false;
         let Some(conn) = state.conns[slot].as_mut() else {
             return;
         };
@@ -571,12 +573,24 @@ impl Server {
                 conn.fallback = ex.fallback.take();
                 Step::Idle
             }
+            Reply::Stream(_) if streams_full => {
+                // No place for another stream: refused, and its handle reads closed.
+                if let Some((closed, _)) = ex.closed.take() {
+                    closed.store(true, std::sync::atomic::Ordering::SeqCst);
+                }
+                conn.respond(&Response::error(503, "too many streams are open"), now)
+            }
             Reply::Stream(head) => {
                 let (closed, mine) = ex.closed.take().unwrap_or_default();
                 conn.in_flight = Some(mine);
+                conn.counted_stream = true;
+                started_stream = true;
                 conn.start_stream(&head, closed, now)
             }
         };
+        if started_stream {
+            state.streams += 1;
+        }
         self.settle(state, slot, step, before);
     }
 
@@ -591,6 +605,9 @@ impl Server {
                     state.unsent = state.unsent.saturating_sub(conn.queued);
                     state.free.push(slot);
                     state.open -= 1;
+                    if conn.counted_stream {
+                        state.streams -= 1;
+                    }
                 }
             }
             Step::Idle | Step::Dispatch(_) => {
@@ -658,6 +675,8 @@ struct Loop {
     conns: Vec<Option<Conn>>,
     free: Vec<usize>,
     open: usize,
+    /// Of `open`, the connections that are streams (against `Limits::max_streams`).
+    streams: usize,
     next_generation: u64,
     timers: BinaryHeap<Reverse<(Instant, usize, u64)>>,
     accept_paused_until: Option<Instant>,
@@ -675,6 +694,7 @@ impl Loop {
             conns: Vec::new(),
             free: Vec::new(),
             open: 0,
+            streams: 0,
             next_generation: 0,
             timers: BinaryHeap::new(),
             accept_paused_until: None,

@@ -24,19 +24,23 @@ use std::io;
 use std::net::TcpListener;
 
 /// The roost accepts request bodies of at most 64 KiB, at most 16 MiB of them buffered at
-/// once across all connections, and, descriptors permitting, holds up to 4,096
-/// connections, so thousands of idle or slow clients neither lock out the runtimes it
-/// serves nor pin its memory (each is still cut 10 s after it connects); the descriptors the
-/// artifact cache holds are set aside first. The loopback guard is on: see [`Roost::handle`]
+/// once across all connections, and, descriptors permitting, holds up to 4,096 request
+/// connections and as many holds apart from them, so thousands of idle or slow clients, or
+/// of holds, neither lock out the runtimes it serves nor pin its memory (each request is
+/// still cut 10 s after it connects); the descriptors the artifact cache holds are set
+/// aside first. The loopback guard is on: see [`Roost::handle`]
 /// for the whole check order.
 pub fn limits() -> Limits {
     let fds = http::raise_fd_limit(8192);
     let spare = 64 + crate::registry::cache::MAX_HELD as u64;
-    let max_connections = (fds.saturating_sub(spare) as usize).clamp(64, 4096);
+    // Half the descriptors for requests, half for holds: a hold is a stream, counted apart,
+    // so however many sessions hold, `/health`, `/register` and `/spawn` still get in.
+    let half = (fds.saturating_sub(spare) / 2) as usize;
     Limits {
         max_body: 64 * 1024,
         max_buffered: 16 * 1024 * 1024,
-        max_connections,
+        max_connections: half.clamp(64, 4096),
+        max_streams: half.clamp(64, 4096),
         loopback_only: true,
         ..Limits::default()
     }

@@ -47,8 +47,29 @@ impl Daemon {
     /// Start `mur-roost --port 0 --registry-path REG ARGS...` in an empty working directory,
     /// with only `env` in its environment.
     pub fn start(reg: &Path, args: &[&str], env: &[(&str, &str)]) -> Daemon {
+        Daemon::start_with(reg, args, env, None)
+    }
+
+    /// [`Daemon::start`] with its descriptor limit (`RLIMIT_NOFILE`) set to `nofile` first.
+    pub fn start_with(reg: &Path, args: &[&str], env: &[(&str, &str)], nofile: Option<u64>) -> Daemon {
         let cwd = TempDir::new("roost-cwd");
         let mut cmd = Command::new(ROOST);
+        if let Some(n) = nofile {
+            use std::os::unix::process::CommandExt;
+            // SAFETY: one setrlimit on a stack value between fork and exec.
+            unsafe {
+                cmd.pre_exec(move || {
+                    let r = libc::rlimit {
+                        rlim_cur: n,
+                        rlim_max: n,
+                    };
+                    if libc::setrlimit(libc::RLIMIT_NOFILE, &r) != 0 {
+                        return Err(std::io::Error::last_os_error());
+                    }
+                    Ok(())
+                });
+            }
+        }
         cmd.arg("--port")
             .arg("0")
             .arg("--registry-path")

@@ -136,3 +136,57 @@ fn ended_sessions_are_forgotten_past_the_bounded_history() {
         "complete"
     );
 }
+
+/// Holds are streams, counted apart from ordinary connections: a local user who registers
+/// and holds as many sessions as the roost lets it (here with 256 descriptors, 64 holds)
+/// takes the places of no request. `/health`, `/register` and `/spawn` still answer, and a
+/// hold past the pool is refused (503) and its session lapses as failed.
+#[test]
+fn holds_filling_their_pool_never_take_the_places_of_requests() {
+    let tmp = TempDir::new("roost-hold-pool");
+    publish(
+        tmp.path(),
+        "orch",
+        "0.1.0",
+        "capabilities:\n  spawn: {allow: [worker]}\n",
+    );
+    publish(tmp.path(), "worker", "0.1.0", "");
+    // The machine ceiling raised out of the way: what one user's held sessions do to it is
+    // another matter (they count, as the spec says every registration does).
+    let d = Daemon::start_with(
+        tmp.path(),
+        &["--spawn-allow", "orch", "--max-live-capsules", "1000"],
+        &[],
+        Some(256),
+    );
+    let mut held = Vec::new();
+    let mut refused = 0;
+    for i in 0..160 {
+        let (code, body) = d.register(&format!("ses_{i:032x}"), "orch", "0.1.0", None);
+        assert_eq!(code, 200, "registration {i}: {body}");
+        let cred = common::roost::json(&body)["credential"]
+            .as_str()
+            .unwrap()
+            .to_string();
+        let (s, head) = hold(&d, &cred);
+        if head.starts_with("HTTP/1.1 200") {
+            held.push(s);
+        } else {
+            assert!(head.starts_with("HTTP/1.1 503"), "{head}");
+            refused += 1;
+        }
+    }
+    assert!(
+        refused > 0 && !held.is_empty(),
+        "{} held, {refused} refused",
+        held.len()
+    );
+    let (code, _) = d.call("GET", "/health", &[], "");
+    assert_eq!(code, 200);
+    let cred = d.credential("ses_operator", "orch", "0.1.0", None);
+    let (code, body) = d.spawn(&cred, "worker", "0.1.0");
+    assert_eq!(code, 200, "{body}");
+    // A session whose hold was refused ends as if its hold had closed.
+    let st = wait_status(&d, &format!("ses_{:032x}", 159), "failed");
+    assert_eq!(st["status"], "failed");
+}

@@ -848,3 +848,24 @@ fn registry_errors_name_the_cause_and_what_to_do() {
         "{err}"
     );
 }
+
+/// A registry serving the common self-signed certificate (a CA certificate as its own
+/// server certificate), named in MURMUR_CA_FILE, is refused with a hint that says which
+/// kind of certificate works.
+#[test]
+fn a_self_signed_registry_certificate_is_refused_with_what_works() {
+    let t = TempDir::new("oci-self-signed");
+    let r = common::oci::start_self_signed(&t);
+    let reg = t.path().join("reg");
+    let ca = r.ca.as_ref().unwrap().to_str().unwrap().to_string();
+    let (code, out, err) = pull(&t, &r.url("m/d:1.0.0"), &reg, &[("MURMUR_CA_FILE", &ca)]);
+    assert_eq!(code, Some(1), "{out}{err}");
+    assert!(err.contains("CaUsedAsEndEntity"), "{err}");
+    assert!(
+        err.contains(
+            "hint: the registry's certificate is a CA certificate serving as its own server certificate"
+        ),
+        "{err}"
+    );
+    assert!(err.contains("MURMUR_CA_FILE"), "{err}");
+}

@@ -40,11 +40,26 @@ fn free_port() -> u16 {
 
 /// Start `docker-registry` with its storage under `t`, over TLS when `tls`.
 pub fn start(t: &TempDir, tls: bool) -> Registry {
-    let dir = t
-        .path()
-        .join(format!("registry-{}", if tls { "tls" } else { "http" }));
+    start_as(t, if tls { "tls" } else { "http" })
+}
+
+/// Start `docker-registry` over TLS with a self-signed certificate of the common kind (one
+/// `openssl req -x509`: a CA certificate serving as its own server certificate); `ca` is
+/// that certificate.
+pub fn start_self_signed(t: &TempDir) -> Registry {
+    start_as(t, "self-signed")
+}
+
+/// `kind`: `http`, `tls` (a CA and a server certificate it signed) or `self-signed`.
+fn start_as(t: &TempDir, kind: &str) -> Registry {
+    let dir = t.path().join(format!("registry-{kind}"));
     std::fs::create_dir_all(dir.join("storage")).unwrap();
-    let ca = tls.then(|| make_certificate(&dir));
+    let tls = kind != "http";
+    let ca = match kind {
+        "tls" => Some(make_certificate(&dir)),
+        "self-signed" => Some(make_self_signed(&dir)),
+        _ => None,
+    };
     let port = free_port();
     let tls_block = if tls {
         format!(
@@ -81,6 +96,38 @@ pub fn start(t: &TempDir, tls: bool) -> Registry {
         host: format!("127.0.0.1:{port}"),
         ca,
     }
+}
+
+/// One self-signed certificate for 127.0.0.1 (`server.pem`, `server.key`) in `dir`, as
+/// `openssl req -x509` makes it by default (basic constraints CA:TRUE); its path.
+fn make_self_signed(dir: &Path) -> PathBuf {
+    let out = Command::new("openssl")
+        .args([
+            "req",
+            "-x509",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-keyout",
+            "server.key",
+            "-out",
+            "server.pem",
+            "-days",
+            "2",
+            "-subj",
+            "/CN=127.0.0.1",
+            "-addext",
+            "subjectAltName=IP:127.0.0.1",
+        ])
+        .current_dir(dir)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "openssl: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    dir.join("server.pem")
 }
 
 /// A CA and a server certificate for 127.0.0.1 signed by it, in `dir`; the CA's path.

@@ -506,10 +506,13 @@ fn transient(e: &ClientError) -> bool {
     match e {
         ClientError::Connect(_) => true,
         // A deadline that passed is not tried again: the transfer would start from byte 0.
-        ClientError::Io(io) => !matches!(
-            io.kind(),
-            std::io::ErrorKind::TimedOut | std::io::ErrorKind::WouldBlock
-        ),
+        // Nor is a certificate the client refused: the same one comes back.
+        ClientError::Io(io) => {
+            !matches!(
+                io.kind(),
+                std::io::ErrorKind::TimedOut | std::io::ErrorKind::WouldBlock
+            ) && !io.to_string().contains("invalid peer certificate")
+        }
         ClientError::BadResponse(why) => *why == "connection closed early",
         _ => false,
     }

@@ -369,25 +369,12 @@ pub fn spawn(s: Spawn<'_>) -> Result<Proc, Diagnostic> {
         mut plan,
     } = prepare(&s)?;
     let ruleset_fd = ruleset.as_ref().map(|f| f.as_raw_fd());
-    // Only a contained child joins: advisory constrains nothing, the network included.
-    let join = s.net.filter(|_| contained).map(Join::raw);
-    if let (Some(p), Some((user, _))) = (plan.as_mut(), join) {
-        p.share_network();
-        if user.is_some() {
-            p.share_user();
-        }
-    }
-    // Not root, a contained child without the session's namespace and outside `sealed`
-    // makes its network namespace inside a user namespace of its own, mapping its ids.
-    let closed = closed_network(&s);
-    // With its network closed it makes a user namespace only to hold its PID namespace.
-    let pid_namespace = contained && s.cgroup.is_none();
-    let own_maps = (contained
-        && join.is_none()
-        && plan.is_none()
-        && (!closed || pid_namespace)
-        && !rustix::process::geteuid().is_root())
-    .then(super::child::own_id_maps);
+    let Namespaces {
+        join,
+        closed,
+        pid_namespace,
+        own_maps,
+    } = namespaces(&s, plan.as_mut());
     let sealed_ops = plan.as_ref().map(|p| p.descriptions()).unwrap_or_default();
     let (err_r, err_w) = rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC)
         .map_err(std::io::Error::from)
@@ -445,6 +432,50 @@ pub fn spawn(s: Spawn<'_>) -> Result<Proc, Diagnostic> {
     drop(err_w);
     drop(ruleset);
     settle(spawned, err_r, s.program, &sealed_ops)
+}
+
+/// Which namespaces a child joins and makes.
+struct Namespaces {
+    /// The session's user and network namespaces to join (a contained child only).
+    join: Option<(Option<RawFd>, RawFd)>,
+    /// No network namespace at all: the network closed by the filter and the ruleset.
+    closed: bool,
+    /// No cgroup bounds it: a PID namespace of its own (the plan's under `sealed`), pid 1
+    /// dying with `mur`, and `RLIMIT_NPROC` in its user namespace.
+    pid_namespace: bool,
+    /// The id maps of a user namespace the child makes itself.
+    own_maps: Option<(Vec<u8>, Vec<u8>)>,
+}
+
+/// Step: the namespaces of `s`'s child. Only a contained child joins the session's (advisory
+/// constrains nothing, the network included), and a sealed plan then makes no user or
+/// network namespace of its own where it joined them. Not root, a contained child outside
+/// `sealed` without the session's namespace makes its network namespace (or, its network
+/// closed, only what holds its PID namespace) inside a user namespace of its own.
+fn namespaces(s: &Spawn<'_>, plan: Option<&mut sealed::Plan>) -> Namespaces {
+    let contained = s.class >= Class::Scoped;
+    let join = s.net.filter(|_| contained).map(Join::raw);
+    let sealed = plan.is_some();
+    if let (Some(p), Some((user, _))) = (plan, join) {
+        p.share_network();
+        if user.is_some() {
+            p.share_user();
+        }
+    }
+    let closed = closed_network(s);
+    let pid_namespace = contained && s.cgroup.is_none();
+    let own_maps = (contained
+        && join.is_none()
+        && !sealed
+        && (!closed || pid_namespace)
+        && !rustix::process::geteuid().is_root())
+    .then(super::child::own_id_maps);
+    Namespaces {
+        join,
+        closed,
+        pid_namespace,
+        own_maps,
+    }
 }
 
 /// "cannot start PROGRAM": the program did not start (E-RUN-014).

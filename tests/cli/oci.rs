@@ -620,15 +620,7 @@ fn a_token_protected_registry_gets_the_operators_credentials_which_never_show() 
     drop(seen);
 
     // Wrong credentials: refused, and still no secret in the words.
-    std::fs::write(
-        &auth_file,
-        format!(
-            r#"{{"auths": {{"{}": {{"auth": "{}"}}}}}}"#,
-            liar.host,
-            murmur::b64::encode_standard(b"ann:wrong-SECRET")
-        ),
-    )
-    .unwrap();
+    write_auth(&auth_file, &liar.host, b"ann:wrong-SECRET");
     let reg = t.path().join("reg-wrong");
     let (code, out, err) = pull(&t, &liar.url("m/d:1.0.0"), &reg, &env);
     assert_eq!(code, Some(1));
@@ -760,15 +752,7 @@ fn a_token_realm_on_another_origin_gets_credentials_only_when_the_operator_names
         honest(&p, r)
     });
     let auth_file = t.path().join("auth.json");
-    std::fs::write(
-        &auth_file,
-        format!(
-            r#"{{"auths": {{"{}": {{"auth": "{}"}}}}}}"#,
-            liar.host,
-            murmur::b64::encode_standard(b"ann:pw-SECRET")
-        ),
-    )
-    .unwrap();
+    write_auth(&auth_file, &liar.host, b"ann:pw-SECRET");
     let auth = auth_file.to_str().unwrap();
     // Not named: the other origin gets no credentials, and the refusal says why.
     let reg = t.path().join("reg-unnamed");
@@ -868,4 +852,16 @@ fn a_self_signed_registry_certificate_is_refused_with_what_works() {
         "{err}"
     );
     assert!(err.contains("MURMUR_CA_FILE"), "{err}");
+}
+
+/// A `REGISTRY_AUTH_FILE` at `path` holding `user:secret` for `host`.
+fn write_auth(path: &Path, host: &str, user_secret: &[u8]) {
+    std::fs::write(
+        path,
+        format!(
+            r#"{{"auths": {{"{host}": {{"auth": "{}"}}}}}}"#,
+            murmur::b64::encode_standard(user_secret)
+        ),
+    )
+    .unwrap();
 }

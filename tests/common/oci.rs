@@ -98,11 +98,26 @@ fn start_as(t: &TempDir, kind: &str) -> Registry {
     }
 }
 
+/// `openssl ARGS` in `dir`, which must succeed.
+fn openssl(dir: &Path, args: &[&str]) {
+    let out = Command::new("openssl")
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "openssl {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
 /// One self-signed certificate for 127.0.0.1 (`server.pem`, `server.key`) in `dir`, as
 /// `openssl req -x509` makes it by default (basic constraints CA:TRUE); its path.
 fn make_self_signed(dir: &Path) -> PathBuf {
-    let out = Command::new("openssl")
-        .args([
+    openssl(
+        dir,
+        &[
             "req",
             "-x509",
             "-newkey",
@@ -118,32 +133,14 @@ fn make_self_signed(dir: &Path) -> PathBuf {
             "/CN=127.0.0.1",
             "-addext",
             "subjectAltName=IP:127.0.0.1",
-        ])
-        .current_dir(dir)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "openssl: {}",
-        String::from_utf8_lossy(&out.stderr)
+        ],
     );
     dir.join("server.pem")
 }
 
 /// A CA and a server certificate for 127.0.0.1 signed by it, in `dir`; the CA's path.
 fn make_certificate(dir: &Path) -> PathBuf {
-    let run = |args: &[&str]| {
-        let out = Command::new("openssl")
-            .args(args)
-            .current_dir(dir)
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "openssl {args:?}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-    };
+    let run = |args: &[&str]| openssl(dir, args);
     run(&[
         "req",
         "-x509",

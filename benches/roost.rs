@@ -4,8 +4,9 @@
 //! connection; the cycles at 16 clients again from 16 blocking threads, a second
 //! generator), each with p50/p99 and the daemon's own CPU per request or cycle and the
 //! kernel's share of it (from `/proc/<pid>/stat`), medians of two rounds; `/health` latency while another client
-//! resolves a 100 MiB artifact (and one of 15 MiB, inside the roost's bound) in a loop; RSS and threads while 2,000
-//! idle connections are held. Set MURMUR_REF_ROOST to the reference `mur-roost` 0.8.0
+//! resolves a 100 MiB artifact (and one of 15 MiB, inside the roost's bound) in a loop; RSS
+//! after 10,000 and after 100,000 top-level register/deregister pairs; RSS and threads while
+//! 2,000 idle connections are held. Set MURMUR_REF_ROOST to the reference `mur-roost` 0.8.0
 //! binary to measure it in the same run. Run: `cargo bench --bench roost`.
 
 mod support;
@@ -165,6 +166,66 @@ impl support::driver::Script for Cycle {
             _ => return Ok(None),
         }))
     }
+}
+
+/// One top-level session that comes and goes: register, then deregister.
+struct Pair {
+    host: String,
+    sid: String,
+    step: usize,
+}
+
+impl support::driver::Script for Pair {
+    fn next(&mut self, last: Option<(u16, &[u8])>) -> Result<Option<Vec<u8>>, ()> {
+        self.step += 1;
+        Ok(Some(match (self.step, last) {
+            (1, None) => raw_post(
+                &self.host,
+                "/register",
+                None,
+                &format!(
+                    r#"{{"session_id":"{}","name":"local/orch","version":"0.1.0"}}"#,
+                    self.sid
+                ),
+            ),
+            (2, Some((200, body))) => {
+                let reply: serde_json::Value = serde_json::from_slice(body).map_err(|_| ())?;
+                let credential = reply["credential"].as_str().ok_or(())?;
+                raw_post(
+                    &self.host,
+                    "/deregister",
+                    Some(("x-murmur-spawn-credential", credential)),
+                    r#"{"outcome":"complete"}"#,
+                )
+            }
+            (3, Some((200, _))) => return Ok(None),
+            _ => return Err(()),
+        }))
+    }
+}
+
+/// The daemon's RSS (KiB) after 10,000 register/deregister pairs (the ended history is full by then) and after `PAIRS`, from 16
+/// clients; the pairs begun and the failures.
+fn memory_over_pairs(pid: u32, addr: SocketAddr) -> (u64, u64, u64, u64) {
+    const PAIRS: u64 = 100_000;
+    let made = std::rc::Rc::new(std::cell::Cell::new(0u64));
+    let (mut first, mut failed) = (None, 0);
+    while made.get() < PAIRS {
+        let counter = std::rc::Rc::clone(&made);
+        let l = support::driver::drive(addr, 16, Duration::from_millis(500), move |client, _| {
+            counter.set(counter.get() + 1);
+            Pair {
+                host: addr.to_string(),
+                sid: format!("ses_feed{:012x}{:016x}", client, counter.get()),
+                step: 0,
+            }
+        });
+        failed += l.failed;
+        if first.is_none() && made.get() >= 10_000 {
+            first = Some(rss_kib(pid));
+        }
+    }
+    (first.unwrap_or_default(), rss_kib(pid), made.get(), failed)
 }
 
 /// One `GET /health`, one request per connection, for the event-driven generator.
@@ -366,6 +427,10 @@ fn measure(label: &str, bin: &str, reg: &std::path::Path, big: &[(&str, u64)]) {
             size >> 20
         );
     }
+    let (after_10k, after_all, pairs, failed) = memory_over_pairs(pid, addr);
+    println!(
+        "  pairs     register/deregister from 16 clients: rss {after_10k} KiB after 10,000 -> {after_all} KiB after {pairs}  ({failed} failed)"
+    );
     let (rss0, thr0) = (rss_kib(pid), threads(pid));
     let idle: Vec<TcpStream> = (0..2000).filter_map(|_| TcpStream::connect(addr).ok()).collect();
     std::thread::sleep(Duration::from_millis(500));

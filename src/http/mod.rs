@@ -11,12 +11,14 @@
 pub mod client;
 mod conn;
 pub mod guard;
+pub mod peer_account;
 pub mod request;
 pub mod response;
 mod server;
 pub mod tls;
 
 pub use conn::{Body, BODY_CHUNK};
+pub use peer_account::PeerAccounts;
 pub use request::{Refusal, Request};
 pub use response::Response;
 pub use server::{serve, Controller, Exchange, Handler, Reply, Server, Stream, Ticket};

@@ -75,6 +75,8 @@ pub struct Exchange<'a> {
     slot: usize,
     generation: u64,
     peer: Option<SocketAddr>,
+    /// The listener's address: the server's end of every connection it accepted.
+    local: Option<SocketAddr>,
     tx: &'a Sender<Completion>,
     waker: &'a Arc<Waker>,
     deferred: Cell<Option<Duration>>,
@@ -89,6 +91,11 @@ impl Exchange<'_> {
     /// The client's address.
     pub fn peer(&self) -> Option<SocketAddr> {
         self.peer
+    }
+
+    /// The server's end of the connection (the listener's address).
+    pub fn local(&self) -> Option<SocketAddr> {
+        self.local
     }
 
     /// Defer this request for at most `timeout`; return [`Reply::Later`] and complete the
@@ -301,6 +308,8 @@ pub struct Server {
     listener: TcpListener,
     /// The bound port, which the loopback guard expects in `host`.
     port: u16,
+    /// The bound address (the server's end of each connection, unless it is a wildcard).
+    local: Option<SocketAddr>,
     limits: Limits,
     waker: Arc<Waker>,
     stop: Arc<AtomicBool>,
@@ -319,7 +328,9 @@ impl Server {
     /// Take over `listener` (made non-blocking here).
     pub fn bind(listener: std::net::TcpListener, limits: Limits) -> io::Result<Server> {
         listener.set_nonblocking(true)?;
-        let port = listener.local_addr()?.port();
+        let bound = listener.local_addr()?;
+        let port = bound.port();
+        let local = (!bound.ip().is_unspecified()).then_some(bound);
         let mut listener = TcpListener::from_std(listener);
         let poll = Poll::new()?;
         poll.registry()
@@ -330,6 +341,7 @@ impl Server {
             poll,
             listener,
             port,
+            local,
             limits,
             waker,
             stop: Arc::new(AtomicBool::new(false)),
@@ -554,6 +566,7 @@ impl Server {
             slot,
             generation: conn.generation,
             peer: Some(conn.peer),
+            local: self.local,
             tx: &self.tx,
             waker: &self.waker,
             deferred: Cell::new(None),

@@ -2,7 +2,7 @@
 //! one bounded registry read, and take the time as a value.
 
 use super::messages as msg;
-use super::state::{Grants, Session, Status, HOLD_GRACE_MS};
+use super::state::{Grants, Owner, Session, Status, HOLD_GRACE_MS, UNIDENTIFIED};
 use super::Roost;
 use crate::diag::code;
 use crate::http::{Request, Response};
@@ -205,14 +205,14 @@ impl Roost {
         let Some(grants) = session.grants.clone() else {
             return identity();
         };
-        let depth = session.depth_remaining;
+        let (depth, owner) = (session.depth_remaining, session.owner);
         if !grants.spawn_allow.contains(&name) {
             return Response::error(403, &msg::not_in_parent_list(&name));
         }
         if depth == 0 {
             return Response::error(403, &msg::depth(self.config.max_depth));
         }
-        let live = self.state.live_capsules(now_ms);
+        let live = self.state.live_capsules(owner, now_ms);
         if live >= self.config.max_live_capsules as usize {
             return Response::error(403, &msg::ceiling(self.config.max_live_capsules, live));
         }
@@ -243,7 +243,7 @@ impl Roost {
             jti,
         };
         let approval = token::mint(&self.approval_key, Domain::Approval, &payload);
-        self.state.reserve(payload.jti, &payload.sid, exp);
+        self.state.reserve(payload.jti, &payload.sid, owner, exp);
         ok_json(&Granted {
             approval: &approval,
             expires_at_ms: exp,
@@ -253,7 +253,8 @@ impl Roost {
         })
     }
 
-    pub(super) fn register(&mut self, req: &Request, now_ms: u64) -> Response {
+    /// `POST /register` from a connection whose census is `who`'s.
+    pub(super) fn register(&mut self, req: &Request, who: Owner, now_ms: u64) -> Response {
         let map = match body(req) {
             Ok(m) => m,
             Err(r) => return r,
@@ -270,14 +271,17 @@ impl Roost {
         if self.state.sessions.contains_key(&sid) {
             return identity();
         }
-        let (parent, depth, redeemed, resolved) = match req.header(APPROVAL_HEADER) {
+        let (parent, depth, redeemed, resolved, owner) = match req.header(APPROVAL_HEADER) {
             None if req.headers.iter().any(|(n, _)| n == APPROVAL_HEADER) => return identity(),
             None => {
                 if !self.config.spawn_allow.contains(&name) {
                     return Response::error(403, &msg::not_in_global_list(&name));
                 }
+                if let Err(refusal) = self.account_room(who, now_ms) {
+                    return refusal;
+                }
                 match self.resolve(&name, &version, now_ms) {
-                    Ok(r) => (None, self.config.max_depth, None, r),
+                    Ok(r) => (None, self.config.max_depth, None, r, who),
                     Err(resp) => return resp,
                 }
             }
@@ -298,9 +302,9 @@ impl Roost {
                 if !self.state.spend(&a.jti, a.exp, now_ms) {
                     return Response::error(403, msg::REPLAYED);
                 }
-                if self.state.running(&a.sid).is_none() {
+                let Some(owner) = self.state.running(&a.sid).map(|p| p.owner) else {
                     return identity();
-                }
+                };
                 let (approved, asked) = (format!("{}@{}", a.name, a.version), format!("{name}@{version}"));
                 if approved != asked {
                     return Response::error(403, &msg::wrong_coordinates(&approved, &asked));
@@ -308,7 +312,7 @@ impl Roost {
                 if a.digest != resolved.sha256 {
                     return Response::error(403, &msg::wrong_bytes(&asked, &a.digest, &resolved.sha256));
                 }
-                (Some(a.sid), a.depth, Some(a.jti), resolved)
+                (Some(a.sid), a.depth, Some(a.jti), resolved, owner)
             }
         };
         let credential = match self.mint_credential(&sid) {
@@ -322,12 +326,29 @@ impl Roost {
             grants: Some(Arc::clone(&resolved.artifact.value)),
             running_children: 0,
             held: false,
+            owner,
         };
         self.state.register(&sid, session, redeemed.as_deref());
         self.state.hold_due(&sid, now_ms.saturating_add(HOLD_GRACE_MS));
         ok_json(&Registered {
             credential: &credential,
         })
+    }
+
+    /// A top-level registration from another local account is refused once that account
+    /// holds the machine ceiling; the operator's own (this daemon's uid, or root) never is,
+    /// as the spec has it.
+    fn account_room(&mut self, who: Owner, now_ms: u64) -> Result<(), Response> {
+        let max = self.config.max_live_capsules;
+        let live = self.state.live_capsules(who, now_ms);
+        if who == self.operator || live < max as usize {
+            return Ok(());
+        }
+        let account = (who != UNIDENTIFIED).then_some(who);
+        Err(Response::error(
+            403,
+            &msg::account_ceiling(max, live, self.operator, account),
+        ))
     }
 
     pub(super) fn deregister(&mut self, req: &Request) -> Response {
@@ -351,13 +372,13 @@ impl Roost {
         let Some(session) = self.state.sessions.get(sid) else {
             return Response::error(404, msg::SESSION_NOT_FOUND);
         };
-        let (status, depth) = (session.status, session.depth_remaining);
+        let (status, depth, owner) = (session.status, session.depth_remaining, session.owner);
         let live_children = if status == Status::Running {
             self.state.live_children(sid, now_ms)
         } else {
             0
         };
-        let live_capsules = self.state.live_capsules(now_ms);
+        let live_capsules = self.state.live_capsules(owner, now_ms);
         ok_json(&StatusReply {
             depth_remaining: depth,
             live_capsules,

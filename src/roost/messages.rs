@@ -42,3 +42,15 @@ pub fn ceiling(max: u32, holding: usize) -> String {
         "machine capsule ceiling reached: this daemon allows {max} live capsules on this host across every formation (--max-live-capsules {max}), and it is already holding {holding} — this is the host's ceiling rather than this capsule's own --max-concurrent, so narrowing the formation does not help; the same request may be granted once other capsules finish"
     )
 }
+
+/// The refusal of a top-level registration from another local account that already holds
+/// the ceiling (this project's rule; the spec's ceiling never refuses the operator's own).
+pub fn account_ceiling(max: u32, holding: usize, operator: u32, account: Option<u32>) -> String {
+    let who = match account {
+        Some(uid) => format!("uid {uid}"),
+        None => "a client whose account the kernel could not name".to_string(),
+    };
+    format!(
+        "account capsule ceiling reached: this daemon, run by uid {operator}, admits at most {max} live capsules from each other local account (--max-live-capsules {max}), and {who} already holds {holding} — the same request may be granted once that account's other capsules finish, or run a mur-roost of your own"
+    )
+}

@@ -5,6 +5,12 @@
 //! The daemon creates no file, writes nothing to disk, starts no process and reads no
 //! provider credential: it resolves manifests from the registry, referees them and mints
 //! tokens. Both MAC keys live only in this process's memory.
+//!
+//! On a host shared with other accounts, the census the machine ceiling counts is kept per
+//! local account (the kernel names the account behind each registration's connection:
+//! [`http::PeerAccounts`]): one account's sessions never refuse another's spawn, and a
+//! top-level registration from an account other than the daemon's own (or root) is refused
+//! once that account holds the ceiling, so no stranger can hold the roost's places.
 
 mod api;
 pub mod flags;
@@ -15,7 +21,7 @@ pub mod state;
 pub use api::{APPROVAL_TTL_MS, MAX_RESOLVE_BYTES};
 pub use flags::Config;
 pub use messages::IDENTITY;
-pub use state::{HOLD_GRACE_MS, MAX_ENDED};
+pub use state::{Owner, HOLD_GRACE_MS, MAX_ENDED, UNIDENTIFIED};
 
 use crate::http::{self, Exchange, Limits, Reply, Request, Response};
 use crate::token::Key;
@@ -60,6 +66,12 @@ pub struct Roost {
     cache: api::Cache,
     /// The open `POST /hold` of each held session (see `hold`).
     holds: std::collections::HashMap<String, http::Stream>,
+    /// The kernel's socket table, asked who opened a registration's connection; `None`
+    /// where it cannot be opened (then every client counts as the operator, and the daemon
+    /// said so at start).
+    accounts: Option<http::PeerAccounts>,
+    /// The operator's census: this daemon's own uid (root's registrations count here too).
+    operator: Owner,
 }
 
 /// The parsed-artifact cache holds at most this many artifacts...
@@ -84,7 +96,34 @@ impl Roost {
             env,
             cache: api::Cache::new(CACHE_ENTRIES, CACHE_BYTES),
             holds: std::collections::HashMap::new(),
+            accounts: None,
+            operator: rustix::process::getuid().as_raw(),
         })
+    }
+
+    /// Tell the local accounts of clients apart (before the daemon confines itself: the
+    /// netlink socket is opened here). The error is why it cannot; then every client
+    /// counts as the operator, as in the spec.
+    pub fn tell_accounts_apart(&mut self) -> io::Result<()> {
+        self.accounts = Some(http::PeerAccounts::open()?);
+        Ok(())
+    }
+
+    /// The census a connection counts in: the operator's for this daemon's own uid and for
+    /// root, else the client's uid, else [`UNIDENTIFIED`] (the client's socket is gone, or
+    /// the table could not be read).
+    fn account(&self, ex: &Exchange<'_>) -> Owner {
+        let Some(accounts) = &self.accounts else {
+            return self.operator;
+        };
+        let (Some(peer), Some(local)) = (ex.peer(), ex.local()) else {
+            return UNIDENTIFIED;
+        };
+        match accounts.owner(peer, local) {
+            Ok(uid) if uid == 0 || uid == self.operator => self.operator,
+            Ok(uid) => uid,
+            Err(_) => UNIDENTIFIED,
+        }
     }
 
     /// Answer one request from the event loop: first end every session whose runtime is
@@ -95,10 +134,23 @@ impl Roost {
         if req.method == "POST" && req.path() == "/hold" {
             return self.hold(req, ex);
         }
-        self.handle(req, now_ms).into()
+        // Only a registration is charged to an account: asking the kernel costs a round
+        // trip, and every other route acts on a session whose census is already known.
+        let who = if req.path() == "/register" {
+            self.account(ex)
+        } else {
+            self.operator
+        };
+        self.handle_from(req, who, now_ms).into()
     }
 
-    /// Answer one request at time `now_ms` (unix milliseconds).
+    /// Answer one request at time `now_ms` as from the operator's own account.
+    pub fn handle(&mut self, req: &Request, now_ms: u64) -> Response {
+        self.handle_from(req, self.operator, now_ms)
+    }
+
+    /// Answer one request at time `now_ms` (unix milliseconds) from a connection whose census
+    /// is `who`'s.
     ///
     /// The check order, first failure answers. In the HTTP layer, on the head, before any
     /// body byte is read and before any route (so it holds for `/health` and for unknown
@@ -117,8 +169,11 @@ impl Roost {
     /// 6. the route: 404 for an unknown path or method (so `POST /health` stays 404);
     /// 7. on the three POST routes, `content-type` must be `application/json` (parameters
     ///    allowed): 415, before the body is parsed;
-    /// 8. each route's own checks, in the spec's order (body 400, then 403/500 as it lists).
-    pub fn handle(&mut self, req: &Request, now_ms: u64) -> Response {
+    /// 8. each route's own checks, in the spec's order (body 400, then 403/500 as it lists);
+    ///    a top-level `POST /register` from an account `who` other than the operator's is
+    ///    refused 403 once that account holds `--max-live-capsules`, after the
+    ///    `--spawn-allow` check and before the registry is read.
+    pub fn handle_from(&mut self, req: &Request, who: Owner, now_ms: u64) -> Response {
         let path = req.path();
         if req.method == "POST" && matches!(path, "/spawn" | "/register" | "/deregister") {
             if let Err(refusal) = http::require_json(req) {
@@ -128,7 +183,7 @@ impl Roost {
         match (req.method.as_str(), path) {
             ("GET", "/health") => self.health(),
             ("POST", "/spawn") => self.spawn(req, now_ms),
-            ("POST", "/register") => self.register(req, now_ms),
+            ("POST", "/register") => self.register(req, who, now_ms),
             ("POST", "/deregister") => self.deregister(req),
             ("GET", p) if p.starts_with("/status/") && p.len() > "/status/".len() => {
                 let sid = &p["/status/".len()..];
@@ -149,6 +204,11 @@ pub use crate::clock::now_ms;
 pub fn serve(listener: TcpListener, config: Config) -> io::Result<()> {
     let registry = config.registry.clone();
     let mut roost = Roost::new(config)?;
+    if let Err(e) = roost.tell_accounts_apart() {
+        eprintln!(
+            "mur-roost: cannot tell local accounts apart (NETLINK_SOCK_DIAG: {e}): every client counts as this daemon's own account, so another account's registrations can fill --max-live-capsules"
+        );
+    }
     let server = http::Server::bind(listener, limits())?;
     // Everything the loop needs is open: from here on the daemon reads the registry and
     // nothing else, and makes only the syscalls its loop uses.

@@ -300,3 +300,114 @@ fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
     }
     out
 }
+
+/// What a second account on the host runs: register `fanout` again and again (at most the
+/// times asked), holding each session, until the roost refuses; print one line per answer
+/// and then `end`, and keep every hold until stdin closes.
+const STRANGER: &str = r#"
+import http.client, json, os, sys
+port, tries = int(sys.argv[1]), int(sys.argv[2])
+held = []
+for _ in range(tries):
+    c = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    sid = "ses_" + os.urandom(16).hex()
+    body = json.dumps({"session_id": sid, "name": "fanout", "version": "0.1.0"})
+    c.request("POST", "/register", body, {"content-type": "application/json"})
+    r = c.getresponse()
+    text = r.read().decode()
+    if r.status != 200:
+        print(r.status, text, flush=True)
+        break
+    h = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    cred = json.loads(text)["credential"]
+    h.request("POST", "/hold", "{}", {"content-type": "application/json", "x-murmur-spawn-credential": cred})
+    stream = h.getresponse()
+    print(stream.status, sid, flush=True)
+    held.append((h, stream))
+print("end", flush=True)
+sys.stdin.read()
+"#;
+
+/// The second account's process, killed if the test ends early.
+struct Stranger(std::process::Child);
+
+impl Drop for Stranger {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[test]
+#[cfg_attr(not(murmur_test_root), ignore = "needs root: runs a second account")]
+fn a_stranger_holding_all_it_can_leaves_the_operators_formation_whole() {
+    use crate::common::unprivileged::{Account, USER};
+    use std::io::{BufRead, BufReader};
+    use std::process::{Command, Stdio};
+    let p = Provider::start_responder(responder(&[
+        ("fanout", Plan::delegate(&[("leaf", "THE-TASK")])),
+        ("leaf", Plan::answer("OUTPUT-leaf")),
+    ]));
+    let mut f = Formation::new("dlg-stranger");
+    f.publish(&p, &Cap::delegating("fanout", &["leaf"]));
+    f.publish(&p, &Cap::leaf("leaf"));
+    f.start_roost(&["fanout"], &["--max-live-capsules", "3"]);
+    let port = f.roost().addr.port().to_string();
+
+    // The second account registers and holds what it can: three, then the refusal.
+    let mut cmd = Command::new("python3");
+    cmd.args(["-c", STRANGER, &port, "10"])
+        .env_clear()
+        .env("PATH", "/usr/bin:/bin")
+        .current_dir("/")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped());
+    let mut stranger = Stranger(Account::without_cgroup().command(cmd).spawn().unwrap());
+    let mut lines = BufReader::new(stranger.0.stdout.take().unwrap()).lines();
+    let mut answers: Vec<String> = Vec::new();
+    while let Some(Ok(line)) = lines.next() {
+        let refused = !line.starts_with("200 ");
+        answers.push(line);
+        if refused {
+            break;
+        }
+    }
+    assert_eq!(answers.len(), 4, "{answers:#?}");
+    let refusal = format!(
+        "403 {}",
+        serde_json::json!({"error": format!(
+            "account capsule ceiling reached: this daemon, run by uid 0, admits at most 3 live capsules from each other local account (--max-live-capsules 3), and uid {USER} already holds 3 — the same request may be granted once that account's other capsules finish, or run a mur-roost of your own"
+        )})
+    );
+    assert_eq!(answers[3], refusal);
+    let theirs: Vec<String> = answers[..3]
+        .iter()
+        .map(|l| l.trim_start_matches("200 ").to_string())
+        .collect();
+    let status = f.roost().status(&theirs[0]);
+    assert_eq!(
+        (&status["status"], &status["live_capsules"]),
+        (&json!("running"), &json!(3)),
+        "{status}"
+    );
+
+    // The operator's formation registers, delegates and ends as if the host were its own.
+    let (code, body) = f.roost().call("GET", "/health", &[], "");
+    assert_eq!((code, body.as_str()), (200, "{}"));
+    let mut top = f.start("fanout", Some("fan out once"), &f.env());
+    let code = top.finish(FORMATION, || f.dump());
+    assert_eq!(code, Some(0), "{}\n{}", top.both(), f.dump());
+    let r = results_of(&p, "fanout");
+    assert_eq!(r.len(), 1, "{r:#?}");
+    started(&r[0][0], "leaf");
+    assert_eq!(completions_to(&p, "fanout").len(), 1);
+    f.roost_status(&top.sid, "complete");
+
+    // The stranger leaves: its holds close, its sessions end and its census empties.
+    drop(stranger.0.stdin.take());
+    let _ = stranger.0.wait();
+    for sid in &theirs {
+        f.roost_status(sid, "failed");
+    }
+    f.assert_nothing_left();
+}

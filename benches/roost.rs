@@ -5,7 +5,7 @@
 //! generator), each with p50/p99 and the daemon's own CPU per request or cycle and the
 //! kernel's share of it (from `/proc/<pid>/stat`), medians of two rounds; `/health` latency while another client
 //! resolves a 100 MiB artifact (and one of 15 MiB, inside the roost's bound) in a loop; RSS
-//! after 10,000 and after 100,000 top-level register/deregister pairs; RSS and threads while
+//! after 10,000, 50,000 and 100,000 top-level register/deregister pairs; RSS and threads while
 //! 2,000 idle connections are held. Set MURMUR_REF_ROOST to the reference `mur-roost` 0.8.0
 //! binary to measure it in the same run. Run: `cargo bench --bench roost`.
 
@@ -204,12 +204,12 @@ impl support::driver::Script for Pair {
     }
 }
 
-/// The daemon's RSS (KiB) after 10,000 register/deregister pairs (the ended history is full by then) and after `PAIRS`, from 16
-/// clients; the pairs begun and the failures.
-fn memory_over_pairs(pid: u32, addr: SocketAddr) -> (u64, u64, u64, u64) {
+/// The daemon's RSS (KiB) at each of [`MARKS`] register/deregister pairs and after
+/// `PAIRS`, from 16 clients (pairs begun, RSS), and the failures.
+fn memory_over_pairs(pid: u32, addr: SocketAddr) -> (Vec<(u64, u64)>, u64) {
     const PAIRS: u64 = 100_000;
     let made = std::rc::Rc::new(std::cell::Cell::new(0u64));
-    let (mut first, mut failed) = (None, 0);
+    let (mut marks, mut failed) = (Vec::new(), 0);
     while made.get() < PAIRS {
         let counter = std::rc::Rc::clone(&made);
         let l = support::driver::drive(addr, 16, Duration::from_millis(500), move |client, _| {
@@ -221,12 +221,17 @@ fn memory_over_pairs(pid: u32, addr: SocketAddr) -> (u64, u64, u64, u64) {
             }
         });
         failed += l.failed;
-        if first.is_none() && made.get() >= 10_000 {
-            first = Some(rss_kib(pid));
+        if marks.len() < MARKS.len() && made.get() >= MARKS[marks.len()] {
+            marks.push((made.get(), rss_kib(pid)));
         }
     }
-    (first.unwrap_or_default(), rss_kib(pid), made.get(), failed)
+    marks.push((made.get(), rss_kib(pid)));
+    (marks, failed)
 }
+
+/// Where [`memory_over_pairs`] reads the RSS before the end: once the ended-session history
+/// is full (4,096) and the hold deadlines of the last 10 s are all in their heap.
+const MARKS: [u64; 2] = [10_000, 50_000];
 
 /// One `GET /health`, one request per connection, for the event-driven generator.
 struct Health(String, bool);
@@ -427,9 +432,14 @@ fn measure(label: &str, bin: &str, reg: &std::path::Path, big: &[(&str, u64)]) {
             size >> 20
         );
     }
-    let (after_10k, after_all, pairs, failed) = memory_over_pairs(pid, addr);
+    let (marks, failed) = memory_over_pairs(pid, addr);
+    let marks: Vec<String> = marks
+        .iter()
+        .map(|(n, rss)| format!("{rss} KiB after {n}"))
+        .collect();
     println!(
-        "  pairs     register/deregister from 16 clients: rss {after_10k} KiB after 10,000 -> {after_all} KiB after {pairs}  ({failed} failed)"
+        "  pairs     register/deregister from 16 clients: rss {}  ({failed} failed)",
+        marks.join(", ")
     );
     let (rss0, thr0) = (rss_kib(pid), threads(pid));
     let idle: Vec<TcpStream> = (0..2000).filter_map(|_| TcpStream::connect(addr).ok()).collect();

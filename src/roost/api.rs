@@ -15,6 +15,14 @@ use std::sync::Arc;
 
 const CREDENTIAL_HEADER: &str = "x-murmur-spawn-credential";
 const APPROVAL_HEADER: &str = "x-murmur-spawn-approval";
+
+/// Whether `req` asks to register a top-level session (no approval header at all): the one
+/// request charged to the account that sent it.
+pub(super) fn is_top_level_registration(req: &Request) -> bool {
+    req.method == "POST"
+        && req.path() == "/register"
+        && !req.headers.iter().any(|(n, _)| n == APPROVAL_HEADER)
+}
 /// An approval is valid for 60 seconds from the spawn that granted it.
 pub const APPROVAL_TTL_MS: u64 = 60_000;
 const MAX_SESSION_ID: usize = 128;

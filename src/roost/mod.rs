@@ -134,9 +134,10 @@ impl Roost {
         if req.method == "POST" && req.path() == "/hold" {
             return self.hold(req, ex);
         }
-        // Only a registration is charged to an account: asking the kernel costs a round
-        // trip, and every other route acts on a session whose census is already known.
-        let who = if req.path() == "/register" {
+        // Only a top-level registration is charged to the account that sends it: asking the
+        // kernel costs a round trip, and every other request (a child's registration
+        // included) acts on a formation whose census is already known.
+        let who = if api::is_top_level_registration(req) {
             self.account(ex)
         } else {
             self.operator

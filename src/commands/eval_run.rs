@@ -4,9 +4,10 @@
 //! contained session ([`super::eval_case`]), N at once (default: the cores). A progress line
 //! per finished case goes to stderr; at the end a table (cases × variants: passes of K),
 //! each variant's pass rate, pass^k (the share of cases whose K runs all passed), wall time
-//! and tokens; or that as one JSON object; a JUnit XML file on request. SIGINT or SIGTERM
-//! ends the running cases, starts no more and prints what finished. Exit 0 when every run of
-//! every case passed, 1 otherwise.
+//! and tokens; or that as one JSON object; a JUnit XML file on request. Every path named is
+//! taken against the caller's directory, and the dataset and each capsule are checked before
+//! the first case starts. SIGINT or SIGTERM ends the running cases, starts no more and
+//! prints what finished. Exit 0 when every run of every case passed, 1 otherwise.
 
 use super::eval_case::{run_case, CaseEnv, CaseResult};
 use crate::diag::{code, Diagnostic};
@@ -100,19 +101,71 @@ fn run_dir(run_id: &str) -> Result<(Dir, PathBuf), Diagnostic> {
                 "neither MURMUR_EVAL_DIR nor HOME is set".into(),
             )
         })?;
+    let root = absolute("MURMUR_EVAL_DIR", &root)?;
     let dir = fsx::private_dir(&root, run_id)
         .map_err(|e| err("MURMUR_EVAL_DIR", format!("cannot make the run's directory: {e}")))?;
     Ok((dir, root.join(run_id)))
 }
 
+/// `p` made absolute against this process's working directory: every case's `mur run` and
+/// `mur exec` start in `/`, so no path may reach them relative.
+fn absolute(key: &str, p: &Path) -> Result<PathBuf, Diagnostic> {
+    std::path::absolute(p).map_err(|e| err(key, format!("cannot resolve {} ({key}): {e}", p.display())))
+}
+
+/// `o` with every path it names made absolute (see [`absolute`]).
+fn absolute_paths(o: &RunOptions) -> Result<RunOptions, Diagnostic> {
+    Ok(RunOptions {
+        manifest: absolute("--manifest", &o.manifest)?,
+        variant: o
+            .variant
+            .as_deref()
+            .map(|v| absolute("--variant", v))
+            .transpose()?,
+        registry: o
+            .registry
+            .as_deref()
+            .map(|r| absolute("--registry-path", r))
+            .transpose()?,
+        dataset: absolute("--dataset", &o.dataset)?,
+        junit: o.junit.as_deref().map(|j| absolute("--junit", j)).transpose()?,
+        ..o.clone()
+    })
+}
+
+/// The capsule and its variant, each loaded as its sessions will load it (`${NAME}` from
+/// this environment, which they inherit), before any case starts: one that cannot run fails
+/// the evaluation once, naming its file, rather than every run of it.
+fn capsules(o: &RunOptions) -> Result<Vec<PathBuf>, Diagnostic> {
+    use crate::manifest::{load_file, process_env, Resolve};
+    let named = std::iter::once(("--manifest", &o.manifest));
+    let named = named.chain(o.variant.iter().map(|v| ("--variant", v)));
+    let mut variants = Vec::new();
+    for (flag, path) in named {
+        load_file(path, Resolve::All(&process_env)).map_err(|d| naming(d, flag, path))?;
+        variants.push(path.clone());
+    }
+    Ok(variants)
+}
+
+/// `d` about the manifest `path` given as `flag`, saying so, and that nothing ran.
+fn naming(mut d: Diagnostic, flag: &str, path: &Path) -> Diagnostic {
+    let shown = path.display().to_string();
+    if !d.message.contains(&shown) {
+        let rest = d.message.strip_prefix("murmur.yaml: ").unwrap_or(&d.message);
+        d.message = format!("{shown} ({flag}): {rest}");
+    }
+    if d.hint.is_none() {
+        d.hint = Some("nothing was run: every capsule is checked before the first case".into());
+    }
+    d
+}
+
 /// Run the evaluation; the text (or JSON) to print, and whether every run passed.
 pub fn run(o: &RunOptions, exe: &Path) -> Result<(String, bool), Diagnostic> {
+    let o = &absolute_paths(o)?;
     let (dataset_dir, cases) = load(&o.dataset)?;
-    let mut variants = vec![o.manifest.clone()];
-    variants.extend(o.variant.clone());
-    for m in &variants {
-        crate::manifest::load_file(m, crate::manifest::Resolve::Nothing)?;
-    }
+    let variants = capsules(o)?;
     let run_id = crate::token::random_hex16()
         .map(|h| format!("evr_{h}"))
         .map_err(|e| err("", format!("no randomness for the run id: {e}")))?;
@@ -123,6 +176,7 @@ pub fn run(o: &RunOptions, exe: &Path) -> Result<(String, bool), Diagnostic> {
             "neither MURMUR_RECORDS_DIR nor HOME is set".into(),
         )
     })?;
+    let records_root = absolute("MURMUR_RECORDS_DIR", &records_root)?;
     let stop = Arc::new(AtomicBool::new(false));
     watch_signals(&stop);
     let started = Instant::now();

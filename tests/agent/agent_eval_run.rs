@@ -243,6 +243,82 @@ fn a_dataset_whose_paths_climb_out_is_refused_before_anything_runs() {
     }
 }
 
+/// The README's form from another directory: every path relative to the caller's (the
+/// manifest, the variant, the registry, the dataset, the JUnit file, the records and eval
+/// roots), and every run passes; a variant that cannot load fails the evaluation once,
+/// naming its file, before any session starts.
+#[test]
+fn relative_paths_from_another_directory_and_a_bad_variant_checked_up_front() {
+    let w = World::new("eval-run-relative");
+    let p = Provider::start_responder(responder);
+    capsules(&w, &p);
+    let data = w.t.path().join("data");
+    write(&data.join("t.md"), "do the task\n");
+    write(
+        &data.join("cases.jsonl"),
+        concat!(
+            r#"{"case_id":"answered","task_path":"t.md","check":"test -s out/result.txt"}"#,
+            "\n"
+        ),
+    );
+    let from = w.t.path().join("elsewhere");
+    std::fs::create_dir_all(&from).unwrap();
+    let eval_run_here = |variant: &str| {
+        Command::new(MUR)
+            .current_dir(&from)
+            .args(["eval", "run", "../capsule/murmur.yaml", "--variant", variant])
+            .args([
+                "--registry-path",
+                "../registry",
+                "--dataset",
+                "../data/cases.jsonl",
+            ])
+            .args(["--junit", "junit.xml", "--json"])
+            .env("MURMUR_RECORDS_DIR", "../records")
+            .env("MURMUR_EVAL_DIR", "../eval")
+            .env("MURMUR_CACHE_DIR", w.t.path().join("cache"))
+            .env(KEY_VAR, KEY)
+            .output()
+            .unwrap()
+    };
+    let out = eval_run_here("../variant/murmur.yaml");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {stderr}"));
+    for var in v["variants"].as_array().unwrap() {
+        assert_eq!(
+            (var["runs"].as_u64(), var["passes"].as_u64()),
+            (Some(1), Some(1)),
+            "{var}"
+        );
+    }
+    assert!(from.join("junit.xml").is_file());
+    assert!(w.t.path().join("records").is_dir());
+
+    // A variant that is not there, then one whose `${NAME}` is unset: refused once, named.
+    write(
+        &w.t.path().join("unset/murmur.yaml"),
+        &std::fs::read_to_string(w.t.path().join("variant/murmur.yaml"))
+            .unwrap()
+            .replace(KEY_VAR, "MURMUR_TEST_UNSET_KEY"),
+    );
+    std::fs::remove_dir_all(w.t.path().join("records")).unwrap();
+    for (variant, why) in [
+        ("../nothing/murmur.yaml", "error[E-IO-001]: manifest not found: "),
+        ("../unset/murmur.yaml", "error[E-MAN-003]: "),
+    ] {
+        let out = eval_run_here(variant);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{stderr}");
+        assert!(stderr.starts_with(why), "{why}: {stderr}");
+        let first = stderr.lines().next().unwrap();
+        let file = variant.trim_start_matches("..");
+        assert!(first.contains(file), "the file is not named: {stderr}");
+        assert_eq!(stderr.matches("error[").count(), 1, "{stderr}");
+        assert!(!w.t.path().join("records").exists(), "a session ran: {stderr}");
+    }
+}
+
 #[test]
 fn an_interrupted_run_ends_its_cases_and_prints_what_finished() {
     let w = World::new("eval-run-sigint");

@@ -319,6 +319,90 @@ fn relative_paths_from_another_directory_and_a_bad_variant_checked_up_front() {
     }
 }
 
+/// A `check` is split by POSIX shell quoting: `grep -q "answer from mock-1" out/result.txt`
+/// gives grep the pattern `answer from mock-1` (split on whitespace it would look for
+/// `"answer`), likewise single quotes and a backslash; a check with an unterminated quote
+/// refuses the dataset, naming the line, before anything runs.
+#[test]
+fn a_quoted_check_keeps_its_words_and_an_unterminated_quote_is_refused() {
+    let w = World::new("eval-run-quoted");
+    let p = Provider::start_responder(responder);
+    let mut spec = Spec::new(Drv::OpenAi, &p);
+    spec.shell = vec!["grep".into()];
+    spec.max_turns = 2;
+    w.manifest(&spec);
+    let manifest = w.dir.join("murmur.yaml").display().to_string();
+    let registry = w.reg.display().to_string();
+    let data = w.t.path().join("data");
+    write(&data.join("t.md"), "do the task\n");
+    write(
+        &data.join("cases.jsonl"),
+        concat!(
+            r#"{"case_id":"double","task_path":"t.md","check":"grep -q \"answer from mock-1\" out/result.txt"}"#,
+            "\n",
+            r#"{"case_id":"single","task_path":"t.md","check":"grep -q 'answer from' out/result.txt"}"#,
+            "\n",
+            r#"{"case_id":"backslash","task_path":"t.md","check":"grep -q answer\\ from out/result.txt"}"#,
+            "\n",
+            r#"{"case_id":"wrong","task_path":"t.md","check":"grep -q \"answer from mock-2\" out/result.txt"}"#,
+            "\n"
+        ),
+    );
+    let dataset = data.join("cases.jsonl").display().to_string();
+    let out = eval_run(
+        &w,
+        &[
+            &manifest,
+            "--registry-path",
+            &registry,
+            "--dataset",
+            &dataset,
+            "--json",
+        ],
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {stderr}"));
+    let cases = v["variants"][0]["cases"].as_array().unwrap();
+    let pass: Vec<(&str, bool)> = cases
+        .iter()
+        .map(|c| (c["case_id"].as_str().unwrap(), c["runs"][0]["pass"] == true))
+        .collect();
+    assert_eq!(
+        pass,
+        [
+            ("double", true),
+            ("single", true),
+            ("backslash", true),
+            ("wrong", false)
+        ],
+        "{v}\n{stderr}"
+    );
+
+    write(
+        &data.join("cases.jsonl"),
+        concat!(
+            r#"{"case_id":"fine","task_path":"t.md","check":"grep -q x out/result.txt"}"#,
+            "\n",
+            r#"{"case_id":"open","task_path":"t.md","check":"grep -q \"DONE. The out/result.txt"}"#,
+            "\n"
+        ),
+    );
+    let out = eval_run(
+        &w,
+        &[&manifest, "--registry-path", &registry, "--dataset", &dataset],
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.starts_with("error[E-IO-003]: ")
+            && stderr.contains(
+                "cases.jsonl line 2: 'check.command' does not split into words: unterminated double quote"
+            ),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("] variant"), "a case ran: {stderr}");
+}
+
 #[test]
 fn an_interrupted_run_ends_its_cases_and_prints_what_finished() {
     let w = World::new("eval-run-sigint");

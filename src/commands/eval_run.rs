@@ -7,7 +7,9 @@
 //! and tokens; or that as one JSON object; a JUnit XML file on request. Every path named is
 //! taken against the caller's directory, and the dataset and each capsule are checked before
 //! the first case starts. SIGINT or SIGTERM ends the running cases, starts no more and
-//! prints what finished. Exit 0 when every run of every case passed, 1 otherwise.
+//! prints what finished: a run it ended is interrupted, reported so and left out of every
+//! figure (neither a pass nor a failure). Exit 0 when every run of every case passed, 1
+//! otherwise.
 
 use super::eval_case::{run_case, CaseEnv, CaseResult};
 use crate::diag::{code, Diagnostic};
@@ -286,11 +288,10 @@ fn execute(
         }
         drop(tx);
         for d in rx {
-            let word = if d.result.pass { "pass" } else { "FAIL" };
-            let why = if d.result.pass {
-                String::new()
-            } else {
-                format!(": {}", d.result.reason)
+            let (word, why) = match (d.result.pass, d.result.interrupted) {
+                (true, _) => ("pass", String::new()),
+                (false, true) => ("interrupted", " (not counted)".to_string()),
+                (false, false) => ("FAIL", format!(": {}", d.result.reason)),
             };
             let _ = writeln!(
                 std::io::stderr(),
@@ -319,9 +320,11 @@ struct Report<'a> {
     interrupted: bool,
 }
 
-/// A variant's figures: runs, passes, pass rate, pass^k, tokens.
+/// A variant's figures: runs, passes, pass rate, pass^k, tokens. An interrupted run is in
+/// no figure but its own count, its tokens and its time.
 struct Figures {
     runs: u64,
+    interrupted: u64,
     passes: u64,
     all_k: u64,
     input_tokens: u64,
@@ -331,6 +334,7 @@ struct Figures {
 }
 
 impl Report<'_> {
+    /// The runs of case `c` under variant `v` that ended, interrupted ones too, by `k`.
     fn runs(&self, v: usize, c: usize) -> Vec<&Done> {
         let mut r: Vec<&Done> = self
             .done
@@ -341,9 +345,18 @@ impl Report<'_> {
         r
     }
 
+    /// The runs that count: those that finished (an interrupted one is neither a pass nor a
+    /// failure).
+    fn counted(&self, v: usize, c: usize) -> Vec<&Done> {
+        let mut r = self.runs(v, c);
+        r.retain(|d| !d.result.interrupted);
+        r
+    }
+
     fn figures(&self, v: usize) -> Figures {
         let mut f = Figures {
             runs: 0,
+            interrupted: 0,
             passes: 0,
             all_k: 0,
             input_tokens: 0,
@@ -351,14 +364,16 @@ impl Report<'_> {
             run_ms: 0,
         };
         for c in 0..self.cases.len() {
-            let runs = self.runs(v, c);
-            let passed = runs.iter().filter(|d| d.result.pass).count();
-            if runs.len() == self.repeat as usize && passed == runs.len() {
+            let counted = self.counted(v, c);
+            let passed = counted.iter().filter(|d| d.result.pass).count();
+            if counted.len() == self.repeat as usize && passed == counted.len() {
                 f.all_k += 1;
             }
-            f.runs += runs.len() as u64;
+            f.runs += counted.len() as u64;
             f.passes += passed as u64;
-            for d in runs {
+            // What an interrupted run spent was spent all the same.
+            for d in self.runs(v, c) {
+                f.interrupted += u64::from(d.result.interrupted);
                 f.input_tokens += d.result.input_tokens;
                 f.run_ms += d.result.wall_ms;
                 f.output_tokens += d.result.output_tokens;
@@ -374,7 +389,7 @@ impl Report<'_> {
     fn table(&self) -> String {
         let mut out = String::new();
         if self.interrupted {
-            out.push_str("interrupted: the table holds the runs that finished\n");
+            out.push_str("interrupted: the table holds the runs that finished (passes of them); a run the interrupt ended is not counted\n");
         }
         out.push_str(&format!("{:<24}", "case"));
         for v in 0..self.variants.len() {
@@ -384,16 +399,20 @@ impl Report<'_> {
         for (c, case) in self.cases.iter().enumerate() {
             out.push_str(&format!("{:<24}", crate::trace_view::clean(&case.case_id, 24)));
             for v in 0..self.variants.len() {
-                let runs = self.runs(v, c);
-                let passed = runs.iter().filter(|d| d.result.pass).count();
-                out.push_str(&format!(" {:>12}", format!("{passed}/{}", self.repeat)));
+                let counted = self.counted(v, c);
+                let passed = counted.iter().filter(|d| d.result.pass).count();
+                out.push_str(&format!(" {:>12}", format!("{passed}/{}", counted.len())));
             }
             out.push('\n');
         }
         for (v, m) in self.variants.iter().enumerate() {
             let f = self.figures(v);
+            let interrupted = match f.interrupted {
+                0 => String::new(),
+                n => format!("; {n} interrupted, not counted"),
+            };
             out.push_str(&format!(
-                "variant {} ({}): pass rate {:.1}% ({} of {} runs), pass^{} {:.1}%, tokens {} in / {} out, runs {:.1} s in all\n",
+                "variant {} ({}): pass rate {:.1}% ({} of {} runs{interrupted}), pass^{} {:.1}%, tokens {} in / {} out, runs {:.1} s in all\n",
                 v + 1,
                 m.display(),
                 Self::rate(f.passes, f.runs) * 100.0,
@@ -431,7 +450,7 @@ impl Report<'_> {
                             .iter()
                             .map(|d| {
                                 let r = &d.result;
-                                json!({"run": d.k, "pass": r.pass, "reason": r.reason, "session_id": r.session_id,
+                                json!({"run": d.k, "pass": r.pass, "interrupted": r.interrupted, "reason": r.reason, "session_id": r.session_id,
                                     "workdir": r.workdir, "wall_ms": r.wall_ms,
                                     "input_tokens": r.input_tokens, "output_tokens": r.output_tokens})
                             })
@@ -440,6 +459,7 @@ impl Report<'_> {
                     })
                     .collect();
                 json!({"variant": v + 1, "manifest": m.display().to_string(), "runs": f.runs, "passes": f.passes,
+                    "interrupted": f.interrupted,
                     "pass_rate": Self::rate(f.passes, f.runs),
                     "pass_hat_k": Self::rate(f.all_k, self.cases.len() as u64),
                     "input_tokens": f.input_tokens, "output_tokens": f.output_tokens, "run_ms": f.run_ms, "cases": cases})
@@ -482,6 +502,8 @@ impl Report<'_> {
                     ));
                     if d.result.pass {
                         out.push_str("/>\n");
+                    } else if d.result.interrupted {
+                        out.push_str(">\n      <skipped message=\"interrupted: SIGINT or SIGTERM ended it; not counted\"/>\n    </testcase>\n");
                     } else {
                         out.push_str(&format!(
                             ">\n      <failure message=\"{}\"/>\n    </testcase>\n",

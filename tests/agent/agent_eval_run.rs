@@ -421,6 +421,7 @@ fn an_interrupted_run_ends_its_cases_and_prints_what_finished() {
     );
     let dataset = data.join("cases.jsonl").display().to_string();
     let registry = w.reg.display().to_string();
+    let junit = w.t.path().join("junit.xml");
     let child = Command::new(MUR)
         .args([
             "eval",
@@ -432,6 +433,8 @@ fn an_interrupted_run_ends_its_cases_and_prints_what_finished() {
             &dataset,
             "--jobs",
             "1",
+            "--junit",
+            junit.to_str().unwrap(),
         ])
         .env("MURMUR_RECORDS_DIR", w.t.path().join("records"))
         .env("MURMUR_EVAL_DIR", w.t.path().join("eval"))
@@ -465,7 +468,7 @@ fn an_interrupted_run_ends_its_cases_and_prints_what_finished() {
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert_eq!(out.status.code(), Some(1), "{stdout}");
     assert!(
-        stdout.starts_with("interrupted: the table holds the runs that finished\n"),
+        stdout.starts_with("interrupted: the table holds the runs that finished"),
         "{stdout}"
     );
     let row = |case: &str| {
@@ -474,13 +477,24 @@ fn an_interrupted_run_ends_its_cases_and_prints_what_finished() {
             .find(|l| l.split_whitespace().next() == Some(case))
             .map(|l| l.split_whitespace().collect::<Vec<_>>())
     };
+    // The run the interrupt ended is reported as such and counted nowhere: not a failure.
     assert_eq!(row("quick"), Some(vec!["quick", "1/1"]), "{stdout}");
-    assert_eq!(row("long"), Some(vec!["long", "0/1"]), "{stdout}");
+    assert_eq!(row("long"), Some(vec!["long", "0/0"]), "{stdout}");
+    assert!(
+        stdout.contains("pass rate 100.0% (1 of 1 runs; 1 interrupted, not counted)"),
+        "{stdout}"
+    );
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
-        stderr.contains("case long run 1: FAIL") && stderr.contains("interrupted"),
+        stderr.contains("case long run 1: interrupted (") && !stderr.contains("FAIL"),
         "{stderr}"
     );
+    let xml = std::fs::read_to_string(&junit).unwrap();
+    assert!(
+        xml.contains("tests=\"2\" failures=\"0\"") && xml.contains("skipped=\"1\""),
+        "{xml}"
+    );
+    assert!(xml.contains("<skipped message=\"interrupted: "), "{xml}");
     std::thread::sleep(std::time::Duration::from_millis(500));
     assert!(!sleeping(), "the interrupted check outlived the run");
 }

@@ -470,17 +470,21 @@ impl Report<'_> {
             "variants": variants})
     }
 
-    /// JUnit XML: a suite per variant, a test case per dataset case and run.
+    /// JUnit XML: a suite per variant, a test case per dataset case and run. Every suite
+    /// carries what Jenkins' JUnit schema requires (`name`, `tests`, `failures`, `errors`);
+    /// a run that did not pass is a failure (none is an `error`: the check, or the session,
+    /// is the test), one that never ran or was interrupted is skipped.
     fn junit(&self) -> String {
         let mut out = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites>\n");
         for v in 0..self.variants.len() {
             let f = self.figures(v);
             let planned = self.cases.len() as u64 * u64::from(self.repeat);
             out.push_str(&format!(
-                "  <testsuite name=\"variant {}\" tests=\"{planned}\" failures=\"{}\" skipped=\"{}\">\n",
+                "  <testsuite name=\"variant {}\" tests=\"{planned}\" failures=\"{}\" errors=\"0\" skipped=\"{}\" time=\"{:.3}\">\n",
                 v + 1,
                 f.runs - f.passes,
-                planned - f.runs
+                planned - f.runs,
+                f.run_ms as f64 / 1000.0
             ));
             for (c, case) in self.cases.iter().enumerate() {
                 let runs = self.runs(v, c);

@@ -580,7 +580,6 @@ fn run(cmd: Command) -> Result<String, Diagnostic> {
         Command::Help(None) => Ok(help::mur_text()),
         Command::Help(Some(name)) => Ok(help::find(name).map(help::text).unwrap_or_else(help::mur_text)),
         Command::Version => Ok(format!("{BIN} {}\n", murmur::VERSION)),
-        Command::Token { session, name } => commands::token::token(&session, name.as_deref()),
         Command::RecordsPrune(o) => commands::records::prune(&o),
         Command::EvalShow { source, json } => commands::eval::show(&source, json, &mut std::io::stderr()),
         Command::EvalDiff { a, b, json } => commands::eval::compare(&a, &b, json, &mut std::io::stderr()),
@@ -618,7 +617,11 @@ fn run(cmd: Command) -> Result<String, Diagnostic> {
         }
         #[cfg(feature = "runtime")]
         Command::Run(_) => unreachable!("dispatched in main"),
-        Command::Exec(_) | Command::Probe(_) | Command::Trace(_) | Command::EvalRun(_) => {
+        Command::Exec(_)
+        | Command::Probe(_)
+        | Command::Trace(_)
+        | Command::EvalRun(_)
+        | Command::Token { .. } => {
             unreachable!("dispatched in main")
         }
         Command::Lock(o) => commands::lock::lock(&o),
@@ -693,11 +696,7 @@ fn main() -> ExitCode {
     }
     let cmd = match parse(Args::new(std::env::args().skip(1))) {
         Ok(c) => c,
-        Err(e) => {
-            eprintln!("{BIN}: {e}");
-            eprintln!("{}", help::pointer(std::env::args().nth(1).as_deref()));
-            return ExitCode::from(2);
-        }
+        Err(e) => return usage_error(&e),
     };
     #[cfg(feature = "runtime")]
     let cmd = match cmd {
@@ -711,6 +710,17 @@ fn main() -> ExitCode {
             return match murmur::commands::trace::trace(&o, &mut out, &mut err) {
                 Ok(code) => ExitCode::from(code),
                 Err(d) => {
+                    eprintln!("{d}");
+                    ExitCode::from(1)
+                }
+            };
+        }
+        Command::Token { session, name } => {
+            use murmur::commands::token::{token, Refused};
+            return match token(&session, name.as_deref()) {
+                Ok(t) => print(&t, 0),
+                Err(Refused::Usage(e)) => usage_error(&e),
+                Err(Refused::Failed(d)) => {
                     eprintln!("{d}");
                     ExitCode::from(1)
                 }
@@ -743,6 +753,13 @@ fn main() -> ExitCode {
             ExitCode::from(1)
         }
     }
+}
+
+/// A usage error: `mur: WHY` and where the help is, on stderr; exit 2.
+fn usage_error(e: &ArgError) -> ExitCode {
+    eprintln!("{BIN}: {e}");
+    eprintln!("{}", help::pointer(std::env::args().nth(1).as_deref()));
+    ExitCode::from(2)
 }
 
 /// `text` on stdout and the exit `code`; a stdout that cannot take it is an error (exit 1).

@@ -176,7 +176,7 @@ pub const COMMANDS: &[Help] = &[
         about: "print a bearer token of a running session's authenticated door",
         flags: &[
             ("--session ID", "the session, in $MURMUR_RECORDS_DIR (default ~/.murmur/records)"),
-            ("NAME", "the credential (capabilities.network.authentication); optional when only one is declared"),
+            ("NAME", "the credential (capabilities.network.authentication; default: the first declared)"),
             HELP,
         ],
         example: "mur token --session ses_0123456789abcdef0123456789abcdef operator",

@@ -222,7 +222,7 @@ pub const ROOST: Help = Help {
         REGISTRY,
         (
             "--spawn-allow NAME",
-            "a capsule that may be spawned; repeat per name (default: none)",
+            "a capsule that may register without an approval, as a top-level session (children come in under their parent's approval); repeat per name (default: none: only approved children)",
         ),
         ("--max-depth N", "deepest delegation chain (default 3)"),
         (

@@ -97,6 +97,12 @@ fn every_command_answers_help_with_usage_flags_and_an_example() {
             "{out}"
         );
         assert!(out.contains("\nexample:\n  mur-roost --port 7700"), "{out}");
+        // The roost spec's meaning: the top-level path, not what may be spawned.
+        assert!(
+            out.contains("--spawn-allow NAME     a capsule that may register without an approval, as a top-level session"),
+            "{out}"
+        );
+        assert!(!out.contains("may be spawned"), "{out}");
     }
     let (code, _, err) = run(MUR, &["help", "nonsense"]);
     assert_eq!(code, 2, "{err}");

@@ -10,6 +10,8 @@ use std::process::ExitCode;
 const BIN: &str = "mur";
 
 enum Command {
+    /// `mur` with no command: the usage, on stderr, and exit 2.
+    Usage,
     /// `mur --help` (`None`) or one command's help.
     Help(Option<&'static str>),
     Version,
@@ -448,7 +450,7 @@ fn opts(args: &mut Args, allowed: &[&str]) -> Result<Opts, ArgError> {
 
 fn parse(mut args: Args) -> Result<Command, ArgError> {
     let command = match args.next_arg() {
-        None => return Ok(Command::Help(None)),
+        None => return Ok(Command::Usage),
         Some(Arg::Word(w)) => w,
         Some(Arg::Flag { name, inline }) if name == "--help" || name == "-h" => {
             no_value(&name, inline)?;
@@ -617,7 +619,8 @@ fn run(cmd: Command) -> Result<String, Diagnostic> {
         }
         #[cfg(feature = "runtime")]
         Command::Run(_) => unreachable!("dispatched in main"),
-        Command::Exec(_)
+        Command::Usage
+        | Command::Exec(_)
         | Command::Probe(_)
         | Command::Trace(_)
         | Command::EvalRun(_)
@@ -704,6 +707,10 @@ fn main() -> ExitCode {
         other => other,
     };
     let cmd = match cmd {
+        Command::Usage => {
+            eprint!("{}", help::mur_text());
+            return ExitCode::from(2);
+        }
         Command::Probe(up_to) => return ExitCode::from(murmur::containment::probe::child_main(up_to) as u8),
         Command::Trace(o) => {
             let (mut out, mut err) = (std::io::stdout().lock(), std::io::stderr());

@@ -47,6 +47,22 @@ fn mur_help_lists_the_subcommands() {
     }
 }
 
+/// `mur` alone is a usage error (a script that lost its command fails): the usage on
+/// stderr, nothing on stdout, exit 2; `mur --help` and `mur help` still print it on stdout.
+#[test]
+fn mur_without_a_command_prints_its_usage_to_stderr_and_exits_2() {
+    let (code, out, err) = run(MUR, &[]);
+    assert_eq!((code, out.as_str()), (2, ""), "{err}");
+    assert!(err.contains("usage: mur <command>"), "{err}");
+    let (_, help, _) = run(MUR, &["--help"]);
+    assert_eq!(err, help);
+    for asked in [&["--help"][..], &["help"]] {
+        let (code, out, err) = run(MUR, asked);
+        assert_eq!((code, err.as_str()), (0, ""), "{asked:?}");
+        assert!(out.contains("usage: mur <command>"), "{asked:?}: {out}");
+    }
+}
+
 #[test]
 fn every_command_answers_help_with_usage_flags_and_an_example() {
     let commands = [

@@ -87,6 +87,9 @@ pub mod code {
     /// A capsule named in `capabilities.spawn.allow` that takes no task (a script, or
     /// `task_acceptance: none`): every delegation to it would be refused.
     pub const BLD_TAKES_NO_TASK: &str = "W-BLD-001";
+    /// Files of the capsule directory `mur build` did not pack (not `murmur.yaml`, the
+    /// payload, nor listed in `requires_files`): the archive runs without them.
+    pub const BLD_LEFT_OUT: &str = "W-BLD-002";
 }
 
 /// One diagnostic: a code, the manifest key or flag it names, the message, an optional hint.

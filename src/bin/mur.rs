@@ -588,6 +588,7 @@ fn run(cmd: Command) -> Result<String, Diagnostic> {
         Command::Build { dir, out, json } => {
             let built = commands::build(&dir, out.as_deref())?;
             warn_all(&built.loaded.warnings);
+            warn_all(built.left_out_warning().as_slice());
             warn_all(&commands::delegation_check::warnings(
                 &built.loaded.manifest,
                 &registry::default_root(),

@@ -68,6 +68,9 @@ pub mod code {
     /// The records retention policy could not be applied at launch (an unreadable
     /// `records:` block, a root that cannot be used): the session runs, nothing is pruned.
     pub const RUN_RECORDS_PRUNE: &str = "W-RUN-004";
+    /// A hook whose work is kept in its records directory (the shipped eval and OTel hooks)
+    /// declared without `records: own`: it runs and keeps nothing, so the launch says so.
+    pub const RUN_HOOK_NO_RECORDS: &str = "W-RUN-005";
     /// Advisory containment with a subprocess route: nothing constrains its network.
     pub const SEC_ADVISORY_NETWORK: &str = "W-SEC-003";
     pub const SEC_LITERAL_SECRET: &str = "W-SEC-004";

@@ -116,6 +116,7 @@ pub fn grant(
         env.extend(base.identity.iter().cloned());
         env.extend(config_env(r, base.secret, &mut warnings));
         let records = own_records(r, base.records)?;
+        warnings.extend(records_needed(r));
         let (limits, deadline) =
             grants::narrow_limits(&base.ceiling.limits, r.entry.capabilities.as_ref(), true);
         let rel = format!("logs/hook-{}.log", r.bare);
@@ -162,6 +163,38 @@ fn config_env(
         ));
     }
     passed
+}
+
+/// The shipped hooks whose work is kept in their own records directory, and what is lost
+/// without it: each still runs (its log says why it keeps nothing).
+const KEEP_RECORDS: [(&str, &str); 2] = [
+    (
+        "murmur-hook-eval",
+        "it writes its scores (eval.jsonl) there, so this session will not be scored",
+    ),
+    (
+        "murmur-hook-otel",
+        "it keeps the running task's spans there, so it will send no span",
+    ),
+];
+
+/// W-RUN-005 for a hook of [`KEEP_RECORDS`] whose entry does not grant `records: own`.
+fn records_needed(r: &Resolved) -> Option<Diagnostic> {
+    if r.entry.records {
+        return None;
+    }
+    let (_, lost) = KEEP_RECORDS.iter().find(|(name, _)| *name == r.bare)?;
+    Some(
+        Diagnostic::new(
+            code::RUN_HOOK_NO_RECORDS,
+            format!("artifacts[{}].records", r.entry.name),
+            format!("hook {} is declared without a records directory: {lost}", r.bare),
+        )
+        .with_hint(format!(
+            "add `records: own` to its entry (artifacts[{}])",
+            r.entry.name
+        )),
+    )
 }
 
 /// A hook granted `records: own`: its directory of the session's records (`hooks/<name>/`,

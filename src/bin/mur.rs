@@ -14,7 +14,11 @@ enum Command {
     Usage,
     /// `mur --help` (`None`) or one command's help.
     Help(Option<&'static str>),
-    Version,
+    /// `mur --version` (the one line) or `mur version` (with the build's facts).
+    Version {
+        facts: bool,
+        json: bool,
+    },
     Build {
         dir: PathBuf,
         out: Option<PathBuf>,
@@ -458,7 +462,10 @@ fn parse(mut args: Args) -> Result<Command, ArgError> {
         }
         Some(Arg::Flag { name, inline }) if name == "--version" || name == "-V" => {
             no_value(&name, inline)?;
-            return Ok(Command::Version);
+            return Ok(Command::Version {
+                facts: false,
+                json: false,
+            });
         }
         Some(other) => return Err(unknown(other)),
     };
@@ -474,13 +481,19 @@ fn parse(mut args: Args) -> Result<Command, ArgError> {
             }
             Some(other) => return Err(unknown(other)),
         },
-        "version" => match args.next_arg() {
-            None => Command::Version,
-            Some(Arg::Flag { name, inline }) if name == "-h" || name == "--help" => {
-                return help_for("version", &name, inline)
+        "version" => {
+            let o = opts(&mut args, &["--json"])?;
+            if o.help {
+                return Ok(Command::Help(Some("version")));
             }
-            Some(other) => return Err(unknown(other)),
-        },
+            if let Some(w) = o.word {
+                return Err(ArgError::Unknown(w));
+            }
+            Command::Version {
+                facts: true,
+                json: o.json,
+            }
+        }
         "build" => {
             let o = opts(&mut args, &["-o", "--output", "--json"])?;
             if o.help {
@@ -581,7 +594,10 @@ fn run(cmd: Command) -> Result<String, Diagnostic> {
     match cmd {
         Command::Help(None) => Ok(help::mur_text()),
         Command::Help(Some(name)) => Ok(help::find(name).map(help::text).unwrap_or_else(help::mur_text)),
-        Command::Version => Ok(format!("{BIN} {}\n", murmur::VERSION)),
+        Command::Version { facts: false, .. } => Ok(format!("{BIN} {}\n", murmur::VERSION)),
+        Command::Version { json, .. } => {
+            Ok(commands::version::render(&commands::version::facts(), BIN, json))
+        }
         Command::RecordsPrune(o) => commands::records::prune(&o),
         Command::EvalShow { source, json } => commands::eval::show(&source, json, &mut std::io::stderr()),
         Command::EvalDiff { a, b, json } => commands::eval::compare(&a, &b, json, &mut std::io::stderr()),

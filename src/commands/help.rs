@@ -202,10 +202,10 @@ pub const COMMANDS: &[Help] = &[
     },
     Help {
         name: "version",
-        usage: "mur version",
-        about: "print the version",
-        flags: &[],
-        example: "mur --version",
+        usage: "mur version [--json]",
+        about: "print the version and the build's facts for a bug report",
+        flags: &[("--json", "one object: version, commit, target, rustc, features, wit, a2a (default: the --version line, then a line each)"), HELP],
+        example: "mur version --json",
     },
 ];
 

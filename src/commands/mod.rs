@@ -18,5 +18,6 @@ pub mod records;
 pub mod render;
 pub mod token;
 pub mod trace;
+pub mod version;
 
 pub use build::{build, Built};

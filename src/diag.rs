@@ -13,6 +13,9 @@ pub fn errno_text(call: &str, e: &std::io::Error) -> String {
 pub mod code {
     pub const IO_MANIFEST_MISSING: &str = "E-IO-001";
     pub const IO_READ: &str = "E-IO-003";
+    /// `mur new` asked to write into a directory that holds anything: nothing is overwritten.
+    /// (A number of its own: the reference's E-IO-002 is not known here, so not reused.)
+    pub const IO_NOT_EMPTY: &str = "E-IO-004";
     pub const MAN_MISSING_FIELD: &str = "E-MAN-001";
     pub const MAN_SYNTAX: &str = "E-MAN-002";
     pub const MAN_INVALID: &str = "E-MAN-003";

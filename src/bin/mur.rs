@@ -7,6 +7,10 @@ use murmur::registry::{self, ArtifactName};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+// Beside this file, not under src/bin/ itself (where cargo would take it for a binary).
+#[path = "mur/eval_args.rs"]
+mod eval_args;
+
 const BIN: &str = "mur";
 
 enum Command {
@@ -44,6 +48,7 @@ enum Command {
     Pull(murmur::commands::oci::PullOptions),
     Install(murmur::commands::install::InstallOptions),
     Trace(murmur::commands::trace::TraceOptions),
+    New(murmur::commands::new::NewOptions),
     Token {
         session: String,
         name: Option<String>,
@@ -264,6 +269,39 @@ fn parse_install(args: &mut Args) -> Result<Command, ArgError> {
     Ok(Command::Install(o))
 }
 
+/// `mur new NAME [--wasm|--agent] [DIR]`.
+fn parse_new(args: &mut Args) -> Result<Command, ArgError> {
+    use murmur::commands::new::{Kind, NewOptions};
+    let (mut words, mut kind) = (Vec::new(), None);
+    while let Some(arg) = args.next_arg() {
+        match arg {
+            Arg::Word(w) if words.len() < 2 => words.push(w),
+            Arg::Flag { name, inline } => match name.as_str() {
+                "--wasm" | "--agent" => {
+                    no_value(&name, inline)?;
+                    let asked = if name == "--wasm" { Kind::Wasm } else { Kind::Agent };
+                    if kind.is_some_and(|k| k != asked) {
+                        return Err(ArgError::Conflict("--wasm", "--agent"));
+                    }
+                    kind = Some(asked);
+                }
+                "-h" | "--help" => return help_for("new", &name, inline),
+                _ => return Err(ArgError::Unknown(name)),
+            },
+            other => return Err(unknown(other)),
+        }
+    }
+    let mut words = words.into_iter();
+    let name = words
+        .next()
+        .ok_or_else(|| ArgError::MissingValue("new NAME".into()))?;
+    Ok(Command::New(NewOptions {
+        name,
+        kind: kind.unwrap_or_default(),
+        dir: words.next().map(PathBuf::from),
+    }))
+}
+
 fn parse_token(args: &mut Args) -> Result<Command, ArgError> {
     let (mut session, mut name) = (None, None);
     while let Some(arg) = args.next_arg() {
@@ -307,44 +345,6 @@ fn parse_records(args: &mut Args) -> Result<Command, ArgError> {
     Ok(Command::RecordsPrune(o))
 }
 
-/// `mur eval show [--json] FILE|DIR|SESSION | --session ID`, `mur eval diff [--json] A B`.
-fn parse_eval(args: &mut Args) -> Result<Command, ArgError> {
-    use murmur::commands::eval::Source;
-    let verb = match args.next_arg() {
-        Some(Arg::Word(w)) if w == "run" => return parse_eval_run(args),
-        Some(Arg::Word(w)) if w == "show" || w == "diff" => w,
-        Some(Arg::Flag { name, inline }) if name == "-h" || name == "--help" => {
-            return help_for("eval", &name, inline)
-        }
-        Some(other) => return Err(unknown(other)),
-        None => return Err(ArgError::MissingValue("eval show|diff".into())),
-    };
-    let (mut words, mut json) = (Vec::new(), false);
-    while let Some(arg) = args.next_arg() {
-        match arg {
-            Arg::Word(w) => words.push(Source::from_word(&w)),
-            Arg::Flag { name, inline } => match name.as_str() {
-                "--session" => words.push(Source::Session(args.value(&name, inline)?)),
-                "--json" => {
-                    no_value(&name, inline)?;
-                    json = true;
-                }
-                "-h" | "--help" => return help_for("eval", &name, inline),
-                _ => return Err(ArgError::Unknown(name)),
-            },
-        }
-    }
-    let mut words = words.into_iter();
-    match (verb.as_str(), words.next(), words.next(), words.next()) {
-        ("show", Some(source), None, _) => Ok(Command::EvalShow { source, json }),
-        ("diff", Some(a), Some(b), None) => Ok(Command::EvalDiff { a, b, json }),
-        ("show", None, ..) => Err(ArgError::MissingValue("eval show FILE|--session ID".into())),
-        ("diff", _, None, _) => Err(ArgError::MissingValue("eval diff A B".into())),
-        (_, _, _, Some(_)) | ("show", _, Some(_), _) => Err(ArgError::Unknown("a third eval file".into())),
-        _ => Err(ArgError::MissingValue("eval show|diff".into())),
-    }
-}
-
 /// A manifest named by its file or its capsule directory.
 fn manifest_file(p: PathBuf) -> PathBuf {
     if p.is_dir() {
@@ -352,47 +352,6 @@ fn manifest_file(p: PathBuf) -> PathBuf {
     } else {
         p
     }
-}
-
-/// `mur eval run [MANIFEST] --dataset FILE [--variant MANIFEST2] [--repeat K] [--jobs N]
-/// [--session-timeout SECS] [--json] [--junit FILE]`.
-fn parse_eval_run(args: &mut Args) -> Result<Command, ArgError> {
-    use murmur::commands::eval_run::{RunOptions, SESSION_TIMEOUT};
-    let mut o = RunOptions {
-        repeat: 1,
-        jobs: std::thread::available_parallelism().map_or(1, |n| n.get()),
-        session_timeout_secs: SESSION_TIMEOUT,
-        ..RunOptions::default()
-    };
-    let (mut manifest, mut dataset) = (None, None);
-    while let Some(arg) = args.next_arg() {
-        match arg {
-            Arg::Word(w) if manifest.is_none() => manifest = Some(PathBuf::from(w)),
-            Arg::Flag { name, inline } => match name.as_str() {
-                "--manifest" => manifest = Some(args.value(&name, inline)?.into()),
-                "--dataset" => dataset = Some(PathBuf::from(args.value(&name, inline)?)),
-                "--variant" => o.variant = Some(args.value(&name, inline)?.into()),
-                "--registry-path" => o.registry = Some(args.value(&name, inline)?.into()),
-                "--repeat" => o.repeat = args.number::<u32>(&name, inline)?.clamp(1, 1000),
-                "--jobs" => o.jobs = args.number::<usize>(&name, inline)?.clamp(1, 64),
-                "--session-timeout" => {
-                    o.session_timeout_secs = args.number::<u64>(&name, inline)?.clamp(1, 86_400)
-                }
-                "--junit" => o.junit = Some(args.value(&name, inline)?.into()),
-                "--json" => {
-                    no_value(&name, inline)?;
-                    o.json = true;
-                }
-                "-h" | "--help" => return help_for("eval", &name, inline),
-                _ => return Err(ArgError::Unknown(name)),
-            },
-            other => return Err(unknown(other)),
-        }
-    }
-    o.manifest = manifest_file(manifest.unwrap_or_else(|| PathBuf::from("murmur.yaml")));
-    o.variant = o.variant.map(manifest_file);
-    o.dataset = dataset.ok_or_else(|| ArgError::MissingValue("eval run --dataset FILE".into()))?;
-    Ok(Command::EvalRun(o))
 }
 
 /// A containment class named on the command line.
@@ -548,12 +507,13 @@ fn parse(mut args: Args) -> Result<Command, ArgError> {
         "exec" => parse_exec(&mut args)?,
         "trace" => parse_trace(&mut args)?,
         "token" => parse_token(&mut args)?,
+        "new" => parse_new(&mut args)?,
         "records" => parse_records(&mut args)?,
         "lock" => parse_lock(&mut args)?,
         "push" => parse_oci("push", &mut args)?,
         "pull" => parse_oci("pull", &mut args)?,
         "install" => parse_install(&mut args)?,
-        "eval" => parse_eval(&mut args)?,
+        "eval" => eval_args::parse_eval(&mut args)?,
         "doctor" => {
             let o = opts(&mut args, &["--manifest", "--registry-path", "--json"])?;
             if o.help {
@@ -645,6 +605,7 @@ fn run(cmd: Command) -> Result<String, Diagnostic> {
             unreachable!("dispatched in main")
         }
         Command::Lock(o) => commands::lock::lock(&o),
+        Command::New(o) => commands::new::new(&o),
         Command::Push(o) => commands::oci::push(&o),
         Command::Pull(o) => commands::oci::pull(&o),
         Command::Install(o) => commands::install::install(&o),

@@ -182,6 +182,19 @@ pub const COMMANDS: &[Help] = &[
         example: "mur token --session ses_0123456789abcdef0123456789abcdef operator",
     },
     Help {
+        name: "new",
+        usage: "mur new NAME [--wasm | --agent] [DIR]",
+        about: "make a capsule directory that runs as it is, with an eval dataset",
+        flags: &[
+            ("NAME", "the capsule's name (required)"),
+            ("--wasm", "a WASM capsule: the hello component, runs with nothing else installed (the default)"),
+            ("--agent", "an agent capsule: the OpenAI driver against a local server (Ollama's address)"),
+            ("DIR", "where to make it, new or empty, never overwritten (default ./NAME)"),
+            HELP,
+        ],
+        example: "mur new greeter && mur eval run greeter/murmur.yaml --dataset greeter/eval/cases.jsonl",
+    },
+    Help {
         name: "records",
         usage: "mur records prune [--dry-run] [--json]",
         about: "prune the session records (and ended children's workdirs) by the retention policy",

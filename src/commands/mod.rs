@@ -13,6 +13,7 @@ pub mod exec;
 pub mod help;
 pub mod install;
 pub mod lock;
+pub mod new;
 pub mod oci;
 pub mod records;
 pub mod render;

@@ -19,6 +19,9 @@ pub enum ArgError {
     },
     /// Two flags that cannot be given together.
     Conflict(&'static str, &'static str),
+    /// An argument the command read but cannot take (a credential the session does not
+    /// declare): why.
+    Invalid(String),
 }
 
 impl fmt::Display for ArgError {
@@ -28,6 +31,7 @@ impl fmt::Display for ArgError {
             ArgError::MissingValue(flag) => write!(f, "{flag} needs a value"),
             ArgError::BadValue { flag, value, why } => write!(f, "{flag}: '{value}' is not {why}"),
             ArgError::Conflict(a, b) => write!(f, "{a} cannot be used with {b}"),
+            ArgError::Invalid(why) => f.write_str(why),
         }
     }
 }

@@ -13,6 +13,9 @@ pub fn errno_text(call: &str, e: &std::io::Error) -> String {
 pub mod code {
     pub const IO_MANIFEST_MISSING: &str = "E-IO-001";
     pub const IO_READ: &str = "E-IO-003";
+    /// `mur new` asked to write into a directory that holds anything: nothing is overwritten.
+    /// (A number of its own: the reference's E-IO-002 is not known here, so not reused.)
+    pub const IO_NOT_EMPTY: &str = "E-IO-004";
     pub const MAN_MISSING_FIELD: &str = "E-MAN-001";
     pub const MAN_SYNTAX: &str = "E-MAN-002";
     pub const MAN_INVALID: &str = "E-MAN-003";
@@ -68,6 +71,9 @@ pub mod code {
     /// The records retention policy could not be applied at launch (an unreadable
     /// `records:` block, a root that cannot be used): the session runs, nothing is pruned.
     pub const RUN_RECORDS_PRUNE: &str = "W-RUN-004";
+    /// A hook whose work is kept in its records directory (the shipped eval and OTel hooks)
+    /// declared without `records: own`: it runs and keeps nothing, so the launch says so.
+    pub const RUN_HOOK_NO_RECORDS: &str = "W-RUN-005";
     /// Advisory containment with a subprocess route: nothing constrains its network.
     pub const SEC_ADVISORY_NETWORK: &str = "W-SEC-003";
     pub const SEC_LITERAL_SECRET: &str = "W-SEC-004";
@@ -87,6 +93,9 @@ pub mod code {
     /// A capsule named in `capabilities.spawn.allow` that takes no task (a script, or
     /// `task_acceptance: none`): every delegation to it would be refused.
     pub const BLD_TAKES_NO_TASK: &str = "W-BLD-001";
+    /// Files of the capsule directory `mur build` did not pack (not `murmur.yaml`, the
+    /// payload, nor listed in `requires_files`): the archive runs without them.
+    pub const BLD_LEFT_OUT: &str = "W-BLD-002";
 }
 
 /// One diagnostic: a code, the manifest key or flag it names, the message, an optional hint.

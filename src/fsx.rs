@@ -487,6 +487,14 @@ impl Dir {
             .map_err(|e| io_at(&self.shown, e))
     }
 
+    /// What the directory's filesystem has left for an ordinary write: bytes and inodes
+    /// (`fstatvfs` on the held descriptor: `f_bavail` blocks of `f_frsize`, `f_favail`).
+    pub fn room(&self) -> Result<(u64, u64), FsError> {
+        rfs::fstatvfs(&self.fd)
+            .map(|v| (v.f_bavail.saturating_mul(v.f_frsize), v.f_favail))
+            .map_err(|e| io_at(&self.shown, e))
+    }
+
     pub fn is_dir(&self) -> bool {
         rfs::fstat(self.fd.as_fd())
             .map(|st| FileType::from_raw_mode(st.st_mode) == FileType::Directory)

@@ -9,6 +9,9 @@ pub mod shapes;
 #[cfg(test)]
 mod test_support;
 
+/// The generations the door speaks, as `A2A-Version` names them (`mur version` lists them).
+pub const GENERATIONS: &[&str] = &["0.3", "1.0"];
+
 /// The protocol generation a request was made in; the method name decides it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Generation {

@@ -7,12 +7,22 @@ use murmur::registry::{self, ArtifactName};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+// Beside this file, not under src/bin/ itself (where cargo would take it for a binary).
+#[path = "mur/eval_args.rs"]
+mod eval_args;
+
 const BIN: &str = "mur";
 
 enum Command {
+    /// `mur` with no command: the usage, on stderr, and exit 2.
+    Usage,
     /// `mur --help` (`None`) or one command's help.
     Help(Option<&'static str>),
-    Version,
+    /// `mur --version` (the one line) or `mur version` (with the build's facts).
+    Version {
+        facts: bool,
+        json: bool,
+    },
     Build {
         dir: PathBuf,
         out: Option<PathBuf>,
@@ -38,6 +48,7 @@ enum Command {
     Pull(murmur::commands::oci::PullOptions),
     Install(murmur::commands::install::InstallOptions),
     Trace(murmur::commands::trace::TraceOptions),
+    New(murmur::commands::new::NewOptions),
     Token {
         session: String,
         name: Option<String>,
@@ -258,6 +269,39 @@ fn parse_install(args: &mut Args) -> Result<Command, ArgError> {
     Ok(Command::Install(o))
 }
 
+/// `mur new NAME [--wasm|--agent] [DIR]`.
+fn parse_new(args: &mut Args) -> Result<Command, ArgError> {
+    use murmur::commands::new::{Kind, NewOptions};
+    let (mut words, mut kind) = (Vec::new(), None);
+    while let Some(arg) = args.next_arg() {
+        match arg {
+            Arg::Word(w) if words.len() < 2 => words.push(w),
+            Arg::Flag { name, inline } => match name.as_str() {
+                "--wasm" | "--agent" => {
+                    no_value(&name, inline)?;
+                    let asked = if name == "--wasm" { Kind::Wasm } else { Kind::Agent };
+                    if kind.is_some_and(|k| k != asked) {
+                        return Err(ArgError::Conflict("--wasm", "--agent"));
+                    }
+                    kind = Some(asked);
+                }
+                "-h" | "--help" => return help_for("new", &name, inline),
+                _ => return Err(ArgError::Unknown(name)),
+            },
+            other => return Err(unknown(other)),
+        }
+    }
+    let mut words = words.into_iter();
+    let name = words
+        .next()
+        .ok_or_else(|| ArgError::MissingValue("new NAME".into()))?;
+    Ok(Command::New(NewOptions {
+        name,
+        kind: kind.unwrap_or_default(),
+        dir: words.next().map(PathBuf::from),
+    }))
+}
+
 fn parse_token(args: &mut Args) -> Result<Command, ArgError> {
     let (mut session, mut name) = (None, None);
     while let Some(arg) = args.next_arg() {
@@ -301,44 +345,6 @@ fn parse_records(args: &mut Args) -> Result<Command, ArgError> {
     Ok(Command::RecordsPrune(o))
 }
 
-/// `mur eval show [--json] FILE|DIR|SESSION | --session ID`, `mur eval diff [--json] A B`.
-fn parse_eval(args: &mut Args) -> Result<Command, ArgError> {
-    use murmur::commands::eval::Source;
-    let verb = match args.next_arg() {
-        Some(Arg::Word(w)) if w == "run" => return parse_eval_run(args),
-        Some(Arg::Word(w)) if w == "show" || w == "diff" => w,
-        Some(Arg::Flag { name, inline }) if name == "-h" || name == "--help" => {
-            return help_for("eval", &name, inline)
-        }
-        Some(other) => return Err(unknown(other)),
-        None => return Err(ArgError::MissingValue("eval show|diff".into())),
-    };
-    let (mut words, mut json) = (Vec::new(), false);
-    while let Some(arg) = args.next_arg() {
-        match arg {
-            Arg::Word(w) => words.push(Source::from_word(&w)),
-            Arg::Flag { name, inline } => match name.as_str() {
-                "--session" => words.push(Source::Session(args.value(&name, inline)?)),
-                "--json" => {
-                    no_value(&name, inline)?;
-                    json = true;
-                }
-                "-h" | "--help" => return help_for("eval", &name, inline),
-                _ => return Err(ArgError::Unknown(name)),
-            },
-        }
-    }
-    let mut words = words.into_iter();
-    match (verb.as_str(), words.next(), words.next(), words.next()) {
-        ("show", Some(source), None, _) => Ok(Command::EvalShow { source, json }),
-        ("diff", Some(a), Some(b), None) => Ok(Command::EvalDiff { a, b, json }),
-        ("show", None, ..) => Err(ArgError::MissingValue("eval show FILE|--session ID".into())),
-        ("diff", _, None, _) => Err(ArgError::MissingValue("eval diff A B".into())),
-        (_, _, _, Some(_)) | ("show", _, Some(_), _) => Err(ArgError::Unknown("a third eval file".into())),
-        _ => Err(ArgError::MissingValue("eval show|diff".into())),
-    }
-}
-
 /// A manifest named by its file or its capsule directory.
 fn manifest_file(p: PathBuf) -> PathBuf {
     if p.is_dir() {
@@ -346,47 +352,6 @@ fn manifest_file(p: PathBuf) -> PathBuf {
     } else {
         p
     }
-}
-
-/// `mur eval run [MANIFEST] --dataset FILE [--variant MANIFEST2] [--repeat K] [--jobs N]
-/// [--session-timeout SECS] [--json] [--junit FILE]`.
-fn parse_eval_run(args: &mut Args) -> Result<Command, ArgError> {
-    use murmur::commands::eval_run::{RunOptions, SESSION_TIMEOUT};
-    let mut o = RunOptions {
-        repeat: 1,
-        jobs: std::thread::available_parallelism().map_or(1, |n| n.get()),
-        session_timeout_secs: SESSION_TIMEOUT,
-        ..RunOptions::default()
-    };
-    let (mut manifest, mut dataset) = (None, None);
-    while let Some(arg) = args.next_arg() {
-        match arg {
-            Arg::Word(w) if manifest.is_none() => manifest = Some(PathBuf::from(w)),
-            Arg::Flag { name, inline } => match name.as_str() {
-                "--manifest" => manifest = Some(args.value(&name, inline)?.into()),
-                "--dataset" => dataset = Some(PathBuf::from(args.value(&name, inline)?)),
-                "--variant" => o.variant = Some(args.value(&name, inline)?.into()),
-                "--registry-path" => o.registry = Some(args.value(&name, inline)?.into()),
-                "--repeat" => o.repeat = args.number::<u32>(&name, inline)?.clamp(1, 1000),
-                "--jobs" => o.jobs = args.number::<usize>(&name, inline)?.clamp(1, 64),
-                "--session-timeout" => {
-                    o.session_timeout_secs = args.number::<u64>(&name, inline)?.clamp(1, 86_400)
-                }
-                "--junit" => o.junit = Some(args.value(&name, inline)?.into()),
-                "--json" => {
-                    no_value(&name, inline)?;
-                    o.json = true;
-                }
-                "-h" | "--help" => return help_for("eval", &name, inline),
-                _ => return Err(ArgError::Unknown(name)),
-            },
-            other => return Err(unknown(other)),
-        }
-    }
-    o.manifest = manifest_file(manifest.unwrap_or_else(|| PathBuf::from("murmur.yaml")));
-    o.variant = o.variant.map(manifest_file);
-    o.dataset = dataset.ok_or_else(|| ArgError::MissingValue("eval run --dataset FILE".into()))?;
-    Ok(Command::EvalRun(o))
 }
 
 /// A containment class named on the command line.
@@ -448,7 +413,7 @@ fn opts(args: &mut Args, allowed: &[&str]) -> Result<Opts, ArgError> {
 
 fn parse(mut args: Args) -> Result<Command, ArgError> {
     let command = match args.next_arg() {
-        None => return Ok(Command::Help(None)),
+        None => return Ok(Command::Usage),
         Some(Arg::Word(w)) => w,
         Some(Arg::Flag { name, inline }) if name == "--help" || name == "-h" => {
             no_value(&name, inline)?;
@@ -456,7 +421,10 @@ fn parse(mut args: Args) -> Result<Command, ArgError> {
         }
         Some(Arg::Flag { name, inline }) if name == "--version" || name == "-V" => {
             no_value(&name, inline)?;
-            return Ok(Command::Version);
+            return Ok(Command::Version {
+                facts: false,
+                json: false,
+            });
         }
         Some(other) => return Err(unknown(other)),
     };
@@ -472,13 +440,19 @@ fn parse(mut args: Args) -> Result<Command, ArgError> {
             }
             Some(other) => return Err(unknown(other)),
         },
-        "version" => match args.next_arg() {
-            None => Command::Version,
-            Some(Arg::Flag { name, inline }) if name == "-h" || name == "--help" => {
-                return help_for("version", &name, inline)
+        "version" => {
+            let o = opts(&mut args, &["--json"])?;
+            if o.help {
+                return Ok(Command::Help(Some("version")));
             }
-            Some(other) => return Err(unknown(other)),
-        },
+            if let Some(w) = o.word {
+                return Err(ArgError::Unknown(w));
+            }
+            Command::Version {
+                facts: true,
+                json: o.json,
+            }
+        }
         "build" => {
             let o = opts(&mut args, &["-o", "--output", "--json"])?;
             if o.help {
@@ -533,12 +507,13 @@ fn parse(mut args: Args) -> Result<Command, ArgError> {
         "exec" => parse_exec(&mut args)?,
         "trace" => parse_trace(&mut args)?,
         "token" => parse_token(&mut args)?,
+        "new" => parse_new(&mut args)?,
         "records" => parse_records(&mut args)?,
         "lock" => parse_lock(&mut args)?,
         "push" => parse_oci("push", &mut args)?,
         "pull" => parse_oci("pull", &mut args)?,
         "install" => parse_install(&mut args)?,
-        "eval" => parse_eval(&mut args)?,
+        "eval" => eval_args::parse_eval(&mut args)?,
         "doctor" => {
             let o = opts(&mut args, &["--manifest", "--registry-path", "--json"])?;
             if o.help {
@@ -579,14 +554,17 @@ fn run(cmd: Command) -> Result<String, Diagnostic> {
     match cmd {
         Command::Help(None) => Ok(help::mur_text()),
         Command::Help(Some(name)) => Ok(help::find(name).map(help::text).unwrap_or_else(help::mur_text)),
-        Command::Version => Ok(format!("{BIN} {}\n", murmur::VERSION)),
-        Command::Token { session, name } => commands::token::token(&session, name.as_deref()),
+        Command::Version { facts: false, .. } => Ok(format!("{BIN} {}\n", murmur::VERSION)),
+        Command::Version { json, .. } => {
+            Ok(commands::version::render(&commands::version::facts(), BIN, json))
+        }
         Command::RecordsPrune(o) => commands::records::prune(&o),
         Command::EvalShow { source, json } => commands::eval::show(&source, json, &mut std::io::stderr()),
         Command::EvalDiff { a, b, json } => commands::eval::compare(&a, &b, json, &mut std::io::stderr()),
         Command::Build { dir, out, json } => {
             let built = commands::build(&dir, out.as_deref())?;
             warn_all(&built.loaded.warnings);
+            warn_all(built.left_out_warning().as_slice());
             warn_all(&commands::delegation_check::warnings(
                 &built.loaded.manifest,
                 &registry::default_root(),
@@ -618,10 +596,16 @@ fn run(cmd: Command) -> Result<String, Diagnostic> {
         }
         #[cfg(feature = "runtime")]
         Command::Run(_) => unreachable!("dispatched in main"),
-        Command::Exec(_) | Command::Probe(_) | Command::Trace(_) | Command::EvalRun(_) => {
+        Command::Usage
+        | Command::Exec(_)
+        | Command::Probe(_)
+        | Command::Trace(_)
+        | Command::EvalRun(_)
+        | Command::Token { .. } => {
             unreachable!("dispatched in main")
         }
         Command::Lock(o) => commands::lock::lock(&o),
+        Command::New(o) => commands::new::new(&o),
         Command::Push(o) => commands::oci::push(&o),
         Command::Pull(o) => commands::oci::pull(&o),
         Command::Install(o) => commands::install::install(&o),
@@ -693,11 +677,7 @@ fn main() -> ExitCode {
     }
     let cmd = match parse(Args::new(std::env::args().skip(1))) {
         Ok(c) => c,
-        Err(e) => {
-            eprintln!("{BIN}: {e}");
-            eprintln!("{}", help::pointer(std::env::args().nth(1).as_deref()));
-            return ExitCode::from(2);
-        }
+        Err(e) => return usage_error(&e),
     };
     #[cfg(feature = "runtime")]
     let cmd = match cmd {
@@ -705,12 +685,27 @@ fn main() -> ExitCode {
         other => other,
     };
     let cmd = match cmd {
+        Command::Usage => {
+            eprint!("{}", help::mur_text());
+            return ExitCode::from(2);
+        }
         Command::Probe(up_to) => return ExitCode::from(murmur::containment::probe::child_main(up_to) as u8),
         Command::Trace(o) => {
             let (mut out, mut err) = (std::io::stdout().lock(), std::io::stderr());
             return match murmur::commands::trace::trace(&o, &mut out, &mut err) {
                 Ok(code) => ExitCode::from(code),
                 Err(d) => {
+                    eprintln!("{d}");
+                    ExitCode::from(1)
+                }
+            };
+        }
+        Command::Token { session, name } => {
+            use murmur::commands::token::{token, Refused};
+            return match token(&session, name.as_deref()) {
+                Ok(t) => print(&t, 0),
+                Err(Refused::Usage(e)) => usage_error(&e),
+                Err(Refused::Failed(d)) => {
                     eprintln!("{d}");
                     ExitCode::from(1)
                 }
@@ -743,6 +738,13 @@ fn main() -> ExitCode {
             ExitCode::from(1)
         }
     }
+}
+
+/// A usage error: `mur: WHY` and where the help is, on stderr; exit 2.
+fn usage_error(e: &ArgError) -> ExitCode {
+    eprintln!("{BIN}: {e}");
+    eprintln!("{}", help::pointer(std::env::args().nth(1).as_deref()));
+    ExitCode::from(2)
 }
 
 /// `text` on stdout and the exit `code`; a stdout that cannot take it is an error (exit 1).

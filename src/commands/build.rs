@@ -1,6 +1,8 @@
 //! `mur build [DIR] [-o FILE]`: validate a capsule directory and pack it into a `.mur.zip`:
 //! `murmur.yaml` first, then `requires_files`, then the root WASM payload, then
-//! `murmur-build.json`.
+//! `murmur-build.json`. Every other file of the directory is named as left out (W-BLD-002),
+//! but for what is never a capsule's: hidden entries, sessions' `workdir/`, locks, archives,
+//! and a Rust guest's own sources and `target/`.
 
 use crate::diag::{code, Diagnostic};
 use crate::manifest::{self, relative_path, Loaded, Resolve};
@@ -15,6 +17,37 @@ pub struct Built {
     pub sha256: String,
     pub entries: Vec<String>,
     pub loaded: Loaded,
+    /// Files of the directory not packed (see [`left_out`]), sorted.
+    pub left_out: Vec<String>,
+}
+
+/// The most files [`Built::left_out_warning`] names; the rest are counted.
+const NAMED: usize = 20;
+/// The most directory entries [`left_out`] looks at, and how deep.
+const MAX_ENTRIES: usize = 10_000;
+const MAX_DEPTH: usize = 16;
+
+impl Built {
+    /// W-BLD-002 naming the files the archive was built without, if any.
+    pub fn left_out_warning(&self) -> Option<Diagnostic> {
+        let n = self.left_out.len();
+        if n == 0 {
+            return None;
+        }
+        let mut named = self.left_out[..n.min(NAMED)].join(", ");
+        if n > NAMED {
+            named.push_str(&format!(" and {} more", n - NAMED));
+        }
+        let files = if n == 1 { "file" } else { "files" };
+        Some(
+            Diagnostic::new(
+                code::BLD_LEFT_OUT,
+                "requires_files",
+                format!("{n} {files} of the capsule directory left out of the archive: {named}"),
+            )
+            .with_hint("an archive holds murmur.yaml, the root .wasm payload and what requires_files lists: list there what the capsule needs when it runs"),
+        )
+    }
 }
 
 fn bad_file(key: &str, why: impl std::fmt::Display) -> Diagnostic {
@@ -122,12 +155,57 @@ pub fn build(dir: &Path, out: Option<&Path>) -> Result<Built, Diagnostic> {
             format!("cannot write {}: {e}", path.display()),
         )
     })?;
+    let entries: Vec<String> = files.into_iter().map(|(n, _)| n).collect();
     Ok(Built {
         path,
         sha256: sha256_hex(&bytes),
-        entries: files.into_iter().map(|(n, _)| n).collect(),
+        left_out: left_out(dir, &entries),
+        entries,
         loaded,
     })
+}
+
+/// The files beneath `dir` (relative, `/`-separated, sorted) that are not among `packed`,
+/// symlinks included (never packed), without following any; skipped: hidden entries, the
+/// sessions' `workdir/`, locks (`*.lock`), archives (`*.mur.zip`), and beside a
+/// `Cargo.toml` the Rust guest's `Cargo.toml`, `src/` and `target/` (the payload's source).
+/// Bounded: [`MAX_ENTRIES`] entries, [`MAX_DEPTH`] levels.
+pub fn left_out(dir: &Path, packed: &[String]) -> Vec<String> {
+    let rust_guest = dir.join("Cargo.toml").is_file();
+    let never = |rel: &str, name: &str, is_dir: bool| {
+        name.starts_with('.')
+            || (is_dir && rel == "workdir")
+            || (!is_dir && (name.ends_with(".lock") || name.ends_with(".mur.zip")))
+            || (rust_guest && matches!(rel, "Cargo.toml" | "src" | "target"))
+    };
+    let mut out = Vec::new();
+    let (mut stack, mut seen) = (vec![(dir.to_path_buf(), String::new(), 0usize)], 0usize);
+    while let Some((path, prefix, depth)) = stack.pop() {
+        let Ok(list) = std::fs::read_dir(&path) else {
+            continue;
+        };
+        for e in list.flatten() {
+            seen += 1;
+            if seen > MAX_ENTRIES {
+                break;
+            }
+            let name = e.file_name().to_string_lossy().into_owned();
+            let rel = format!("{prefix}{name}");
+            let Ok(t) = e.file_type() else { continue };
+            if never(&rel, &name, t.is_dir()) {
+                continue;
+            }
+            if t.is_dir() {
+                if depth < MAX_DEPTH {
+                    stack.push((e.path(), format!("{rel}/"), depth + 1));
+                }
+            } else if !packed.contains(&rel) {
+                out.push(rel);
+            }
+        }
+    }
+    out.sort();
+    out
 }
 
 fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {

@@ -30,9 +30,13 @@ impl Sysctls {
     }
 }
 
-/// The errno a probe message carries (`...: errno N (...)`).
+/// The errno a probe message carries: the probe's own `...: errno N (...)`
+/// ([`crate::diag::errno_text`]), or an `io::Error` as Rust shows it, `... (os error N)`.
 pub fn errno_of(msg: &str) -> Option<i32> {
-    let rest = &msg[msg.find("errno ")? + "errno ".len()..];
+    let (at, mark) = ["errno ", "(os error "]
+        .iter()
+        .find_map(|m| msg.find(m).map(|at| (at, m.len())))?;
+    let rest = &msg[at + mark..];
     let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
     digits.parse().ok()
 }
@@ -104,6 +108,15 @@ mod tests {
             Some(1)
         );
         assert_eq!(errno_of("no number"), None);
+        assert_eq!(
+            errno_of("mkdir /sys/fs/cgroup/murmur-new-probe-1: Permission denied (os error 13)"),
+            Some(13)
+        );
+        assert_eq!(
+            errno_of("x: errno 38 (Function not implemented (os error 38))"),
+            Some(38)
+        );
+        assert_eq!(errno_of("(os error )"), None);
         let s = Sysctls {
             max_user_namespaces: Some(0),
             ..Default::default()

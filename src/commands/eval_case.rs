@@ -3,7 +3,8 @@
 //! `mur run` of the capsule there, then the case's `check` through `mur exec`: the capsule's
 //! own containment and shell grants, so a check's program must be in its `shell.allow`.
 //! Each child has a deadline; one past it is sent SIGTERM, then SIGKILL (its warden takes
-//! whatever it started). Whatever goes wrong is the case's failure, with its reason.
+//! whatever it started). Whatever goes wrong is the case's failure, with its reason; a run
+//! that SIGINT or SIGTERM ended is neither a pass nor a failure but interrupted.
 
 use crate::containment::spawn::{spawn, Spawn};
 use crate::containment::spawn::{Proc, Stdio};
@@ -35,7 +36,7 @@ pub struct CaseEnv<'a> {
     /// `MURMUR_RECORDS_DIR` of the sessions (where their traces are read back).
     pub records_root: &'a Path,
     pub session_timeout: Duration,
-    /// Set on SIGINT/SIGTERM: a running child is ended, the case fails as interrupted.
+    /// Set on SIGINT/SIGTERM: a running child is ended, the run is interrupted.
     pub stop: &'a AtomicBool,
 }
 
@@ -43,7 +44,9 @@ pub struct CaseEnv<'a> {
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct CaseResult {
     pub pass: bool,
-    /// Why it failed (empty when it passed).
+    /// SIGINT or SIGTERM ended it before it finished: neither a pass nor a failure.
+    pub interrupted: bool,
+    /// Why it failed or did not finish (empty when it passed).
     pub reason: String,
     pub session_id: Option<String>,
     pub workdir: String,
@@ -52,20 +55,47 @@ pub struct CaseResult {
     pub output_tokens: u64,
 }
 
+/// Why a run did not pass.
+enum NotPassed {
+    /// It failed, for this reason.
+    Failed(String),
+    /// SIGINT or SIGTERM ended its session or its check first.
+    Interrupted,
+}
+
+impl From<String> for NotPassed {
+    fn from(why: String) -> NotPassed {
+        NotPassed::Failed(why)
+    }
+}
+
+impl From<&str> for NotPassed {
+    fn from(why: &str) -> NotPassed {
+        NotPassed::Failed(why.to_string())
+    }
+}
+
 /// Run `case` once as `name` (its workdir's name under the run directory).
 pub fn run_case(env: &CaseEnv<'_>, case: &Case, name: &str) -> CaseResult {
     let started = Instant::now();
     let mut r = CaseResult::default();
-    match prepare(env, case, name).and_then(|work| {
-        r.workdir = work.display().to_string();
-        session(env, &work, &mut r)?;
-        match &case.check {
-            Some(c) => check(env, case, name, &work, c),
-            None => Ok(()),
-        }
-    }) {
+    let ran = prepare(env, case, name)
+        .map_err(NotPassed::from)
+        .and_then(|work| {
+            r.workdir = work.display().to_string();
+            session(env, &work, &mut r)?;
+            match &case.check {
+                Some(c) => check(env, case, name, &work, c),
+                None => Ok(()),
+            }
+        });
+    match ran {
         Ok(()) => r.pass = true,
-        Err(why) => r.reason = why,
+        Err(NotPassed::Failed(why)) => r.reason = why,
+        Err(NotPassed::Interrupted) => {
+            r.interrupted = true;
+            r.reason = "interrupted".into();
+        }
     }
     r.wall_ms = started.elapsed().as_millis() as u64;
     r
@@ -120,7 +150,7 @@ fn copy_start(dataset: &Dir, start: &str, work: &Dir) -> Result<(), String> {
 }
 
 /// `mur run` of the capsule in `work`; its session id and tokens into `r`.
-fn session(env: &CaseEnv<'_>, work: &Path, r: &mut CaseResult) -> Result<(), String> {
+fn session(env: &CaseEnv<'_>, work: &Path, r: &mut CaseResult) -> Result<(), NotPassed> {
     let mut args = vec![
         "run".into(),
         "--json".into(),
@@ -153,14 +183,17 @@ fn session(env: &CaseEnv<'_>, work: &Path, r: &mut CaseResult) -> Result<(), Str
     let last = tail.join().unwrap_or_default();
     match status {
         Waited::Exited(0) => Ok(()),
-        Waited::Exited(code) => Err(format!("the session failed (exit {code}){}", said(&last))),
-        Waited::Signalled(sig) => Err(format!("the session was killed by signal {sig}{}", said(&last))),
+        Waited::Exited(code) => Err(format!("the session failed (exit {code}){}", said(&last)).into()),
+        Waited::Signalled(sig) => {
+            Err(format!("the session was killed by signal {sig}{}", said(&last)).into())
+        }
         Waited::TimedOut => Err(format!(
             "the session ran past {} s and was ended",
             env.session_timeout.as_secs()
-        )),
-        Waited::Interrupted => Err("interrupted".into()),
-        Waited::Lost(e) => Err(format!("cannot wait for the session: {e}")),
+        )
+        .into()),
+        Waited::Interrupted => Err(NotPassed::Interrupted),
+        Waited::Lost(e) => Err(format!("cannot wait for the session: {e}").into()),
     }
 }
 
@@ -169,7 +202,7 @@ fn session(env: &CaseEnv<'_>, work: &Path, r: &mut CaseResult) -> Result<(), Str
 /// `.profile` or Python user site under its own `.home` are not the check's), and every
 /// file of the case's `start` that the check's command line names is copied in again from
 /// the dataset (a check script the agent rewrote runs as the dataset has it).
-fn check(env: &CaseEnv<'_>, case: &Case, name: &str, work: &Path, c: &Check) -> Result<(), String> {
+fn check(env: &CaseEnv<'_>, case: &Case, name: &str, work: &Path, c: &Check) -> Result<(), NotPassed> {
     env.run_dir
         .mkdir_new(&format!("{name}.check-home"), 0o700)
         .map_err(|e| format!("cannot make the check's home: {e}"))?;
@@ -200,11 +233,12 @@ fn check(env: &CaseEnv<'_>, case: &Case, name: &str, work: &Path, c: &Check) -> 
             "the check `{}` exited {code}{}",
             clean(&c.argv.join(" "), 200),
             said(&last)
-        )),
-        Waited::Signalled(sig) => Err(format!("the check was killed by signal {sig}")),
-        Waited::TimedOut => Err(format!("the check ran past {} s and was ended", c.timeout_secs)),
-        Waited::Interrupted => Err("interrupted".into()),
-        Waited::Lost(e) => Err(format!("cannot wait for the check: {e}")),
+        )
+        .into()),
+        Waited::Signalled(sig) => Err(format!("the check was killed by signal {sig}").into()),
+        Waited::TimedOut => Err(format!("the check ran past {} s and was ended", c.timeout_secs).into()),
+        Waited::Interrupted => Err(NotPassed::Interrupted),
+        Waited::Lost(e) => Err(format!("cannot wait for the check: {e}").into()),
     }
 }
 

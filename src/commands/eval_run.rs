@@ -4,9 +4,12 @@
 //! contained session ([`super::eval_case`]), N at once (default: the cores). A progress line
 //! per finished case goes to stderr; at the end a table (cases × variants: passes of K),
 //! each variant's pass rate, pass^k (the share of cases whose K runs all passed), wall time
-//! and tokens; or that as one JSON object; a JUnit XML file on request. SIGINT or SIGTERM
-//! ends the running cases, starts no more and prints what finished. Exit 0 when every run of
-//! every case passed, 1 otherwise.
+//! and tokens; or that as one JSON object; a JUnit XML file on request. Every path named is
+//! taken against the caller's directory, and the dataset and each capsule are checked before
+//! the first case starts. SIGINT or SIGTERM ends the running cases, starts no more and
+//! prints what finished: a run it ended is interrupted, reported so and left out of every
+//! figure (neither a pass nor a failure). Exit 0 when every run of every case passed, 1
+//! otherwise.
 
 use super::eval_case::{run_case, CaseEnv, CaseResult};
 use crate::diag::{code, Diagnostic};
@@ -100,19 +103,71 @@ fn run_dir(run_id: &str) -> Result<(Dir, PathBuf), Diagnostic> {
                 "neither MURMUR_EVAL_DIR nor HOME is set".into(),
             )
         })?;
+    let root = absolute("MURMUR_EVAL_DIR", &root)?;
     let dir = fsx::private_dir(&root, run_id)
         .map_err(|e| err("MURMUR_EVAL_DIR", format!("cannot make the run's directory: {e}")))?;
     Ok((dir, root.join(run_id)))
 }
 
+/// `p` made absolute against this process's working directory: every case's `mur run` and
+/// `mur exec` start in `/`, so no path may reach them relative.
+fn absolute(key: &str, p: &Path) -> Result<PathBuf, Diagnostic> {
+    std::path::absolute(p).map_err(|e| err(key, format!("cannot resolve {} ({key}): {e}", p.display())))
+}
+
+/// `o` with every path it names made absolute (see [`absolute`]).
+fn absolute_paths(o: &RunOptions) -> Result<RunOptions, Diagnostic> {
+    Ok(RunOptions {
+        manifest: absolute("--manifest", &o.manifest)?,
+        variant: o
+            .variant
+            .as_deref()
+            .map(|v| absolute("--variant", v))
+            .transpose()?,
+        registry: o
+            .registry
+            .as_deref()
+            .map(|r| absolute("--registry-path", r))
+            .transpose()?,
+        dataset: absolute("--dataset", &o.dataset)?,
+        junit: o.junit.as_deref().map(|j| absolute("--junit", j)).transpose()?,
+        ..o.clone()
+    })
+}
+
+/// The capsule and its variant, each loaded as its sessions will load it (`${NAME}` from
+/// this environment, which they inherit), before any case starts: one that cannot run fails
+/// the evaluation once, naming its file, rather than every run of it.
+fn capsules(o: &RunOptions) -> Result<Vec<PathBuf>, Diagnostic> {
+    use crate::manifest::{load_file, process_env, Resolve};
+    let named = std::iter::once(("--manifest", &o.manifest));
+    let named = named.chain(o.variant.iter().map(|v| ("--variant", v)));
+    let mut variants = Vec::new();
+    for (flag, path) in named {
+        load_file(path, Resolve::All(&process_env)).map_err(|d| naming(d, flag, path))?;
+        variants.push(path.clone());
+    }
+    Ok(variants)
+}
+
+/// `d` about the manifest `path` given as `flag`, saying so, and that nothing ran.
+fn naming(mut d: Diagnostic, flag: &str, path: &Path) -> Diagnostic {
+    let shown = path.display().to_string();
+    if !d.message.contains(&shown) {
+        let rest = d.message.strip_prefix("murmur.yaml: ").unwrap_or(&d.message);
+        d.message = format!("{shown} ({flag}): {rest}");
+    }
+    if d.hint.is_none() {
+        d.hint = Some("nothing was run: every capsule is checked before the first case".into());
+    }
+    d
+}
+
 /// Run the evaluation; the text (or JSON) to print, and whether every run passed.
 pub fn run(o: &RunOptions, exe: &Path) -> Result<(String, bool), Diagnostic> {
+    let o = &absolute_paths(o)?;
     let (dataset_dir, cases) = load(&o.dataset)?;
-    let mut variants = vec![o.manifest.clone()];
-    variants.extend(o.variant.clone());
-    for m in &variants {
-        crate::manifest::load_file(m, crate::manifest::Resolve::Nothing)?;
-    }
+    let variants = capsules(o)?;
     let run_id = crate::token::random_hex16()
         .map(|h| format!("evr_{h}"))
         .map_err(|e| err("", format!("no randomness for the run id: {e}")))?;
@@ -123,6 +178,7 @@ pub fn run(o: &RunOptions, exe: &Path) -> Result<(String, bool), Diagnostic> {
             "neither MURMUR_RECORDS_DIR nor HOME is set".into(),
         )
     })?;
+    let records_root = absolute("MURMUR_RECORDS_DIR", &records_root)?;
     let stop = Arc::new(AtomicBool::new(false));
     watch_signals(&stop);
     let started = Instant::now();
@@ -232,11 +288,10 @@ fn execute(
         }
         drop(tx);
         for d in rx {
-            let word = if d.result.pass { "pass" } else { "FAIL" };
-            let why = if d.result.pass {
-                String::new()
-            } else {
-                format!(": {}", d.result.reason)
+            let (word, why) = match (d.result.pass, d.result.interrupted) {
+                (true, _) => ("pass", String::new()),
+                (false, true) => ("interrupted", " (not counted)".to_string()),
+                (false, false) => ("FAIL", format!(": {}", d.result.reason)),
             };
             let _ = writeln!(
                 std::io::stderr(),
@@ -265,9 +320,11 @@ struct Report<'a> {
     interrupted: bool,
 }
 
-/// A variant's figures: runs, passes, pass rate, pass^k, tokens.
+/// A variant's figures: runs, passes, pass rate, pass^k, tokens. An interrupted run is in
+/// no figure but its own count, its tokens and its time.
 struct Figures {
     runs: u64,
+    interrupted: u64,
     passes: u64,
     all_k: u64,
     input_tokens: u64,
@@ -277,6 +334,7 @@ struct Figures {
 }
 
 impl Report<'_> {
+    /// The runs of case `c` under variant `v` that ended, interrupted ones too, by `k`.
     fn runs(&self, v: usize, c: usize) -> Vec<&Done> {
         let mut r: Vec<&Done> = self
             .done
@@ -287,9 +345,18 @@ impl Report<'_> {
         r
     }
 
+    /// The runs that count: those that finished (an interrupted one is neither a pass nor a
+    /// failure).
+    fn counted(&self, v: usize, c: usize) -> Vec<&Done> {
+        let mut r = self.runs(v, c);
+        r.retain(|d| !d.result.interrupted);
+        r
+    }
+
     fn figures(&self, v: usize) -> Figures {
         let mut f = Figures {
             runs: 0,
+            interrupted: 0,
             passes: 0,
             all_k: 0,
             input_tokens: 0,
@@ -297,14 +364,16 @@ impl Report<'_> {
             run_ms: 0,
         };
         for c in 0..self.cases.len() {
-            let runs = self.runs(v, c);
-            let passed = runs.iter().filter(|d| d.result.pass).count();
-            if runs.len() == self.repeat as usize && passed == runs.len() {
+            let counted = self.counted(v, c);
+            let passed = counted.iter().filter(|d| d.result.pass).count();
+            if counted.len() == self.repeat as usize && passed == counted.len() {
                 f.all_k += 1;
             }
-            f.runs += runs.len() as u64;
+            f.runs += counted.len() as u64;
             f.passes += passed as u64;
-            for d in runs {
+            // What an interrupted run spent was spent all the same.
+            for d in self.runs(v, c) {
+                f.interrupted += u64::from(d.result.interrupted);
                 f.input_tokens += d.result.input_tokens;
                 f.run_ms += d.result.wall_ms;
                 f.output_tokens += d.result.output_tokens;
@@ -320,7 +389,7 @@ impl Report<'_> {
     fn table(&self) -> String {
         let mut out = String::new();
         if self.interrupted {
-            out.push_str("interrupted: the table holds the runs that finished\n");
+            out.push_str("interrupted: the table holds the runs that finished (passes of them); a run the interrupt ended is not counted\n");
         }
         out.push_str(&format!("{:<24}", "case"));
         for v in 0..self.variants.len() {
@@ -330,16 +399,20 @@ impl Report<'_> {
         for (c, case) in self.cases.iter().enumerate() {
             out.push_str(&format!("{:<24}", crate::trace_view::clean(&case.case_id, 24)));
             for v in 0..self.variants.len() {
-                let runs = self.runs(v, c);
-                let passed = runs.iter().filter(|d| d.result.pass).count();
-                out.push_str(&format!(" {:>12}", format!("{passed}/{}", self.repeat)));
+                let counted = self.counted(v, c);
+                let passed = counted.iter().filter(|d| d.result.pass).count();
+                out.push_str(&format!(" {:>12}", format!("{passed}/{}", counted.len())));
             }
             out.push('\n');
         }
         for (v, m) in self.variants.iter().enumerate() {
             let f = self.figures(v);
+            let interrupted = match f.interrupted {
+                0 => String::new(),
+                n => format!("; {n} interrupted, not counted"),
+            };
             out.push_str(&format!(
-                "variant {} ({}): pass rate {:.1}% ({} of {} runs), pass^{} {:.1}%, tokens {} in / {} out, runs {:.1} s in all\n",
+                "variant {} ({}): pass rate {:.1}% ({} of {} runs{interrupted}), pass^{} {:.1}%, tokens {} in / {} out, runs {:.1} s in all\n",
                 v + 1,
                 m.display(),
                 Self::rate(f.passes, f.runs) * 100.0,
@@ -377,7 +450,7 @@ impl Report<'_> {
                             .iter()
                             .map(|d| {
                                 let r = &d.result;
-                                json!({"run": d.k, "pass": r.pass, "reason": r.reason, "session_id": r.session_id,
+                                json!({"run": d.k, "pass": r.pass, "interrupted": r.interrupted, "reason": r.reason, "session_id": r.session_id,
                                     "workdir": r.workdir, "wall_ms": r.wall_ms,
                                     "input_tokens": r.input_tokens, "output_tokens": r.output_tokens})
                             })
@@ -386,6 +459,7 @@ impl Report<'_> {
                     })
                     .collect();
                 json!({"variant": v + 1, "manifest": m.display().to_string(), "runs": f.runs, "passes": f.passes,
+                    "interrupted": f.interrupted,
                     "pass_rate": Self::rate(f.passes, f.runs),
                     "pass_hat_k": Self::rate(f.all_k, self.cases.len() as u64),
                     "input_tokens": f.input_tokens, "output_tokens": f.output_tokens, "run_ms": f.run_ms, "cases": cases})
@@ -396,17 +470,21 @@ impl Report<'_> {
             "variants": variants})
     }
 
-    /// JUnit XML: a suite per variant, a test case per dataset case and run.
+    /// JUnit XML: a suite per variant, a test case per dataset case and run. Every suite
+    /// carries what Jenkins' JUnit schema requires (`name`, `tests`, `failures`, `errors`);
+    /// a run that did not pass is a failure (none is an `error`: the check, or the session,
+    /// is the test), one that never ran or was interrupted is skipped.
     fn junit(&self) -> String {
         let mut out = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites>\n");
         for v in 0..self.variants.len() {
             let f = self.figures(v);
             let planned = self.cases.len() as u64 * u64::from(self.repeat);
             out.push_str(&format!(
-                "  <testsuite name=\"variant {}\" tests=\"{planned}\" failures=\"{}\" skipped=\"{}\">\n",
+                "  <testsuite name=\"variant {}\" tests=\"{planned}\" failures=\"{}\" errors=\"0\" skipped=\"{}\" time=\"{:.3}\">\n",
                 v + 1,
                 f.runs - f.passes,
-                planned - f.runs
+                planned - f.runs,
+                f.run_ms as f64 / 1000.0
             ));
             for (c, case) in self.cases.iter().enumerate() {
                 let runs = self.runs(v, c);
@@ -428,6 +506,8 @@ impl Report<'_> {
                     ));
                     if d.result.pass {
                         out.push_str("/>\n");
+                    } else if d.result.interrupted {
+                        out.push_str(">\n      <skipped message=\"interrupted: SIGINT or SIGTERM ended it; not counted\"/>\n    </testcase>\n");
                     } else {
                         out.push_str(&format!(
                             ">\n      <failure message=\"{}\"/>\n    </testcase>\n",

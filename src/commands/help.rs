@@ -176,10 +176,23 @@ pub const COMMANDS: &[Help] = &[
         about: "print a bearer token of a running session's authenticated door",
         flags: &[
             ("--session ID", "the session, in $MURMUR_RECORDS_DIR (default ~/.murmur/records)"),
-            ("NAME", "the credential (capabilities.network.authentication); optional when only one is declared"),
+            ("NAME", "the credential (capabilities.network.authentication; default: the first declared)"),
             HELP,
         ],
         example: "mur token --session ses_0123456789abcdef0123456789abcdef operator",
+    },
+    Help {
+        name: "new",
+        usage: "mur new NAME [--wasm | --agent] [DIR]",
+        about: "make a capsule directory that runs as it is, with an eval dataset",
+        flags: &[
+            ("NAME", "the capsule's name (required)"),
+            ("--wasm", "a WASM capsule: the hello component, runs with nothing else installed (the default)"),
+            ("--agent", "an agent capsule: the OpenAI driver against a local server (Ollama's address)"),
+            ("DIR", "where to make it, new or empty, never overwritten (default ./NAME)"),
+            HELP,
+        ],
+        example: "mur new greeter && mur eval run greeter/murmur.yaml --dataset greeter/eval/cases.jsonl",
     },
     Help {
         name: "records",
@@ -202,10 +215,10 @@ pub const COMMANDS: &[Help] = &[
     },
     Help {
         name: "version",
-        usage: "mur version",
-        about: "print the version",
-        flags: &[],
-        example: "mur --version",
+        usage: "mur version [--json]",
+        about: "print the version and the build's facts for a bug report",
+        flags: &[("--json", "one object: version, commit, target, rustc, features, wit, a2a (default: the --version line, then a line each)"), HELP],
+        example: "mur version --json",
     },
 ];
 
@@ -222,7 +235,7 @@ pub const ROOST: Help = Help {
         REGISTRY,
         (
             "--spawn-allow NAME",
-            "a capsule that may be spawned; repeat per name (default: none)",
+            "a capsule that may register without an approval, as a top-level session (children come in under their parent's approval); repeat per name (default: none: only approved children)",
         ),
         ("--max-depth N", "deepest delegation chain (default 3)"),
         (

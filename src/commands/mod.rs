@@ -13,10 +13,12 @@ pub mod exec;
 pub mod help;
 pub mod install;
 pub mod lock;
+pub mod new;
 pub mod oci;
 pub mod records;
 pub mod render;
 pub mod token;
 pub mod trace;
+pub mod version;
 
 pub use build::{build, Built};

@@ -75,7 +75,7 @@ pub fn built(b: &Built, as_json: bool) -> String {
     if as_json {
         return json!({
             "name": m.name, "version": m.version, "path": b.path.display().to_string(),
-            "sha256": b.sha256, "entries": b.entries,
+            "sha256": b.sha256, "entries": b.entries, "left_out": b.left_out,
         })
         .to_string()
             + "\n";

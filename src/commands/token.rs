@@ -1,9 +1,11 @@
-//! `mur token --session ID [NAME]`: print the bearer token of credential NAME (or of the
-//! only one declared) of a running session's authenticated door, read from the session's
-//! `door-tokens.json` (opened once without following a symlink, then required to be a
-//! regular file of this user, mode 0600). With several credentials and no NAME it names them and prints no token.
+//! `mur token --session ID [NAME]`: print the bearer token of credential NAME (by default
+//! the first declared, which the launch line names) of a running session's authenticated
+//! door, read from the session's `door-tokens.json` (opened once without following a
+//! symlink, then required to be a regular file of this user, mode 0600). A NAME the session
+//! does not declare is a usage error (exit 2), not a failure to read.
 
 use super::trace::session_dir;
+use crate::cli::ArgError;
 use crate::diag::{code, Diagnostic};
 use crate::fsx::Dir;
 use rustix::fs::{self as rfs, Mode, OFlags};
@@ -18,8 +20,23 @@ fn err(message: String) -> Diagnostic {
     Diagnostic::new(code::IO_READ, "--session", message)
 }
 
+/// Why no token was printed.
+#[derive(Debug)]
+pub enum Refused {
+    /// The command line names what the session does not have: a usage error.
+    Usage(ArgError),
+    /// The session's tokens could not be read.
+    Failed(Diagnostic),
+}
+
+impl From<Diagnostic> for Refused {
+    fn from(d: Diagnostic) -> Refused {
+        Refused::Failed(d)
+    }
+}
+
 /// The token to print, followed by a newline.
-pub fn token(session: &str, name: Option<&str>) -> Result<String, Diagnostic> {
+pub fn token(session: &str, name: Option<&str>) -> Result<String, Refused> {
     let dir_path = session_dir(session)?;
     let dir = Dir::open(&dir_path).map_err(|e| err(format!("no records for session {session}: {e}")))?;
     let shown = dir_path.join(TOKENS_FILE);
@@ -39,7 +56,8 @@ pub fn token(session: &str, name: Option<&str>) -> Result<String, Diagnostic> {
         return Err(err(format!(
             "{} is not a private file of this user (mode 0600): refusing to read tokens from it",
             shown.display()
-        )));
+        ))
+        .into());
     }
     let mut bytes = Vec::new();
     std::fs::File::from(fd)
@@ -53,18 +71,28 @@ pub fn token(session: &str, name: Option<&str>) -> Result<String, Diagnostic> {
         .and_then(Value::as_object)
         .ok_or_else(|| err(format!("{} holds no tokens", shown.display())))?;
     let names = || tokens.keys().cloned().collect::<Vec<_>>().join(", ");
-    let chosen = match name {
+    // The first declared credential (a file written before `default` existed: the only one).
+    let only = (tokens.len() == 1).then(|| tokens.keys().next()).flatten();
+    let default = v
+        .get("default")
+        .and_then(Value::as_str)
+        .or(only.map(String::as_str));
+    let chosen = match name.or(default) {
         Some(n) => tokens.get(n).ok_or_else(|| {
-            err(format!(
-                "session {session} declares no credential '{n}' (it has: {})",
+            Refused::Usage(ArgError::Invalid(format!(
+                "session {session} declares no credential '{n}' (NAME is one of: {})",
                 names()
-            ))
+            )))
         })?,
-        None if tokens.len() == 1 => tokens.values().next().unwrap_or(&Value::Null),
-        None => return Err(err(format!("name one of the session's credentials: {}", names()))),
+        None => {
+            return Err(Refused::Usage(ArgError::Invalid(format!(
+                "name one of the session's credentials: {}",
+                names()
+            ))))
+        }
     };
     chosen
         .as_str()
         .map(|t| format!("{t}\n"))
-        .ok_or_else(|| err(format!("{} is not a tokens file", shown.display())))
+        .ok_or_else(|| err(format!("{} is not a tokens file", shown.display())).into())
 }

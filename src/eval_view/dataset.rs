@@ -7,10 +7,12 @@
 //!
 //! `task_path` (required) and `start` (a directory copied in as the initial workdir) are
 //! relative to the dataset's directory; `check` (a command line or `{command, timeout_secs}`)
-//! runs in the finished workdir and passes on exit 0. A command line is split on whitespace
-//! into a program and its arguments (no shell). Parsed strictly: a path that is absolute or
-//! holds `..`, an unknown key, a duplicate `case_id` or a bad type refuses the dataset with
-//! the line's number.
+//! runs in the finished workdir and passes on exit 0. A command line is split into a program
+//! and its arguments by POSIX shell quoting ([`crate::agent::words`]: blanks, single and
+//! double quotes, backslashes; nothing expanded, no shell run). Parsed strictly: a path that
+//! is absolute or holds `..`, an unknown key, a duplicate `case_id`, a bad type or a command
+//! line that does not split (an unterminated quote) refuses the dataset with the line's
+//! number.
 
 use serde_json::Value;
 
@@ -101,7 +103,8 @@ fn check(v: &Value) -> Result<Check, String> {
     if command.len() > MAX_TEXT {
         return Err("'check.command' is too long".into());
     }
-    let argv: Vec<String> = command.split_whitespace().map(str::to_string).collect();
+    let argv = crate::agent::words::split(command)
+        .map_err(|why| format!("'check.command' does not split into words: {why}"))?;
     if argv.is_empty() {
         return Err("'check.command' is empty".into());
     }
@@ -186,6 +189,36 @@ mod tests {
         );
         assert_eq!(d[1].check.as_ref().unwrap().timeout_secs, 5);
         assert_eq!(d[1].start, None);
+    }
+
+    #[test]
+    fn a_check_keeps_its_quoted_words() {
+        let argv = |command: &str| {
+            let line = serde_json::json!({"case_id": "c", "task_path": "t", "check": command});
+            parse_case(line.to_string().as_bytes()).map(|c| c.check.unwrap().argv)
+        };
+        assert_eq!(
+            argv(r#"grep -q "DONE. The" out/x"#).unwrap(),
+            ["grep", "-q", "DONE. The", "out/x"]
+        );
+        assert_eq!(
+            argv(r#"test -f 'a b'\ c "$HOME""#).unwrap(),
+            ["test", "-f", "a b c", "$HOME"]
+        );
+        assert_eq!(
+            argv(r#"grep -q "DONE out/x"#),
+            Err("'check.command' does not split into words: unterminated double quote".into())
+        );
+        assert_eq!(
+            argv("grep -q 'DONE out/x"),
+            Err("'check.command' does not split into words: unterminated single quote".into())
+        );
+        // A backslash keeps the next character, a backslash among them.
+        assert_eq!(argv(r"grep x\\\\").unwrap(), ["grep", r"x\\"]);
+        assert_eq!(
+            argv(r"grep x\"),
+            Err("'check.command' does not split into words: a trailing backslash escapes nothing".into())
+        );
     }
 
     #[test]

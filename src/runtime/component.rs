@@ -208,6 +208,17 @@ impl TaskRunner for ComponentRunner {
     }
 }
 
+/// What a trap's message adds when the workdir's filesystem is full at the trap: a guest's
+/// libc may have been told only `EIO` (wasi-libc's `write`), so the guest's own words (a
+/// panic, `unreachable`) never name the disk, and the host, which can see it, does.
+fn full_workdir(work: &crate::fsx::Dir) -> String {
+    match work.room() {
+        Ok((0, _)) => " — the workdir's filesystem is full (0 bytes free)".into(),
+        Ok((bytes, 0)) => format!(" — the workdir's filesystem has no inode left ({bytes} bytes free)"),
+        _ => String::new(),
+    }
+}
+
 /// The `a2a_task_received` fields of `task`.
 pub fn received(task: &Taken) -> serde_json::Value {
     json!({
@@ -267,6 +278,7 @@ impl ComponentRunner {
         match outcome {
             Outcome::Returned => Ok((State::Completed, String::new(), true)),
             Outcome::Trapped { kind, message } => {
+                let message = message + &full_workdir(&self.layout_work);
                 self.p
                     .trace
                     .event(

@@ -6,7 +6,7 @@
 use super::door::auth::{Gate, TOKENS_FILE};
 use crate::diag::{code, Diagnostic};
 use crate::fsx::Dir;
-use crate::manifest::model::{Manifest, TaskAcceptance, SPAWNER_CREDENTIAL};
+use crate::manifest::model::{DoorAuth, Manifest, TaskAcceptance, SPAWNER_CREDENTIAL};
 use serde_json::{json, Map, Value};
 use std::sync::Arc;
 
@@ -50,11 +50,14 @@ pub fn settle(
     })
 }
 
-/// `door-tokens.json`: the session, its door and each declared credential's token; created
-/// new (never over something already there), mode 0600, in the 0700 records directory.
+/// `door-tokens.json`: the session, its door, each declared credential's token and the
+/// `default` one `mur token` prints when no name is given (the first declared); created new
+/// (never over something already there), mode 0600, in the 0700 records directory.
 fn write_tokens(records: &Dir, session_id: &str, url: &str, gate: &Gate) -> Result<(), Diagnostic> {
-    let tokens: Map<String, Value> = gate.tokens().into_iter().map(|(n, t)| (n, t.into())).collect();
-    let body = json!({"session_id": session_id, "url": url, "tokens": tokens});
+    let declared = gate.tokens();
+    let default = declared.first().map(|(n, _)| n.clone());
+    let tokens: Map<String, Value> = declared.into_iter().map(|(n, t)| (n, t.into())).collect();
+    let body = json!({"session_id": session_id, "url": url, "tokens": tokens, "default": default});
     let fail = |e: &dyn std::fmt::Display| {
         Diagnostic::new(
             code::IO_READ,
@@ -69,6 +72,19 @@ fn write_tokens(records: &Dir, session_id: &str, url: &str, gate: &Gate) -> Resu
     f.write_all(&bytes)
         .and_then(|_| f.sync_all())
         .map_err(|e| fail(&e))
+}
+
+/// The command that prints a token of this door, as the launch line gives it: with no name,
+/// `mur token` prints the first declared credential's; any other is named after it.
+pub fn token_command(session_id: &str, auth: &DoorAuth) -> String {
+    let mut names = auth.credentials.iter().map(|c| c.name.as_str());
+    let first = names.next().unwrap_or_default();
+    let others: Vec<&str> = names.collect();
+    let mut line = format!("mur token --session {session_id} prints {first}'s token");
+    if !others.is_empty() {
+        line.push_str(&format!("; add NAME for {}", others.join(", ")));
+    }
+    line
 }
 
 /// The session ended: its tokens name a key that is gone; the file goes too.

@@ -371,8 +371,12 @@ fn announce(s: &Opened<'_>, access: &Access) {
         );
     } else {
         let _ = writeln!(out, "murmur: url {hostport}\nsession: {}", s.session_id);
-        if access.gate.is_some() {
-            let _ = writeln!(out, "auth: bearer (mur token --session {})", s.session_id);
+        if let (Some(_), Some(auth)) = (&access.gate, &m.capabilities.door_auth) {
+            let _ = writeln!(
+                out,
+                "auth: bearer ({})",
+                door_access::token_command(&s.session_id, auth)
+            );
         }
         if s.verbose {
             let _ = writeln!(

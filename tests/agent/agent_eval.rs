@@ -1,8 +1,8 @@
 //! The evaluation hook (`artifacts/murmur-hook-eval`) through the real `mur run` against the
 //! mock provider: granted `records: own`, it scores the session with the scorers its entry's
 //! `config` names and writes `eval.jsonl` in `hooks/murmur-hook-eval/` of the session's
-//! records, which `mur eval show --session` then finds; without the grant it writes nothing
-//! and its log says why; `records: own` on anything but a hook is refused.
+//! records, which `mur eval show --session` then finds; without the grant it writes nothing,
+//! its log says why and the launch warns W-RUN-005; `records: own` on anything but a hook is refused.
 
 use crate::common;
 
@@ -35,6 +35,7 @@ fn the_eval_hook_scores_the_session_into_its_own_records_directory() {
     );
     let (w, run) = eval_run("eval-hook", &entry);
     run.assert_ok();
+    assert!(!run.stderr().contains("W-RUN-005"), "{}", run.both());
     let sid = run.sid();
     let dir = w.records(&sid).join("hooks/murmur-hook-eval");
     let text = std::fs::read_to_string(dir.join("eval.jsonl")).unwrap_or_else(|e| {
@@ -109,6 +110,14 @@ fn without_a_records_grant_the_eval_hook_writes_nothing_and_says_why() {
     let entry = format!("{{name: murmur-hook-eval, version: 1.0.0, runtime: hook, config: {CONFIG}}}");
     let (w, run) = eval_run("eval-hook-nogrant", &entry);
     run.assert_ok();
+    // The launch says so, not only the hook's log.
+    assert!(
+        run.stderr().contains(
+            "warning[W-RUN-005]: hook murmur-hook-eval is declared without a records directory: it writes its scores (eval.jsonl) there, so this session will not be scored\n  hint: add `records: own` to its entry (artifacts[murmur-hook-eval])"
+        ),
+        "{}",
+        run.both()
+    );
     let sid = run.sid();
     assert!(!w.records(&sid).join("hooks").exists());
     let log = log_text(&w, &sid, "hook-murmur-hook-eval.log");

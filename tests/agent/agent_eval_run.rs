@@ -2,8 +2,10 @@
 //! cases (a `start` directory copied in, a check that passes, one that fails, one that runs
 //! past its deadline) over a capsule and a variant, `--repeat 2 --jobs 2`: each run's
 //! verdict and reason in the JSON, the table's figures, the JUnit file read back by Python's
-//! XML parser, the tokens from the traces; a dataset whose paths climb out is refused before
-//! anything runs.
+//! XML parser and held to the attributes Jenkins' JUnit schema requires, the tokens from the
+//! traces; relative paths from another directory, quoted checks, and an interrupt (its run
+//! not counted); a dataset whose paths climb out, a check that does not split or a capsule
+//! that cannot load is refused before anything runs.
 
 use crate::common;
 
@@ -172,24 +174,49 @@ fn a_dataset_runs_every_case_contained_with_variants_repeats_and_junit() {
         assert!(w.t.path().join("records").join(sid).join("trace.jsonl").is_file());
     }
 
-    // The JUnit file, read by a real XML parser.
-    let script = "import sys, xml.etree.ElementTree as E\n\
-                  r = E.parse(sys.argv[1]).getroot()\n\
-                  for s in r.findall('testsuite'):\n\
-                  \x20   fails = [c.get('name') for c in s.findall('testcase') if c.find('failure') is not None]\n\
-                  \x20   print(s.get('name'), s.get('tests'), s.get('failures'), len(s.findall('testcase')), ','.join(sorted(fails)))\n";
-    let parsed = Command::new("python3")
+    assert_eq!(
+        junit_suites(&junit),
+        "variant 1 10 6 0 0 crashing#1,crashing#2,missing#1,missing#2,slow#1,slow#2\nvariant 2 10 6 0 0 crashing#1,crashing#2,missing#1,missing#2,slow#1,slow#2\n",
+    );
+}
+
+/// The JUnit file read by Python's XML parser and held to the attributes Jenkins' JUnit
+/// schema (xunit-plugin's junit-10.xsd) requires: `name`, `tests`, `failures` and `errors`
+/// on every `<testsuite>` (whole numbers, agreeing with its test cases, as `skipped` must
+/// too), `name` on every `<testcase>`, times as decimals. Each suite as `name tests failures
+/// errors skipped failed-cases`, a line each.
+fn junit_suites(path: &Path) -> String {
+    let script = r#"
+import re, sys, xml.etree.ElementTree as E
+root = E.parse(sys.argv[1]).getroot()
+assert root.tag == 'testsuites', root.tag
+for s in root.findall('testsuite'):
+    for a in ('name', 'tests', 'failures', 'errors'):
+        assert s.get(a) is not None, 'testsuite %s lacks %s' % (s.get('name'), a)
+    cases = s.findall('testcase')
+    assert all(c.get('name') for c in cases), 'a testcase lacks its name'
+    assert all(re.fullmatch(r'[0-9]*(\.[0-9]*)?', c.get('time', '0')) for c in cases)
+    having = lambda tag: [c.get('name') for c in cases if c.find(tag) is not None]
+    assert int(s.get('tests')) == len(cases), s.attrib
+    assert int(s.get('failures')) == len(having('failure')), s.attrib
+    assert int(s.get('errors')) == len(having('error')), s.attrib
+    assert int(s.get('skipped', '0')) == len(having('skipped')), s.attrib
+    print(s.get('name'), s.get('tests'), s.get('failures'), s.get('errors'), s.get('skipped'),
+          ','.join(sorted(having('failure'))))
+"#;
+    let out = Command::new("python3")
         .arg("-c")
         .arg(script)
-        .arg(&junit)
+        .arg(path)
         .output()
         .unwrap();
-    assert_eq!(
-        String::from_utf8_lossy(&parsed.stdout),
-        "variant 1 10 6 10 crashing#1,crashing#2,missing#1,missing#2,slow#1,slow#2\nvariant 2 10 6 10 crashing#1,crashing#2,missing#1,missing#2,slow#1,slow#2\n",
-        "{}",
-        String::from_utf8_lossy(&parsed.stderr)
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success(),
+        "{stderr}\n{}",
+        std::fs::read_to_string(path).unwrap()
     );
+    String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
 #[test]
@@ -243,6 +270,166 @@ fn a_dataset_whose_paths_climb_out_is_refused_before_anything_runs() {
     }
 }
 
+/// The README's form from another directory: every path relative to the caller's (the
+/// manifest, the variant, the registry, the dataset, the JUnit file, the records and eval
+/// roots), and every run passes; a variant that cannot load fails the evaluation once,
+/// naming its file, before any session starts.
+#[test]
+fn relative_paths_from_another_directory_and_a_bad_variant_checked_up_front() {
+    let w = World::new("eval-run-relative");
+    let p = Provider::start_responder(responder);
+    capsules(&w, &p);
+    let data = w.t.path().join("data");
+    write(&data.join("t.md"), "do the task\n");
+    write(
+        &data.join("cases.jsonl"),
+        concat!(
+            r#"{"case_id":"answered","task_path":"t.md","check":"test -s out/result.txt"}"#,
+            "\n"
+        ),
+    );
+    let from = w.t.path().join("elsewhere");
+    std::fs::create_dir_all(&from).unwrap();
+    let eval_run_here = |variant: &str| {
+        Command::new(MUR)
+            .current_dir(&from)
+            .args(["eval", "run", "../capsule/murmur.yaml", "--variant", variant])
+            .args([
+                "--registry-path",
+                "../registry",
+                "--dataset",
+                "../data/cases.jsonl",
+            ])
+            .args(["--junit", "junit.xml", "--json"])
+            .env("MURMUR_RECORDS_DIR", "../records")
+            .env("MURMUR_EVAL_DIR", "../eval")
+            .env("MURMUR_CACHE_DIR", w.t.path().join("cache"))
+            .env(KEY_VAR, KEY)
+            .output()
+            .unwrap()
+    };
+    let out = eval_run_here("../variant/murmur.yaml");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {stderr}"));
+    for var in v["variants"].as_array().unwrap() {
+        assert_eq!(
+            (var["runs"].as_u64(), var["passes"].as_u64()),
+            (Some(1), Some(1)),
+            "{var}"
+        );
+    }
+    assert!(from.join("junit.xml").is_file());
+    assert!(w.t.path().join("records").is_dir());
+
+    // A variant that is not there, then one whose `${NAME}` is unset: refused once, named.
+    write(
+        &w.t.path().join("unset/murmur.yaml"),
+        &std::fs::read_to_string(w.t.path().join("variant/murmur.yaml"))
+            .unwrap()
+            .replace(KEY_VAR, "MURMUR_TEST_UNSET_KEY"),
+    );
+    std::fs::remove_dir_all(w.t.path().join("records")).unwrap();
+    for (variant, why) in [
+        ("../nothing/murmur.yaml", "error[E-IO-001]: manifest not found: "),
+        ("../unset/murmur.yaml", "error[E-MAN-003]: "),
+    ] {
+        let out = eval_run_here(variant);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{stderr}");
+        assert!(stderr.starts_with(why), "{why}: {stderr}");
+        let first = stderr.lines().next().unwrap();
+        let file = variant.trim_start_matches("..");
+        assert!(first.contains(file), "the file is not named: {stderr}");
+        assert_eq!(stderr.matches("error[").count(), 1, "{stderr}");
+        assert!(!w.t.path().join("records").exists(), "a session ran: {stderr}");
+    }
+}
+
+/// A `check` is split by POSIX shell quoting: `grep -q "answer from mock-1" out/result.txt`
+/// gives grep the pattern `answer from mock-1` (split on whitespace it would look for
+/// `"answer`), likewise single quotes and a backslash; a check with an unterminated quote
+/// refuses the dataset, naming the line, before anything runs.
+#[test]
+fn a_quoted_check_keeps_its_words_and_an_unterminated_quote_is_refused() {
+    let w = World::new("eval-run-quoted");
+    let p = Provider::start_responder(responder);
+    let mut spec = Spec::new(Drv::OpenAi, &p);
+    spec.shell = vec!["grep".into()];
+    spec.max_turns = 2;
+    w.manifest(&spec);
+    let manifest = w.dir.join("murmur.yaml").display().to_string();
+    let registry = w.reg.display().to_string();
+    let data = w.t.path().join("data");
+    write(&data.join("t.md"), "do the task\n");
+    write(
+        &data.join("cases.jsonl"),
+        concat!(
+            r#"{"case_id":"double","task_path":"t.md","check":"grep -q \"answer from mock-1\" out/result.txt"}"#,
+            "\n",
+            r#"{"case_id":"single","task_path":"t.md","check":"grep -q 'answer from' out/result.txt"}"#,
+            "\n",
+            r#"{"case_id":"backslash","task_path":"t.md","check":"grep -q answer\\ from out/result.txt"}"#,
+            "\n",
+            r#"{"case_id":"wrong","task_path":"t.md","check":"grep -q \"answer from mock-2\" out/result.txt"}"#,
+            "\n"
+        ),
+    );
+    let dataset = data.join("cases.jsonl").display().to_string();
+    let out = eval_run(
+        &w,
+        &[
+            &manifest,
+            "--registry-path",
+            &registry,
+            "--dataset",
+            &dataset,
+            "--json",
+        ],
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {stderr}"));
+    let cases = v["variants"][0]["cases"].as_array().unwrap();
+    let pass: Vec<(&str, bool)> = cases
+        .iter()
+        .map(|c| (c["case_id"].as_str().unwrap(), c["runs"][0]["pass"] == true))
+        .collect();
+    assert_eq!(
+        pass,
+        [
+            ("double", true),
+            ("single", true),
+            ("backslash", true),
+            ("wrong", false)
+        ],
+        "{v}\n{stderr}"
+    );
+
+    write(
+        &data.join("cases.jsonl"),
+        concat!(
+            r#"{"case_id":"fine","task_path":"t.md","check":"grep -q x out/result.txt"}"#,
+            "\n",
+            r#"{"case_id":"open","task_path":"t.md","check":"grep -q \"DONE. The out/result.txt"}"#,
+            "\n"
+        ),
+    );
+    let out = eval_run(
+        &w,
+        &[&manifest, "--registry-path", &registry, "--dataset", &dataset],
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.starts_with("error[E-IO-003]: ")
+            && stderr.contains(
+                "cases.jsonl line 2: 'check.command' does not split into words: unterminated double quote"
+            ),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("] variant"), "a case ran: {stderr}");
+}
+
 #[test]
 fn an_interrupted_run_ends_its_cases_and_prints_what_finished() {
     let w = World::new("eval-run-sigint");
@@ -261,6 +448,7 @@ fn an_interrupted_run_ends_its_cases_and_prints_what_finished() {
     );
     let dataset = data.join("cases.jsonl").display().to_string();
     let registry = w.reg.display().to_string();
+    let junit = w.t.path().join("junit.xml");
     let child = Command::new(MUR)
         .args([
             "eval",
@@ -272,6 +460,8 @@ fn an_interrupted_run_ends_its_cases_and_prints_what_finished() {
             &dataset,
             "--jobs",
             "1",
+            "--junit",
+            junit.to_str().unwrap(),
         ])
         .env("MURMUR_RECORDS_DIR", w.t.path().join("records"))
         .env("MURMUR_EVAL_DIR", w.t.path().join("eval"))
@@ -305,7 +495,7 @@ fn an_interrupted_run_ends_its_cases_and_prints_what_finished() {
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert_eq!(out.status.code(), Some(1), "{stdout}");
     assert!(
-        stdout.starts_with("interrupted: the table holds the runs that finished\n"),
+        stdout.starts_with("interrupted: the table holds the runs that finished"),
         "{stdout}"
     );
     let row = |case: &str| {
@@ -314,13 +504,21 @@ fn an_interrupted_run_ends_its_cases_and_prints_what_finished() {
             .find(|l| l.split_whitespace().next() == Some(case))
             .map(|l| l.split_whitespace().collect::<Vec<_>>())
     };
+    // The run the interrupt ended is reported as such and counted nowhere: not a failure.
     assert_eq!(row("quick"), Some(vec!["quick", "1/1"]), "{stdout}");
-    assert_eq!(row("long"), Some(vec!["long", "0/1"]), "{stdout}");
+    assert_eq!(row("long"), Some(vec!["long", "0/0"]), "{stdout}");
+    assert!(
+        stdout.contains("pass rate 100.0% (1 of 1 runs; 1 interrupted, not counted)"),
+        "{stdout}"
+    );
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
-        stderr.contains("case long run 1: FAIL") && stderr.contains("interrupted"),
+        stderr.contains("case long run 1: interrupted (") && !stderr.contains("FAIL"),
         "{stderr}"
     );
+    assert_eq!(junit_suites(&junit), "variant 1 2 0 0 1 \n");
+    let xml = std::fs::read_to_string(&junit).unwrap();
+    assert!(xml.contains("<skipped message=\"interrupted: "), "{xml}");
     std::thread::sleep(std::time::Duration::from_millis(500));
     assert!(!sleeping(), "the interrupted check outlived the run");
 }

@@ -331,6 +331,55 @@ fn a_connection_closed_mid_body_is_retried() {
     assert_eq!(events(&all, "inference")[0]["decision"], json!("end_turn"));
 }
 
+/// A provider whose name does not resolve is named so ("cannot resolve HOST"), not shown as
+/// a dump of the error code the driver was handed. The session runs in a network namespace
+/// of its own holding only `lo`, so the lookup fails on this host and no query leaves it.
+#[test]
+fn an_endpoint_that_does_not_resolve_is_named() {
+    let own_netns = std::process::Command::new("unshare")
+        .args(["--net", "true"])
+        .status()
+        .is_ok_and(|s| s.success());
+    if !own_netns {
+        eprintln!("skipped: unshare --net is not available here");
+        return;
+    }
+    let w = World::new("agent-unresolvable");
+    let p = Provider::start(Vec::new());
+    let spec = Spec::new(Drv::OpenAi, &p);
+    let host = "api.unresolvable.invalid";
+    let yaml = spec
+        .yaml()
+        .replace(&spec.endpoint, &format!("https://{host}/v1"))
+        .replace(&spec.origin(), &format!("https://{host}"));
+    w.manifest_text(&yaml);
+    let out = std::process::Command::new("unshare")
+        .args(["--net", "sh", "-c", "ip link set lo up && exec \"$0\" \"$@\""])
+        .arg(env!("CARGO_BIN_EXE_mur"))
+        .args(["run", "--manifest", &common::capsule::manifest_arg(&w.dir)])
+        .arg("--registry-path")
+        .arg(&w.reg)
+        .args(["--task", "hello"])
+        .env("MURMUR_CACHE_DIR", w.t.path().join("cache"))
+        .env("MURMUR_RECORDS_DIR", w.t.path().join("records"))
+        .env("MURMUR_SPEND_DIR", w.t.path().join("spend"))
+        .env(common::agent::KEY_VAR, common::agent::KEY)
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains(&format!("driver murmur-driver-openai: cannot resolve {host}: ")),
+        "{stderr}"
+    );
+    assert!(
+        !stderr.contains("ErrorCode") && !stderr.contains("DnsErrorPayload"),
+        "{stderr}"
+    );
+    assert!(p.requests().is_empty());
+}
+
 #[test]
 fn an_answer_cut_at_max_tokens_ends_the_task_with_its_text() {
     let (w, p, run) = session(Drv::Anthropic, vec![Step::MaxTokens("partial answ".into())], None);

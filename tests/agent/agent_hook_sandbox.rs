@@ -18,8 +18,10 @@ use serde_json::json;
 /// A host variable the capsule passes on (its `env.allow`) and that no hook is granted.
 const HOST_VAR: &str = "HOOK_HOST_SETTING";
 const HOST_VALUE: &str = "visible-to-the-shell";
-/// The identity variables every hook gets, sorted.
-const IDENTITY: &str = "MURMUR_CAPSULE_NAME,MURMUR_CAPSULE_URL,MURMUR_CAPSULE_VERSION,MURMUR_SESSION_ID";
+/// The identity variables every hook gets, and the provider a shipped driver speaks
+/// (`MURMUR_INFERENCE_PROVIDER`), sorted.
+const IDENTITY: &str =
+    "MURMUR_CAPSULE_NAME,MURMUR_CAPSULE_URL,MURMUR_CAPSULE_VERSION,MURMUR_INFERENCE_PROVIDER,MURMUR_SESSION_ID";
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Mode {

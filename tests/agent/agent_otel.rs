@@ -3,7 +3,8 @@
 //! every body parses strictly with the official protobuf definitions (tests/sdk/otlp_check.py,
 //! opentelemetry-proto), one request per task end and one at session end, the span tree
 //! (session ← task ← turns and calls) in the caller's trace under its `traceparent`, a later
-//! caller's task linked, attributes and statuses. A collector that is down, one that never
+//! caller's task linked, attributes and statuses (a shell call that exits non-zero is
+//! `ERROR`; each turn names its provider; a failed model call claims no tokens). A collector that is down, one that never
 //! answers, a missing records grant and a missing network grant each cost the session nothing
 //! but a line in the hook's log.
 
@@ -234,12 +235,16 @@ fn the_otel_hook_exports_each_task_and_the_session_as_a_span_tree_the_protobuf_d
         usage(&task1[4]),
         (Some(20), Some(5), Some(MODEL.into()), Some("end_turn".into()))
     );
+    for turn in [&task1[1], &task1[4]] {
+        assert_eq!(turn["attributes"]["gen_ai.provider.name"], "openai", "{turn}");
+    }
     let shell = &task1[2];
     assert_eq!(shell["attributes"]["process.exit.code"], 3);
     assert_eq!(shell["attributes"]["murmur.call.outcome"], "ok");
     assert_eq!(
-        shell["status"]["code"], "STATUS_CODE_UNSET",
-        "a non-zero exit is data"
+        (&shell["status"]["code"], &shell["status"]["message"]),
+        (&json!("STATUS_CODE_ERROR"), &json!("bash exited with 3")),
+        "a non-zero exit is data to the model, and a failed command to a trace"
     );
     let tool = &task1[3];
     assert_eq!(tool["attributes"]["gen_ai.tool.name"], "no-such-tool");
@@ -267,6 +272,43 @@ fn the_otel_hook_exports_each_task_and_the_session_as_a_span_tree_the_protobuf_d
                 .join("hooks/murmur-hook-otel/session.json")
                 .exists(),
         "the hook's working files stay behind"
+    );
+}
+
+/// A model call that fails (the provider refuses the key) is an ERROR span naming its
+/// provider (the Anthropic driver's `anthropic`) that claims no tokens: none were counted.
+#[test]
+fn a_failed_model_call_names_its_provider_and_claims_no_tokens() {
+    let collector = Provider::start_sink();
+    let origin = format!("http://127.0.0.1:{}", collector.port());
+    let p = Provider::start(vec![Step::status(401, "bad key")]);
+    let w = World::new("otel-failed-call");
+    publish_zip(&w.reg, &hook_example("murmur-hook-otel"));
+    let mut spec = Spec::new(Drv::Anthropic, &p);
+    spec.network = vec![origin.clone()];
+    spec.artifacts = vec![entry(&origin, true, true, "")];
+    w.manifest(&spec);
+    let run = w.run("do it", &[]);
+    assert_ne!(run.code(), Some(0), "{}", run.both());
+    let sid = run.sid();
+    let bodies = collector.requests();
+    assert_eq!(
+        bodies.len(),
+        2,
+        "the task's end and the session's; hook log: {}",
+        log_text(&w, &sid, "hook-murmur-hook-otel.log")
+    );
+    let task = spans_of(&parsed(&w, &bodies)[0], &sid);
+    let names: Vec<&str> = task.iter().map(|s| s["name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["mur.task", &format!("chat {MODEL}")]);
+    let turn = &task[1];
+    assert_eq!(turn["status"]["code"], "STATUS_CODE_ERROR", "{turn}");
+    let a = turn["attributes"].as_object().unwrap();
+    assert_eq!(a["gen_ai.provider.name"], "anthropic", "{turn}");
+    assert_eq!(a["murmur.decision"], "error", "{turn}");
+    assert!(
+        !a.keys().any(|k| k.starts_with("gen_ai.usage.")),
+        "no tokens were counted, none claimed: {turn}"
     );
 }
 

@@ -32,6 +32,76 @@ fn versions() {
     );
 }
 
+/// The commit this checkout is at, when git can say.
+fn head_commit() -> Option<String> {
+    let out = Command::new("git")
+        .args(["rev-parse", "HEAD"])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .ok()?;
+    out.status
+        .success()
+        .then(|| String::from_utf8_lossy(&out.stdout).trim().to_string())
+}
+
+/// `mur version`: the `--version` line, then what a bug report needs; `--json` the same as
+/// one object.
+#[test]
+fn mur_version_gives_the_build_facts_for_a_bug_report() {
+    let version = env!("CARGO_PKG_VERSION");
+    let (code, out, err) = run(MUR, &["version"]);
+    assert_eq!((code, err.as_str()), (0, ""), "{out}");
+    let mut lines = out.lines();
+    assert_eq!(lines.next(), Some(format!("mur {version}").as_str()), "{out}");
+    let field = |k: &str| {
+        out.lines()
+            .find_map(|l| l.strip_prefix(&format!("{k}:")))
+            .map(|v| v.trim().to_string())
+            .unwrap_or_else(|| panic!("no {k}: {out}"))
+    };
+    let commit = field("commit");
+    assert!(
+        commit == "unknown" || (commit.len() == 40 && commit.bytes().all(|b| b.is_ascii_hexdigit())),
+        "{out}"
+    );
+    if let Some(head) = head_commit() {
+        assert_eq!(commit, head, "the commit the binary was built at");
+    }
+    assert!(field("target").contains("linux"), "{out}");
+    assert!(field("rustc").starts_with("rustc "), "{out}");
+    assert_eq!(field("features"), "runtime tls");
+    assert!(field("wit").contains("murmur:capsule@0.1.0"), "{out}");
+    assert!(field("wit").contains("murmur:hook@0.2.0"), "{out}");
+    assert_eq!(field("a2a"), "0.3 1.0");
+
+    let (code, out, err) = run(MUR, &["version", "--json"]);
+    assert_eq!((code, err.as_str()), (0, ""), "{out}");
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["version"], version);
+    assert_eq!(v["commit"], commit.as_str());
+    assert_eq!(v["features"], serde_json::json!(["runtime", "tls"]));
+    assert_eq!(v["a2a"], serde_json::json!(["0.3", "1.0"]));
+    let wit: Vec<&str> = v["wit"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|w| w.as_str())
+        .collect();
+    assert_eq!(
+        wit,
+        [
+            "murmur:capsule@0.1.0",
+            "murmur:tool@0.1.0",
+            "murmur:tool-registry@0.1.0",
+            "murmur:hook@0.2.0",
+            "murmur:hook@0.1.0"
+        ]
+    );
+    // Anything else after it is a usage error.
+    let (code, _, err) = run(MUR, &["version", "extra"]);
+    assert_eq!(code, 2, "{err}");
+}
+
 #[test]
 fn mur_help_lists_the_subcommands() {
     let (code, out, _) = run(MUR, &["--help"]);
@@ -47,10 +117,26 @@ fn mur_help_lists_the_subcommands() {
     }
 }
 
+/// `mur` alone is a usage error (a script that lost its command fails): the usage on
+/// stderr, nothing on stdout, exit 2; `mur --help` and `mur help` still print it on stdout.
+#[test]
+fn mur_without_a_command_prints_its_usage_to_stderr_and_exits_2() {
+    let (code, out, err) = run(MUR, &[]);
+    assert_eq!((code, out.as_str()), (2, ""), "{err}");
+    assert!(err.contains("usage: mur <command>"), "{err}");
+    let (_, help, _) = run(MUR, &["--help"]);
+    assert_eq!(err, help);
+    for asked in [&["--help"][..], &["help"]] {
+        let (code, out, err) = run(MUR, asked);
+        assert_eq!((code, err.as_str()), (0, ""), "{asked:?}");
+        assert!(out.contains("usage: mur <command>"), "{asked:?}: {out}");
+    }
+}
+
 #[test]
 fn every_command_answers_help_with_usage_flags_and_an_example() {
     let commands = [
-        "build", "publish", "inspect", "run", "exec", "doctor", "trace", "records", "help", "version",
+        "build", "publish", "inspect", "run", "exec", "doctor", "trace", "records", "help", "version", "new",
     ];
     for command in commands {
         for flag in ["--help", "-h"] {
@@ -97,6 +183,12 @@ fn every_command_answers_help_with_usage_flags_and_an_example() {
             "{out}"
         );
         assert!(out.contains("\nexample:\n  mur-roost --port 7700"), "{out}");
+        // The roost spec's meaning: the top-level path, not what may be spawned.
+        assert!(
+            out.contains("--spawn-allow NAME     a capsule that may register without an approval, as a top-level session"),
+            "{out}"
+        );
+        assert!(!out.contains("may be spawned"), "{out}");
     }
     let (code, _, err) = run(MUR, &["help", "nonsense"]);
     assert_eq!(code, 2, "{err}");

@@ -9,6 +9,7 @@ mod cli;
 mod eval;
 mod lock;
 mod manifest_table;
+mod new;
 mod oci;
 mod records_full;
 mod records_prune;

@@ -124,6 +124,9 @@ fn cases() -> Vec<(&'static str, String, Expect)> {
             let f = l.manifest.exports.files.as_ref().unwrap();
             assert_eq!((f.root.as_str(), f.max_bytes), ("out", 2_097_152));
         })),
+        ("operator export with a size in MiB", with_head("exports:\n  files: {root: out/, mode: read-only, max_bytes: 1MiB}\n"), Ok(|l| {
+            assert_eq!(l.manifest.exports.files.as_ref().unwrap().max_bytes, 1_048_576);
+        })),
         ("peer export defaults", with_head("exports:\n  peer_files: {root: out}\n"), Ok(|l| {
             let p = l.manifest.exports.peer_files.as_ref().unwrap();
             assert_eq!((p.max_ttl_secs, p.max_bytes), (3600, 10_485_760));
@@ -337,6 +340,40 @@ fn mur_build_reports_the_same_codes() {
         err,
         "warning[W-SEC-019]: murmur.yaml: unknown key 'lifecycel' is ignored\n  hint: the nearest known key is 'lifecycle'\n"
     );
+}
+
+/// `exports.files.max_bytes` through `mur build`: the binary units in both spellings are
+/// taken (`1MiB` as `1Mi`), and a form that is not one names every form that is.
+#[test]
+fn export_sizes_take_binary_units_and_a_refusal_names_the_forms() {
+    let build = |size: &str| {
+        let dir = common::TempDir::new("build-size");
+        let yaml = format!("name: cap\nversion: 0.1.0\nexports:\n  files: {{root: out, mode: read-only, max_bytes: {size}}}\n");
+        std::fs::write(dir.path().join("murmur.yaml"), yaml).unwrap();
+        std::fs::write(dir.path().join("capsule.wasm"), b"\0asm\x01\0\0\0").unwrap();
+        let out = Command::new(MUR)
+            .arg("build")
+            .arg(dir.path())
+            .arg("-o")
+            .arg(dir.path().join("x.mur.zip"))
+            .output()
+            .unwrap();
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    for size in ["1048576", "1Mi", "1MiB", "1024KiB", "1GiB"] {
+        assert_eq!(build(size), (Some(0), String::new()), "{size}");
+    }
+    for size in ["1MB", "1 M", "1.5Mi"] {
+        let (code, err) = build(size);
+        assert_eq!(code, Some(1), "{size}: {err}");
+        assert_eq!(
+            err,
+            format!("error[E-MAN-003]: murmur.yaml: invalid exports config for 'exports.files.max_bytes': '{size}' is not a size: a size in bytes is a whole number (10485760) or one with a binary unit: Ki, Mi or Gi (10Mi), also written KiB, MiB or GiB (10MiB)\n"),
+        );
+    }
 }
 
 #[test]

@@ -365,6 +365,65 @@ fn build_refuses_bad_requires_files_and_payloads() {
     assert_eq!(code, 2, "{err}");
 }
 
+/// `mur build` names every file of the capsule directory it leaves out of the archive
+/// (W-BLD-002), never what is not a capsule's (hidden entries, sessions' `workdir/`, locks,
+/// archives); listed in `requires_files`, a file is packed and the warning goes.
+#[test]
+fn build_names_the_files_it_leaves_out() {
+    let tmp = TempDir::new("build-left-out");
+    let dir = tmp.path().join("cap");
+    let write = |rel: &str| {
+        let p = dir.join(rel);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, b"x\n").unwrap();
+    };
+    for rel in [
+        "check.sh",
+        "data/x.json",
+        "data/deep/y.json",
+        ".env",
+        ".git/HEAD",
+        "workdir/ses_0/out/result.txt",
+        "murmur.lock",
+        "cap-0.1.0.mur.zip",
+    ] {
+        write(rel);
+    }
+    std::fs::write(dir.join("capsule.wasm"), b"\0asm\x01\0\0\0").unwrap();
+    let yaml = |requires: &str| format!("name: cap\nversion: 0.1.0\nrequires_files: [{requires}]\n");
+    std::fs::write(dir.join("murmur.yaml"), yaml("data/x.json")).unwrap();
+    let out = tmp.path().join("o.mur.zip");
+    let (code, json, err) = mur(&["build", s(&dir), "-o", s(&out), "--json"]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(
+        err,
+        "warning[W-BLD-002]: 2 files of the capsule directory left out of the archive: check.sh, data/deep/y.json\n  hint: an archive holds murmur.yaml, the root .wasm payload and what requires_files lists: list there what the capsule needs when it runs\n"
+    );
+    let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+    assert_eq!(v["left_out"], serde_json::json!(["check.sh", "data/deep/y.json"]));
+
+    std::fs::write(
+        dir.join("murmur.yaml"),
+        yaml("data/x.json, data/deep/y.json, check.sh"),
+    )
+    .unwrap();
+    let (code, json, err) = mur(&["build", s(&dir), "-o", s(&out), "--json"]);
+    assert_eq!((code, err.as_str()), (0, ""));
+    let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+    assert_eq!(
+        v["entries"],
+        serde_json::json!([
+            "murmur.yaml",
+            "data/x.json",
+            "data/deep/y.json",
+            "check.sh",
+            "capsule.wasm",
+            "murmur-build.json"
+        ])
+    );
+    assert_eq!(v["left_out"], serde_json::json!([]));
+}
+
 /// `mur publish` names a delegation that could never work, both ways round: a capsule whose
 /// `spawn.allow` names a script in the registry, and a script that a registered capsule's
 /// `spawn.allow` names (W-BLD-001); `mur build` says so against the default registry.

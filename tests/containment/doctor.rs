@@ -177,6 +177,19 @@ fn a_refused_network_namespace_is_named_with_eperm() {
     assert!(text.contains("fix: "), "{text}");
 }
 
+/// A mechanism whose failure is an `io::Error` (the pids cgroup's parent, here one that is
+/// not there) carries the errno its text shows (`os error 2`) into the JSON.
+#[test]
+fn an_os_error_in_the_text_is_the_errno_in_the_json() {
+    let parent = "/nonexistent-murmur-cgroup-parent/x";
+    let (out, v) = doctor(json_cmd().env("MURMUR_CGROUP_PARENT", parent));
+    assert!(out.status.success());
+    let m = mechanism(&v, "pids_cgroup");
+    assert_eq!(m["ok"], false, "{m}");
+    assert!(m["error"].as_str().unwrap().ends_with("(os error 2)"), "{m}");
+    assert_eq!(m["errno"], 2, "{m}");
+}
+
 #[test]
 fn an_unmapped_user_namespace_takes_namespaces_and_the_cgroup_away() {
     let ok = Command::new("unshare")

@@ -129,15 +129,26 @@ fn tokens_come_only_from_the_records_file_and_mur_token() {
         (Some(0), tokens["reader"].as_str().unwrap()),
         "{err}"
     );
+    // Without a name: the first declared credential's, as the 401 body's command says.
+    assert_eq!(v["default"], "ops");
     let (code, out, err) = mur_token(&t, &d, None);
-    assert_eq!((code, out.as_str()), (Some(1), ""));
-    assert!(
-        err.contains("name one of the session's credentials: ops, reader, sender"),
+    assert_eq!(
+        (code, out.trim()),
+        (Some(0), tokens["ops"].as_str().unwrap()),
         "{err}"
     );
-    let (code, _, err) = mur_token(&t, &d, Some("nobody"));
-    assert_eq!(code, Some(1));
-    assert!(err.contains("declares no credential 'nobody'"), "{err}");
+    let unauthenticated: Value =
+        serde_json::from_str(body_of(&post(&d, "ListTasks", json!({}), None))).unwrap();
+    let said = unauthenticated["message"].as_str().unwrap();
+    assert!(said.contains("`mur token --session <id>`"), "{said}");
+    // A name the session does not declare is a usage error: exit 2, no I/O code.
+    let (code, out, err) = mur_token(&t, &d, Some("nobody"));
+    assert_eq!((code, out.as_str()), (Some(2), ""), "{err}");
+    assert!(
+        err.starts_with("mur: session ") && err.contains("declares no credential 'nobody'"),
+        "{err}"
+    );
+    assert!(!err.contains("error["), "{err}");
 
     // A token is in no record, no environment and no argument of the session.
     let reader = tokens["reader"].as_str().unwrap().to_string();
@@ -382,6 +393,66 @@ fn the_public_card_names_the_scheme_and_the_extended_card_the_grants() {
     assert_eq!(old["result"]["capabilities"]["tools"], json!([]), "{old}");
     assert_eq!(old["result"]["url"], merged["url"]);
     assert_eq!(d.term().code(), Some(0));
+}
+
+/// The launch line of a person's `mur run` names the command that prints a token, and that
+/// command, run as printed, prints one the door takes.
+#[test]
+fn the_launch_line_gives_the_token_command_that_works() {
+    let t = TempDir::new("auth-launch-line");
+    let life = lifecycle(&["task_acceptance: queue", "after_task: sleep"]);
+    let dir = capsule(&t, SLOW, &format!("{life}{AUTH}"));
+    let mut cmd = Command::new(MUR);
+    cmd.args(["run", "--manifest", &manifest_arg(&dir)])
+        .env("MURMUR_CACHE_DIR", t.path().join("cache"))
+        .env("MURMUR_RECORDS_DIR", t.path().join("records"))
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null());
+    let mut run = common::Running::spawn(cmd);
+    let url = run.line();
+    let port: u16 = url
+        .strip_prefix("murmur: url localhost:")
+        .and_then(|p| p.parse().ok())
+        .unwrap_or_else(|| panic!("{url}"));
+    let session = run.line();
+    let sid = session
+        .strip_prefix("session: ")
+        .unwrap_or_else(|| panic!("{session}"));
+    let auth = run.line();
+    assert_eq!(
+        auth,
+        format!("auth: bearer (mur token --session {sid} prints ops's token; add NAME for reader, sender)")
+    );
+    let printed = auth
+        .strip_prefix("auth: bearer (")
+        .and_then(|a| a.split_once(" prints "))
+        .map(|(c, _)| c.split_whitespace().collect::<Vec<_>>())
+        .unwrap();
+    assert_eq!(printed[0], "mur");
+    let out = Command::new(MUR)
+        .args(&printed[1..])
+        .env("MURMUR_RECORDS_DIR", t.path().join("records"))
+        .output()
+        .unwrap();
+    let token = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let body = r#"{"jsonrpc":"2.0","id":1,"method":"ListTasks","params":{}}"#;
+    let answer = common::exchange(
+        std::net::SocketAddr::from(([127, 0, 0, 1], port)),
+        format!(
+            "POST / HTTP/1.1\r\nhost: 127.0.0.1:{port}\r\nA2A-Version: 1.0\r\ncontent-type: application/json\r\nauthorization: Bearer {token}\r\ncontent-length: {}\r\n\r\n{body}",
+            body.len()
+        )
+        .as_bytes(),
+    );
+    assert_eq!(status_of(&answer), 200, "{answer}");
+    assert_eq!(run.terminate().code(), Some(0));
 }
 
 #[test]

@@ -32,12 +32,17 @@ fn a_task_that_fills_the_workdir_answers_with_its_failure_not_the_truncated_file
     let task = task_of(&r);
     let shown = short(&task.to_string());
     assert_eq!(state_of(task), "failed", "{shown}");
+    // The host names the full disk, which the guest's own trap never does.
     let why = "wasm trap: wasm `unreachable` instruction executed (a guest panic's own message, \
-               if it printed one, is in logs/guest-stderr.log)";
+               if it printed one, is in logs/guest-stderr.log) — the workdir's filesystem is full \
+               (0 bytes free)";
     assert!(status_text(task) == why, "{shown}");
     let answer = format!("error: {why}\n");
     assert!(response_text(task) == Some(answer.as_str()), "{shown}");
     assert_eq!(d.wait_exit(secs(10)).code(), Some(1));
+    let traps = d.events("trap");
+    assert_eq!(traps.len(), 1, "{traps:?}");
+    assert_eq!(traps[0]["message"], why);
 
     // The truncated bytes are gone: out/result.txt holds the failure, nothing of the guest's.
     let result = std::fs::read_to_string(ws.path().join("out/result.txt")).unwrap();

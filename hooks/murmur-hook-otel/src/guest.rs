@@ -13,6 +13,9 @@ use std::io::Write;
 use std::time::Duration;
 
 const SESSION: &str = "/records/session.json";
+/// Where the runtime names the inference provider (`gen_ai.provider.name`'s value), when it
+/// knows it.
+const PROVIDER_VAR: &str = "MURMUR_INFERENCE_PROVIDER";
 const TASK: &str = "/records/task.jsonl";
 const NO_GRANT: &str =
     "murmur-hook-otel has no records directory to keep its state in: grant its entry `records: own`";
@@ -303,6 +306,7 @@ impl Guest for Otel {
                 model: i.model,
                 input: i.usage.input_tokens,
                 output: i.usage.output_tokens,
+                provider: std::env::var(PROVIDER_VAR).ok().filter(|p| !p.is_empty()),
             })?,
             Event::ToolCall(c) => observe(call(c, false))?,
             Event::Shell(c) => observe(call(c, true))?,

@@ -24,6 +24,8 @@ pub enum Obs {
         model: String,
         input: u64,
         output: u64,
+        /// `gen_ai.provider.name`, when the runtime names it (`MURMUR_INFERENCE_PROVIDER`).
+        provider: Option<String>,
     },
     /// A tool call, or (`shell`) a shell command.
     Call {
@@ -93,8 +95,9 @@ impl Obs {
                 model,
                 input,
                 output,
+                provider,
             } => json!({"k": "inference", "t": t, "turn": turn, "decision": decision, "model": model,
-                        "input": input, "output": output}),
+                        "input": input, "output": output, "provider": provider}),
             Obs::Call {
                 t,
                 shell,
@@ -129,6 +132,7 @@ impl Obs {
                 model: text(v, "model")?,
                 input: num(v, "input")?,
                 output: num(v, "output")?,
+                provider: text(v, "provider"),
             },
             "call" => Obs::Call {
                 t,
@@ -352,6 +356,7 @@ mod tests {
                 model: "m".into(),
                 input: 10,
                 output: 5,
+                provider: Some("openai".into()),
             },
             Obs::Call {
                 t: 3,

@@ -224,36 +224,48 @@ struct Child<'a> {
     id: String,
 }
 
-/// Step: an inference turn's span, from the last boundary (the task's start or the end of
-/// the call or turn before) to when the turn was seen.
-fn inference_span(
-    c: Child<'_>,
-    from: u64,
-    t: u64,
+/// What one inference turn was: its number, the driver's decision, the model asked, the
+/// tokens the provider reported, and the provider.
+struct Turn<'a> {
     turn: u32,
-    decision: &str,
-    model: &str,
+    decision: &'a str,
+    model: &'a str,
     usage: (u64, u64),
-) -> Value {
+    provider: Option<&'a str>,
+}
+
+/// Step: an inference turn's span, from the last boundary (the task's start or the end of
+/// the call or turn before) to when the turn was seen. A failed call has no usage (the
+/// runtime reports 0 for tokens nobody counted): its span carries no token attributes
+/// rather than claim 0.
+fn inference_span(c: Child<'_>, from: u64, t: u64, turn: &Turn<'_>) -> Value {
     let mut s = Span::new(
         c.trace_id,
         c.id,
         Some(c.parent.to_string()),
-        &format!("chat {model}"),
+        &format!("chat {}", turn.model),
         CLIENT,
         (from, t),
     );
     s.attributes = vec![
         text("gen_ai.operation.name", "chat"),
-        text("gen_ai.request.model", model),
-        uint("gen_ai.usage.input_tokens", usage.0),
-        uint("gen_ai.usage.output_tokens", usage.1),
-        int("murmur.turn", i64::from(turn)),
-        text("murmur.decision", decision),
+        text("gen_ai.request.model", turn.model),
     ];
-    if decision == "error" {
-        s.error = Some("the driver call failed".into());
+    if let Some(provider) = turn.provider {
+        s.attributes.push(text("gen_ai.provider.name", provider));
     }
+    if turn.decision == "error" {
+        s.error = Some("the driver call failed".into());
+    } else {
+        s.attributes.extend([
+            uint("gen_ai.usage.input_tokens", turn.usage.0),
+            uint("gen_ai.usage.output_tokens", turn.usage.1),
+        ]);
+    }
+    s.attributes.extend([
+        int("murmur.turn", i64::from(turn.turn)),
+        text("murmur.decision", turn.decision),
+    ]);
     s.json()
 }
 
@@ -304,6 +316,10 @@ fn call_span(c: Child<'_>, task_start: u64, o: &Obs) -> Option<Value> {
     }
     if outcome == "error" {
         s.error = Some(format!("the call of {} failed", clip(name)));
+    } else if let Some(code) = exit.filter(|c| *c != 0) {
+        // The model reads a non-zero exit as data, but the command failed: ERROR, as
+        // OpenTelemetry marks a process that exits non-zero.
+        s.error = Some(format!("{} exited with {code}", clip(name)));
     }
     Some(s.json())
 }
@@ -341,16 +357,16 @@ pub fn attempt_spans(session: &Session, session_id: &str, obs: &[Obs], end: &Att
                 model,
                 input,
                 output,
+                provider,
             } => {
-                spans.push(inference_span(
-                    child("inference"),
-                    boundary,
-                    *t,
-                    *turn,
+                let seen = Turn {
+                    turn: *turn,
                     decision,
                     model,
-                    (*input, *output),
-                ));
+                    usage: (*input, *output),
+                    provider: provider.as_deref(),
+                };
+                spans.push(inference_span(child("inference"), boundary, *t, &seen));
                 boundary = *t;
             }
             Obs::Call { t, .. } => {

@@ -575,6 +575,7 @@ fn hooks(
             identity: &guests.identity,
             allowed_env: &guests.allowed_env,
             secret: p.key.as_ref(),
+            driver: &p.driver_name,
             stdout: &guests.stdout.write_end,
             stderr: &guests.stderr.write_end,
         },

@@ -165,13 +165,18 @@ impl Driver {
                     format!("driver {}: unparsable response: {}", self.name, self.clean(&e))
                 });
             }
-            let message = reply
-                .summary
-                .clone()
-                .filter(|s| !s.trim().is_empty())
-                .unwrap_or_else(|| format!("driver {} failed ({})", self.name, reply.status.as_str()));
-            let message = self.clean(&crate::agent::sanitize::one_line(&self.clean(&message), 2000));
             let observed = self.observer.lock().unwrap_or_else(|p| p.into_inner()).clone();
+            // The host's words for a request that got no response ("cannot resolve HOST")
+            // before the driver's, which can only relay the code it was handed.
+            let message = match &observed.failure {
+                Some(why) => format!("driver {}: {why}", self.name),
+                None => reply
+                    .summary
+                    .clone()
+                    .filter(|s| !s.trim().is_empty())
+                    .unwrap_or_else(|| format!("driver {} failed ({})", self.name, reply.status.as_str())),
+            };
+            let message = self.clean(&crate::agent::sanitize::one_line(&self.clean(&message), 2000));
             let plan = retry_plan(
                 &observed,
                 reply.meta("transient") == Some("true"),
@@ -204,6 +209,7 @@ mod tests {
             status,
             retry_after,
             broken,
+            failure: None,
         }
     }
 

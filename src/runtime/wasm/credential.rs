@@ -2,8 +2,10 @@
 //! whose origin (scheme, host, port) is exactly `inference.endpoint`'s gets the key in the
 //! header the driver artifact's own manifest declares, replacing whatever the guest set; a
 //! request to any other origin goes out as the guest wrote it, without the key. What the
-//! endpoint answered (status, `retry-after`, a broken connection) is observed here for the
-//! retry decision, so a driver cannot hide a 429 or claim one.
+//! endpoint answered (status, `retry-after`, a broken connection and why it broke) is
+//! observed here for the retry decision, so a driver cannot hide a 429 or claim one, and for
+//! the failure's words: the host says "cannot resolve HOST", not a guest's dump of an error
+//! code.
 
 use http::{HeaderName, HeaderValue, Uri};
 use std::sync::{Arc, Mutex};
@@ -155,13 +157,40 @@ pub struct Observed {
     pub retry_after: Option<u64>,
     /// A request to the endpoint failed before a response arrived.
     pub broken: bool,
+    /// Why, as the host can say it ([`failure`]).
+    pub failure: Option<String>,
 }
 
 /// Shared between the gate (on the guest's store) and the caller deciding on a retry.
 pub type Observer = Arc<Mutex<Observed>>;
 
-/// Record one outcome on `observer`.
-pub fn observe(observer: &Observer, outcome: Result<(u16, Option<&HeaderValue>), ()>) {
+/// Why a request to `authority` (host `host`) failed before a response, in words: a name
+/// that did not resolve is "cannot resolve HOST", whatever code the guest is handed.
+pub fn failure(host: &str, authority: &str, e: &wasmtime_wasi_http::Error) -> String {
+    use wasmtime_wasi_http::Error as E;
+    const LOOKUP: &str = "failed to lookup address information";
+    match e {
+        E::Connect(io) if io.to_string().starts_with(LOOKUP) => {
+            let why = io.to_string();
+            let why = why.trim_start_matches(LOOKUP).trim_start_matches(':').trim();
+            format!("cannot resolve {host}: {why}")
+        }
+        E::Connect(io) if io.kind() == std::io::ErrorKind::AddrNotAvailable => {
+            format!("cannot resolve {host}: {io}")
+        }
+        E::DnsTimeout => format!("cannot resolve {host}: the lookup timed out"),
+        E::DnsError { .. } => format!("cannot resolve {host} ({e})"),
+        E::Connect(io) => format!("cannot connect to {authority}: {io}"),
+        E::ConnectionTimeout => format!("cannot connect to {authority}: timed out"),
+        E::ConnectionRefused => format!("{authority} refused the connection"),
+        E::Tls(io) => format!("TLS with {host} failed: {io}"),
+        other => format!("{authority}: {other}"),
+    }
+}
+
+/// Record one outcome on `observer`: the response's status and `retry-after`, or why none
+/// came.
+pub fn observe(observer: &Observer, outcome: Result<(u16, Option<&HeaderValue>), String>) {
     let mut o = observer.lock().unwrap_or_else(|p| p.into_inner());
     match outcome {
         Ok((status, retry_after)) => {
@@ -170,11 +199,13 @@ pub fn observe(observer: &Observer, outcome: Result<(u16, Option<&HeaderValue>),
                 .and_then(|v| v.to_str().ok())
                 .and_then(|s| s.trim().parse::<u64>().ok());
             o.broken = false;
+            o.failure = None;
         }
-        Err(()) => {
+        Err(why) => {
             o.status = None;
             o.retry_after = None;
             o.broken = true;
+            o.failure = Some(why);
         }
     }
 }
@@ -182,6 +213,27 @@ pub fn observe(observer: &Observer, outcome: Result<(u16, Option<&HeaderValue>),
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_failure_is_said_in_words() {
+        use wasmtime_wasi_http::Error as E;
+        let lookup = std::io::Error::other("failed to lookup address information: Name or service not known");
+        let said = |e: E| failure("api.x.invalid", "api.x.invalid:443", &e);
+        assert_eq!(
+            said(E::Connect(lookup)),
+            "cannot resolve api.x.invalid: Name or service not known"
+        );
+        assert_eq!(
+            said(E::DnsTimeout),
+            "cannot resolve api.x.invalid: the lookup timed out"
+        );
+        assert_eq!(
+            said(E::ConnectionRefused),
+            "api.x.invalid:443 refused the connection"
+        );
+        let refused = std::io::Error::from(std::io::ErrorKind::ConnectionRefused);
+        assert!(said(E::Connect(refused)).starts_with("cannot connect to api.x.invalid:443: "));
+    }
 
     #[test]
     fn only_the_endpoint_origin_matches() {

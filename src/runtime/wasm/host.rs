@@ -157,6 +157,8 @@ impl WasiHttpHooks for Gate {
             > + Send,
     > {
         let uri = request.uri();
+        let uri_host = uri.host().map(str::to_string);
+        let uri_authority = uri.authority().map(|a| a.as_str().to_string());
         let verdict = gate::check_authority(uri.authority().map_or("", |a| a.as_str())).and_then(|_| {
             gate::check(
                 &self.rules,
@@ -179,6 +181,7 @@ impl WasiHttpHooks for Gate {
         }
         let observer = self.observer.clone();
         let credential = self.credential.clone();
+        let (host, authority) = (uri_host.unwrap_or_default(), uri_authority.unwrap_or_default());
         Box::new(async move {
             let mut r = Box::into_pin(sent).await;
             if let (Ok((resp, _)), Some(c)) = (&mut r, &credential) {
@@ -190,7 +193,7 @@ impl WasiHttpHooks for Gate {
                         observer,
                         Ok((resp.status().as_u16(), resp.headers().get("retry-after"))),
                     ),
-                    Err(_) => credential::observe(observer, Err(())),
+                    Err(e) => credential::observe(observer, Err(credential::failure(&host, &authority, e))),
                 }
             }
             r

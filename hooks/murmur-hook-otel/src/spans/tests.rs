@@ -36,6 +36,7 @@ fn attempt() -> Vec<Obs> {
             model: "mock-1".into(),
             input: 120,
             output: 30,
+            provider: Some("openai".into()),
         },
         Obs::Call {
             t: 1150 * MS,
@@ -67,6 +68,7 @@ fn attempt() -> Vec<Obs> {
             model: "mock-1".into(),
             input: 200,
             output: 8,
+            provider: None,
         },
     ]
 }
@@ -128,6 +130,10 @@ fn an_attempt_is_a_task_span_with_a_child_per_turn_and_call() {
         attr(turn1, "gen_ai.request.model"),
         &json!({"stringValue": "mock-1"})
     );
+    assert_eq!(
+        attr(turn1, "gen_ai.provider.name"),
+        &json!({"stringValue": "openai"})
+    );
     assert!(turn1.get("status").is_none());
 
     let shell = &spans[2];
@@ -137,9 +143,10 @@ fn an_attempt_is_a_task_span_with_a_child_per_turn_and_call() {
         "its end less its duration"
     );
     assert_eq!(attr(shell, "process.exit.code"), &json!({"intValue": "2"}));
-    assert!(
-        shell.get("status").is_none(),
-        "a non-zero exit is data, not a failure"
+    assert_eq!(
+        shell["status"],
+        json!({"code": 2, "message": "ls exited with 2"}),
+        "a non-zero exit is data to the model, but the command failed"
     );
 
     let tool = &spans[3];
@@ -153,6 +160,64 @@ fn an_attempt_is_a_task_span_with_a_child_per_turn_and_call() {
         "from the last call's end"
     );
     assert_eq!(turn2["endTimeUnixNano"], "1300000000");
+    assert!(
+        !keys(turn2).contains(&"gen_ai.provider.name"),
+        "no provider named: none claimed"
+    );
+}
+
+/// The attribute keys of span `s`.
+fn keys(s: &Value) -> Vec<&str> {
+    s["attributes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|a| a["key"].as_str())
+        .collect()
+}
+
+#[test]
+fn a_failed_model_call_claims_no_tokens_and_a_zero_exit_is_no_error() {
+    let session = Session::new(SES, 0);
+    let end = AttemptEnd {
+        t: 50 * MS,
+        task_id: "task-1",
+        exit_status: "failed",
+        turns: 1,
+        truncated: false,
+    };
+    let obs = [
+        start(10 * MS, 1, None),
+        Obs::Call {
+            t: 20 * MS,
+            shell: true,
+            turn: 1,
+            name: "true".into(),
+            outcome: "ok".into(),
+            exit: Some(0),
+            ms: 1,
+        },
+        Obs::Inference {
+            t: 40 * MS,
+            turn: 1,
+            decision: "error".into(),
+            model: "mock-1".into(),
+            input: 0,
+            output: 0,
+            provider: Some("anthropic".into()),
+        },
+    ];
+    let spans = attempt_spans(&session, SES, &obs, &end);
+    let shell = &spans[1];
+    assert!(shell.get("status").is_none(), "exit 0: {shell}");
+    let turn = &spans[2];
+    assert_eq!(turn["status"]["code"], 2);
+    let k = keys(turn);
+    assert!(
+        !k.iter().any(|k| k.starts_with("gen_ai.usage.")),
+        "no tokens were counted: none claimed: {k:?}"
+    );
+    assert!(k.contains(&"gen_ai.provider.name"), "{k:?}");
 }
 
 #[test]

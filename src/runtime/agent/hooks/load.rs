@@ -65,12 +65,30 @@ pub struct Base<'a> {
     pub allowed_env: &'a [(String, String)],
     /// The provider key and its variable: a hook's `config` holding it is not passed on.
     pub secret: Option<&'a (Option<String>, String)>,
+    /// The inference driver's artifact name (what [`provider_of`] reads).
+    pub driver: &'a str,
     pub stdout: &'a File,
     pub stderr: &'a File,
 }
 
 /// The variable a hook's entry `config` reaches it in (never taken from the host).
 pub const CONFIG_VAR: &str = "MURMUR_ARTIFACT_CONFIG";
+
+/// The variable naming the inference provider to every hook, in OpenTelemetry's GenAI
+/// words (`gen_ai.provider.name`), when the driver is one whose API is known (never taken
+/// from the host: no `MURMUR_*` name may be in `env.allow`).
+pub const PROVIDER_VAR: &str = "MURMUR_INFERENCE_PROVIDER";
+
+/// The provider of the shipped drivers, by their bare name, as the GenAI semantic
+/// conventions name it (the API the driver speaks, whoever serves it: an OpenAI-compatible
+/// Ollama is `openai`, as those conventions allow); another driver names none.
+pub fn provider_of(driver: &str) -> Option<&'static str> {
+    match driver.rsplit('/').next().unwrap_or(driver) {
+        "murmur-driver-openai" => Some("openai"),
+        "murmur-driver-anthropic" => Some("anthropic"),
+        _ => None,
+    }
+}
 
 /// Grant each linked hook (default deny) and open its log; warnings for dropped grants,
 /// and a note for each policy its binding does not honour.
@@ -114,8 +132,10 @@ pub fn grant(
             .cloned()
             .collect();
         env.extend(base.identity.iter().cloned());
+        env.extend(provider_of(base.driver).map(|p| (PROVIDER_VAR.to_string(), p.to_string())));
         env.extend(config_env(r, base.secret, &mut warnings));
         let records = own_records(r, base.records)?;
+        warnings.extend(records_needed(r));
         let (limits, deadline) =
             grants::narrow_limits(&base.ceiling.limits, r.entry.capabilities.as_ref(), true);
         let rel = format!("logs/hook-{}.log", r.bare);
@@ -162,6 +182,38 @@ fn config_env(
         ));
     }
     passed
+}
+
+/// The shipped hooks whose work is kept in their own records directory, and what is lost
+/// without it: each still runs (its log says why it keeps nothing).
+const KEEP_RECORDS: [(&str, &str); 2] = [
+    (
+        "murmur-hook-eval",
+        "it writes its scores (eval.jsonl) there, so this session will not be scored",
+    ),
+    (
+        "murmur-hook-otel",
+        "it keeps the running task's spans there, so it will send no span",
+    ),
+];
+
+/// W-RUN-005 for a hook of [`KEEP_RECORDS`] whose entry does not grant `records: own`.
+fn records_needed(r: &Resolved) -> Option<Diagnostic> {
+    if r.entry.records {
+        return None;
+    }
+    let (_, lost) = KEEP_RECORDS.iter().find(|(name, _)| *name == r.bare)?;
+    Some(
+        Diagnostic::new(
+            code::RUN_HOOK_NO_RECORDS,
+            format!("artifacts[{}].records", r.entry.name),
+            format!("hook {} is declared without a records directory: {lost}", r.bare),
+        )
+        .with_hint(format!(
+            "add `records: own` to its entry (artifacts[{}])",
+            r.entry.name
+        )),
+    )
 }
 
 /// A hook granted `records: own`: its directory of the session's records (`hooks/<name>/`,

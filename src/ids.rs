@@ -14,3 +14,12 @@ pub fn session_id() -> Result<String, Diagnostic> {
             )
         })
 }
+
+/// Whether `name` is a session id (`ses_` and 32 lowercase hex).
+pub fn is_session_id(name: &str) -> bool {
+    name.len() == 36
+        && name.starts_with("ses_")
+        && name[4..]
+            .bytes()
+            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+}

@@ -13,6 +13,18 @@ fn var(k: &str) -> Option<PathBuf> {
 /// (mode 0600), written by the door and read by `mur token`.
 pub const DOOR_TOKENS_FILE: &str = "door-tokens.json";
 
+/// The file in a session's records directory that says what the session is now (capsule,
+/// class, door, parent, state, tasks), replaced whole by the session on each change and read
+/// by `mur ps`, `mur stop`, `mur cancel` and `mur watch`.
+pub const SESSION_FILE: &str = "session.json";
+
+/// The unix socket in a session's records directory (0600, in the 0700 directory) on which
+/// the session takes `stop`: the channel `mur stop` reaches it through.
+pub const CONTROL_SOCKET: &str = "control.sock";
+/// The one request the control socket takes (a line), and the session's answer to it.
+pub const CONTROL_STOP: &str = "stop";
+pub const CONTROL_STOPPING: &str = "stopping";
+
 /// Where a session's records go: `$MURMUR_RECORDS_DIR/<session_id>`, else
 /// `$HOME/.murmur/records/<session_id>`. Never inside a workdir: a guest's preopen and a
 /// contained child's writable tree are the workdir, and records there could be rewritten.

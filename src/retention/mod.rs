@@ -117,15 +117,22 @@ fn config_error(path: &Path, why: String) -> Diagnostic {
 }
 
 /// Mark a session live for as long as this process holds these descriptors: an exclusive
-/// lock on its records directory and a shared one on its workdir. A shared lock a stranger
-/// holds exclusively is waited for a moment (a prune only tests it), then given up; what
+/// lock on its records directory and a shared one on its workdir. A lock another process
+/// holds is waited for a moment (a prune or a lister only tests it), then given up; what
 /// could not be held is returned in words, and the session goes on.
 pub fn hold_session(records: BorrowedFd<'_>, workdir: BorrowedFd<'_>) -> Vec<String> {
     let mut notes = Vec::new();
-    if let Err(e) = tree::hold(records, tree::Hold::Exclusive) {
-        notes.push(format!(
-            "cannot lock the records directory: {e}; a prune may take it for ended"
-        ));
+    // `mur ps` and `mur stop` test the lock for a moment (shared): waited for, as below.
+    let mut tries = 0;
+    while let Err(e) = tree::hold(records, tree::Hold::Exclusive) {
+        tries += 1;
+        if tries >= 50 {
+            notes.push(format!(
+                "cannot lock the records directory: {e}; a prune may take it for ended"
+            ));
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(10));
     }
     let mut tries = 0;
     while let Err(e) = tree::hold(workdir, tree::Hold::Shared) {

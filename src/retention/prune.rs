@@ -126,14 +126,7 @@ fn hold_root(root: &Dir, wait: bool) -> Result<bool, String> {
     }
 }
 
-/// Whether `name` is a session id (`ses_` and 32 lowercase hex).
-fn is_session(name: &str) -> bool {
-    name.len() == 36
-        && name.starts_with("ses_")
-        && name[4..]
-            .bytes()
-            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
-}
+use crate::ids::is_session_id as is_session;
 
 /// Step: every session's records directory in the root, measured, oldest first. Anything
 /// else (another name, a file, a symlink) is left alone.

@@ -101,3 +101,17 @@ pub fn take_if_free(dir: BorrowedFd<'_>) -> bool {
 pub fn release(dir: BorrowedFd<'_>) {
     let _ = rfs::flock(dir, FlockOperation::Unlock);
 }
+
+/// Whether some live process holds the directory `dir` exclusively (a session's records):
+/// tested with a shared lock taken and let go at once, so a session is never taken for
+/// ended for longer than that moment (and one starting then waits for it, see
+/// [`super::hold_session`]).
+pub fn held_by_another(dir: BorrowedFd<'_>) -> bool {
+    match rfs::flock(dir, FlockOperation::NonBlockingLockShared) {
+        Ok(()) => {
+            release(dir);
+            false
+        }
+        Err(e) => e == Errno::WOULDBLOCK,
+    }
+}

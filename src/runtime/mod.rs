@@ -16,6 +16,7 @@ pub mod pinning;
 pub mod records;
 pub mod serve;
 pub mod session;
+pub mod status;
 pub mod trace;
 pub mod wasm;
 

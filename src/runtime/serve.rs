@@ -10,6 +10,7 @@ use super::door::{self, tasks::Taken};
 use super::door_access::{self, Access};
 use super::lifecycle::{self, Lifecycle};
 use super::session::Layout;
+use super::status::{self, Status};
 use super::trace::{Bootstrap, Trace};
 use crate::a2a::shapes::State;
 use crate::diag::{code, Diagnostic};
@@ -132,12 +133,14 @@ pub fn serve(mut s: Opened<'_>, start: Start, runner: Box<dyn TaskRunner>) -> Re
     let (door, access) = begin(&mut s, start).map_err(|d| failed_start(&mut s, d))?;
     let mut runner = runner;
     runner.started();
-    if let Err(d) = signal_thread(&s, runner.on_signal()) {
+    let status = session_status(&s);
+    if let Err(d) = signal_thread(&s, runner.on_signal(), status.clone()) {
         door.close();
         door_access::forget(&s.layout.records_dir, &access);
         return Err(failed_start(&mut s, d));
     }
-    let (served, runner) = match tasks(&mut s, runner) {
+    control(&mut s);
+    let (served, runner) = match tasks(&mut s, runner, status.as_ref()) {
         Ok(v) => v,
         Err(d) => {
             let fields = with_records(
@@ -147,10 +150,43 @@ pub fn serve(mut s: Opened<'_>, start: Start, runner: Box<dyn TaskRunner>) -> Re
             let _ = s.trace.end(fields);
             door.close();
             door_access::forget(&s.layout.records_dir, &access);
+            status::forget(&s.layout.records_dir);
             return Err(d);
         }
     };
-    end(s, (door, access), served, runner)
+    end(s, (door, access, status), served, runner)
+}
+
+/// The session's status file (`session.json`), first written now: what `mur ps` lists.
+fn session_status(s: &Opened<'_>) -> Option<Status> {
+    let m = s.manifest;
+    let spawner = s.standing.spawner.as_ref();
+    let fixed = json!({
+        "session_id": s.session_id,
+        "pid": std::process::id(),
+        "capsule": m.name,
+        "version": m.version,
+        "class": s.achieved.as_str(),
+        "url": s.url,
+        "started_ms": crate::clock::now_ms().saturating_sub(ms(s.started)),
+        "parent": spawner.map(|p| p.session_id.clone()),
+        "delegation_id": spawner.map(|p| p.delegation_id.clone()),
+    });
+    let watched = s.trace.health().watch(crate::places::SESSION_FILE);
+    let status = Status::new(&s.layout.records_dir, fixed, s.life.tasks.clone(), watched)?;
+    status.write("idle", json!({}));
+    Some(status)
+}
+
+/// The control socket `mur stop` reaches the session through; a session that cannot listen
+/// runs on (SIGTERM still stops it) and its bootstrap log says why.
+fn control(s: &mut Opened<'_>) {
+    if let Err(e) = status::listen(&s.layout.records_dir) {
+        s.bootstrap.line(&format!(
+            "cannot listen on {}: {e}; mur stop cannot reach this session (SIGTERM still stops it)",
+            crate::places::CONTROL_SOCKET
+        ));
+    }
 }
 
 /// `session_start`, the door's access settled, the door serving, the announcement.
@@ -196,7 +232,11 @@ fn begin(s: &mut Opened<'_>, start: Start) -> Result<(door::Door, Access), Diagn
 
 /// The signal thread: SIGTERM and SIGINT stop the work in progress and end a waiting
 /// session (every thread has them blocked).
-fn signal_thread(s: &Opened<'_>, on_signal: Box<dyn Fn() + Send>) -> Result<(), Diagnostic> {
+fn signal_thread(
+    s: &Opened<'_>,
+    on_signal: Box<dyn Fn() + Send>,
+    status: Option<Status>,
+) -> Result<(), Diagnostic> {
     let (stop, tasks) = (s.stop.clone(), s.life.tasks.clone());
     std::thread::Builder::new()
         .name("signals".into())
@@ -208,6 +248,9 @@ fn signal_thread(s: &Opened<'_>, on_signal: Box<dyn Fn() + Send>) -> Result<(), 
                 crate::runtime::wasm::invoke::stop_calls(sig);
                 on_signal();
                 tasks.wake();
+                if let Some(st) = &status {
+                    st.write("stopping", json!({"signal": sig}));
+                }
             }
         })
         .map(drop)
@@ -218,13 +261,23 @@ fn signal_thread(s: &Opened<'_>, on_signal: Box<dyn Fn() + Send>) -> Result<(), 
 fn tasks(
     s: &mut Opened<'_>,
     mut runner: Box<dyn TaskRunner>,
+    status: Option<&Status>,
 ) -> Result<(Served, Box<dyn TaskRunner>), Diagnostic> {
     let mut served = Served::default();
+    let state = |word: &str, task: &str| {
+        if let Some(st) = status {
+            st.write(word, json!({"task": task}));
+        }
+    };
     while let Some(task) = s.life.next_task() {
         served.tasks += 1;
+        state("working", &task.id);
         let f = runner.run(&task, &mut s.bootstrap)?;
         s.life
             .finish(&task, lifecycle::outcome(f.state, f.answer, &f.fallback));
+        if s.stop.load(Ordering::SeqCst) == 0 {
+            state("idle", &task.id);
+        }
         served.last = Some(f.state);
         if s.stop.load(Ordering::SeqCst) != 0 || runner.must_end() {
             break;
@@ -252,7 +305,7 @@ fn with_records(trace: &Trace, mut fields: Value) -> Value {
 /// whatever its work came to.
 fn end(
     mut s: Opened<'_>,
-    (door, access): (door::Door, Access),
+    (door, access, status): (door::Door, Access, Option<Status>),
     served: Served,
     runner: Box<dyn TaskRunner>,
 ) -> Result<u8, Diagnostic> {
@@ -262,10 +315,15 @@ fn end(
         f.extend(more.clone());
     }
     let fields = with_records(&s.trace, fields);
+    let exit_status = fields["exit_status"].clone();
     let recorded = s.trace.end(fields).map_err(|e| trace_err(&s, e));
     let incomplete = s.trace.health().incomplete();
     door.close();
     door_access::forget(&s.layout.records_dir, &access);
+    status::forget(&s.layout.records_dir);
+    if let Some(st) = &status {
+        st.write("ended", json!({"exit_status": exit_status}));
+    }
     delegation::finish(
         s.standing,
         &delegation::Ended {

@@ -224,12 +224,17 @@ fn take_by_lane(inner: &mut Inner) -> Option<String> {
 /// What a cancel of a running task also does, given its id.
 pub type OnCancel = Box<dyn Fn(&str) + Send>;
 
+/// What runs after the table's counts changed (a task taken, canceled, finished): the
+/// session's status file is rewritten.
+pub type OnChange = Box<dyn Fn() + Send>;
+
 /// The table; shared (`Arc`) by the door and the session.
 pub struct Tasks {
     inner: Mutex<Inner>,
     wake: Condvar,
     generation: AtomicU64,
     on_cancel: Mutex<Option<OnCancel>>,
+    on_change: Mutex<Option<OnChange>>,
     /// Delegations started and not yet reported (their completions are tasks to come).
     held: AtomicU64,
     /// The delegation ids this session issued, each of whose completions is taken once.
@@ -288,6 +293,7 @@ impl Tasks {
             guarded: AtomicBool::new(false),
             generation: AtomicU64::new(0),
             on_cancel: Mutex::new(None),
+            on_change: Mutex::new(None),
         })
     }
 
@@ -305,10 +311,29 @@ impl Tasks {
         self.lock().acceptance
     }
 
+    /// `(open, total)`: the tasks waiting or running, and every task accepted in this
+    /// process (for the session's status file, which `mur ps` reads).
+    pub fn counts(&self) -> (u64, u64) {
+        let inner = self.lock();
+        let open = inner.pending.len() as u64 + u64::from(inner.running.is_some());
+        (open, inner.accepted)
+    }
+
     /// What runs when a running task is canceled (kill its contained children), besides
     /// setting its cancel flag.
     pub fn on_cancel(&self, f: OnCancel) {
         *self.on_cancel.lock().unwrap_or_else(|p| p.into_inner()) = Some(f);
+    }
+
+    /// What runs after the counts changed (outside the table's lock).
+    pub fn on_change(&self, f: OnChange) {
+        *self.on_change.lock().unwrap_or_else(|p| p.into_inner()) = Some(f);
+    }
+
+    fn changed(&self) {
+        if let Some(f) = self.on_change.lock().unwrap_or_else(|p| p.into_inner()).as_ref() {
+            f();
+        }
     }
 
     fn insert(
@@ -452,6 +477,7 @@ impl Tasks {
         }
         drop(inner);
         self.wake.notify_all();
+        self.changed();
         task
     }
 
@@ -573,6 +599,7 @@ impl Tasks {
                 f(id);
             }
         }
+        self.changed();
         Ok(task)
     }
 
@@ -677,6 +704,8 @@ impl Tasks {
         inner.finished(id);
         self.generation.fetch_add(1, Ordering::SeqCst);
         self.evict(&mut inner, 0);
+        drop(inner);
+        self.changed();
     }
 
     /// The session takes no more tasks: waiting ones are rejected, and so is every later send.

@@ -61,6 +61,12 @@ pub mod code {
     /// Too few file descriptors (`ulimit -n`) for a session, or none left: refused up front
     /// rather than failing at some later step under another step's code.
     pub const RUN_DESCRIPTORS: &str = "E-RUN-060";
+    /// `mur stop`, `cancel` or `watch` named a session that is not alive (no records, or
+    /// nothing holds their lock) or not this user's (its records belong to another account).
+    pub const RUN_SESSION_NOT_LIVE: &str = "E-RUN-061";
+    /// The session's door refused `mur cancel` (an unknown task, one already finished): the
+    /// message carries the door's A2A error code and words.
+    pub const RUN_CANCEL_REFUSED: &str = "E-RUN-062";
     /// A write to the session's records (`trace.jsonl`, `logs/`) failed: warned once, and the
     /// session ends `incomplete`. (`W-RUN-001` is the reference murmur's "final text cut at
     /// max_tokens"; not reused for another meaning.)

@@ -10,6 +10,8 @@ use std::process::ExitCode;
 // Beside this file, not under src/bin/ itself (where cargo would take it for a binary).
 #[path = "mur/eval_args.rs"]
 mod eval_args;
+#[path = "mur/session_args.rs"]
+mod session_args;
 
 const BIN: &str = "mur";
 
@@ -54,6 +56,17 @@ enum Command {
         name: Option<String>,
     },
     RecordsPrune(murmur::commands::records::PruneOptions),
+    Ps {
+        json: bool,
+    },
+    Stop(murmur::commands::stop::StopOptions),
+    Cancel {
+        session: String,
+        task: String,
+    },
+    Watch {
+        session: String,
+    },
     EvalShow {
         source: murmur::commands::eval::Source,
         json: bool,
@@ -509,6 +522,10 @@ fn parse(mut args: Args) -> Result<Command, ArgError> {
         "token" => parse_token(&mut args)?,
         "new" => parse_new(&mut args)?,
         "records" => parse_records(&mut args)?,
+        "ps" => session_args::parse_ps(&mut args)?,
+        "stop" => session_args::parse_stop(&mut args)?,
+        "cancel" => session_args::parse_cancel(&mut args)?,
+        "watch" => session_args::parse_watch(&mut args)?,
         "lock" => parse_lock(&mut args)?,
         "push" => parse_oci("push", &mut args)?,
         "pull" => parse_oci("pull", &mut args)?,
@@ -559,6 +576,8 @@ fn run(cmd: Command) -> Result<String, Diagnostic> {
             Ok(commands::version::render(&commands::version::facts(), BIN, json))
         }
         Command::RecordsPrune(o) => commands::records::prune(&o),
+        Command::Ps { json } => commands::ps::ps(json, murmur::clock::now_ms()),
+        Command::Cancel { session, task } => commands::cancel::cancel(&session, &task),
         Command::EvalShow { source, json } => commands::eval::show(&source, json, &mut std::io::stderr()),
         Command::EvalDiff { a, b, json } => commands::eval::compare(&a, &b, json, &mut std::io::stderr()),
         Command::Build { dir, out, json } => {
@@ -600,6 +619,8 @@ fn run(cmd: Command) -> Result<String, Diagnostic> {
         | Command::Exec(_)
         | Command::Probe(_)
         | Command::Trace(_)
+        | Command::Stop(_)
+        | Command::Watch { .. }
         | Command::EvalRun(_)
         | Command::Token { .. } => {
             unreachable!("dispatched in main")
@@ -690,15 +711,10 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
         Command::Probe(up_to) => return ExitCode::from(murmur::containment::probe::child_main(up_to) as u8),
-        Command::Trace(o) => {
-            let (mut out, mut err) = (std::io::stdout().lock(), std::io::stderr());
-            return match murmur::commands::trace::trace(&o, &mut out, &mut err) {
-                Ok(code) => ExitCode::from(code),
-                Err(d) => {
-                    eprintln!("{d}");
-                    ExitCode::from(1)
-                }
-            };
+        Command::Trace(o) => return streamed(|out, err| murmur::commands::trace::trace(&o, out, err)),
+        Command::Stop(o) => return streamed(|out, err| murmur::commands::stop::stop(&o, out, err)),
+        Command::Watch { session } => {
+            return streamed(|out, err| murmur::commands::watch::watch(&session, out, err))
         }
         Command::Token { session, name } => {
             use murmur::commands::token::{token, Refused};
@@ -733,6 +749,20 @@ fn main() -> ExitCode {
     };
     match run(cmd) {
         Ok(out) => print(&out, 0),
+        Err(d) => {
+            eprintln!("{d}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+/// A command that writes as it goes (on stdout, progress on stderr): its exit status.
+fn streamed(
+    f: impl FnOnce(&mut dyn std::io::Write, &mut dyn std::io::Write) -> Result<u8, Diagnostic>,
+) -> ExitCode {
+    let (mut out, mut err) = (std::io::stdout().lock(), std::io::stderr());
+    match f(&mut out, &mut err) {
+        Ok(code) => ExitCode::from(code),
         Err(d) => {
             eprintln!("{d}");
             ExitCode::from(1)

@@ -182,6 +182,45 @@ pub const COMMANDS: &[Help] = &[
         example: "mur token --session ses_0123456789abcdef0123456789abcdef operator",
     },
     Help {
+        name: "ps",
+        usage: "mur ps [--json]",
+        about: "list your live sessions: id, capsule, class, state, tasks, age, door, parent",
+        flags: &[
+            ("--json", "one JSON array of objects (default: a table); sessions in $MURMUR_RECORDS_DIR (default ~/.murmur/records) whose mur still holds their lock"),
+            HELP,
+        ],
+        example: "mur ps --json",
+    },
+    Help {
+        name: "stop",
+        usage: "mur stop SESSION | --all",
+        about: "end a live session as SIGTERM does (its task failed, its delegated children ended), asked through its control socket; wait up to 15 s and say how it ended",
+        flags: &[
+            ("SESSION", "the session (ses_...); its delegated children end with it"),
+            ("--all", "stop every live session of yours instead (a whole delegation tree ends with its top session anyway)"),
+            HELP,
+        ],
+        example: "mur stop ses_0123456789abcdef0123456789abcdef",
+    },
+    Help {
+        name: "cancel",
+        usage: "mur cancel SESSION TASK",
+        about: "cancel one task through the session's door (A2A tasks/cancel); the session goes on. Prints the task's state",
+        flags: &[
+            ("SESSION", "the live session (ses_...); an authenticated door is called with its first declared credential, as mur token prints it"),
+            ("TASK", "the task id (the trace's task_start, the A2A send's answer)"),
+            HELP,
+        ],
+        example: "mur cancel ses_0123456789abcdef0123456789abcdef 3f2a…",
+    },
+    Help {
+        name: "watch",
+        usage: "mur watch SESSION",
+        about: "follow a live session: a line per turn, tool call, task and delegation as they happen, with turns and tokens so far; ends with the session",
+        flags: &[("SESSION", "the live session (ses_...)"), HELP],
+        example: "mur watch ses_0123456789abcdef0123456789abcdef",
+    },
+    Help {
         name: "new",
         usage: "mur new NAME [--wasm | --agent] [DIR]",
         about: "make a capsule directory that runs as it is, with an eval dataset",

@@ -2,6 +2,7 @@
 //! dispatches. Each returns its result or one diagnostic; rendering is in [`render`].
 
 pub mod build;
+pub mod cancel;
 pub mod delegation_check;
 pub mod doctor;
 mod doctor_fix;
@@ -15,10 +16,14 @@ pub mod install;
 pub mod lock;
 pub mod new;
 pub mod oci;
+pub mod ps;
 pub mod records;
 pub mod render;
+pub mod sessions;
+pub mod stop;
 pub mod token;
 pub mod trace;
 pub mod version;
+pub mod watch;
 
 pub use build::{build, Built};

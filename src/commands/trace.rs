@@ -76,12 +76,59 @@ fn read_err(path: &Path, e: std::io::Error) -> Diagnostic {
     )
 }
 
-/// Reads the file in bounded chunks and renders as it goes.
-struct Reader<'a> {
+/// A trace read in bounded chunks as it grows (at most [`MAX_FILE`] bytes, lines of at most
+/// [`MAX_LINE`]): what `mur trace` (with `--follow`) and `mur watch` read through.
+pub struct Tail {
     file: File,
     split: Splitter,
-    timeline: Timeline,
     read: u64,
+    /// The cap was reached: nothing more is read.
+    pub cut: bool,
+}
+
+impl Tail {
+    /// Open the regular file `path`.
+    pub fn open(path: &Path) -> Result<Tail, Diagnostic> {
+        let file = File::open(path).map_err(|e| read_err(path, e))?;
+        let meta = file.metadata().map_err(|e| read_err(path, e))?;
+        if !meta.is_file() {
+            return Err(read_err(path, std::io::Error::other("not a regular file")));
+        }
+        Ok(Tail {
+            file,
+            split: Splitter::new(MAX_LINE),
+            read: 0,
+            cut: false,
+        })
+    }
+
+    /// The whole lines there are now; `None` at end of file (or at the cap).
+    pub fn step(&mut self) -> Result<Option<Vec<Line>>, std::io::Error> {
+        let mut chunk = vec![0u8; 64 * 1024];
+        let room = MAX_FILE.saturating_sub(self.read);
+        if room == 0 {
+            self.cut = true;
+            return Ok(None);
+        }
+        let want = chunk.len().min(usize::try_from(room).unwrap_or(usize::MAX));
+        let got = self.file.read(&mut chunk[..want])?;
+        if got == 0 {
+            return Ok(None);
+        }
+        self.read += got as u64;
+        Ok(Some(self.split.feed(&chunk[..got])))
+    }
+
+    /// The last line, without its newline, once the reading is over.
+    pub fn finish(&mut self) -> Option<Line> {
+        self.split.finish()
+    }
+}
+
+/// Reads the file in bounded chunks and renders as it goes.
+struct Reader<'a> {
+    tail: Tail,
+    timeline: Timeline,
     reported: usize,
     json: bool,
     out: &'a mut dyn Write,
@@ -91,22 +138,20 @@ struct Reader<'a> {
 impl Reader<'_> {
     /// Read what is there now; false at end of file (or at the cap).
     fn step(&mut self) -> Result<bool, std::io::Error> {
-        let mut chunk = vec![0u8; 64 * 1024];
-        let room = MAX_FILE.saturating_sub(self.read);
-        if room == 0 {
-            self.timeline_summary_cut();
-            return Ok(false);
+        match self.tail.step()? {
+            Some(lines) => {
+                for line in lines {
+                    self.show(line);
+                }
+                Ok(true)
+            }
+            None => {
+                if self.tail.cut {
+                    self.timeline_summary_cut();
+                }
+                Ok(false)
+            }
         }
-        let want = chunk.len().min(usize::try_from(room).unwrap_or(usize::MAX));
-        let got = self.file.read(&mut chunk[..want])?;
-        if got == 0 {
-            return Ok(false);
-        }
-        self.read += got as u64;
-        for line in self.split.feed(&chunk[..got]) {
-            self.show(line);
-        }
-        Ok(true)
     }
 
     fn timeline_summary_cut(&mut self) {
@@ -134,16 +179,9 @@ impl Reader<'_> {
 /// Run `mur trace`; the exit status.
 pub fn trace(o: &TraceOptions, out: &mut dyn Write, err: &mut dyn Write) -> Result<u8, Diagnostic> {
     let path = locate(o)?;
-    let file = File::open(&path).map_err(|e| read_err(&path, e))?;
-    let meta = file.metadata().map_err(|e| read_err(&path, e))?;
-    if !meta.is_file() {
-        return Err(read_err(&path, std::io::Error::other("not a regular file")));
-    }
     let mut r = Reader {
-        file,
-        split: Splitter::new(MAX_LINE),
+        tail: Tail::open(&path)?,
         timeline: Timeline::new(),
-        read: 0,
         reported: 0,
         json: o.json,
         out,
@@ -164,7 +202,7 @@ pub fn trace(o: &TraceOptions, out: &mut dyn Write, err: &mut dyn Write) -> Resu
             }
         }
     }
-    if let Some(last) = r.split.finish() {
+    if let Some(last) = r.tail.finish() {
         r.show(last);
     }
     let summary = r.timeline.into_summary();

@@ -12,7 +12,7 @@ mod timeline;
 pub use clean::{clean, clean_into};
 pub use lines::{Line, Splitter};
 pub use summary::Summary;
-pub use timeline::Timeline;
+pub use timeline::{Event, Timeline};
 
 /// The longest line parsed; a longer one is reported and skipped.
 pub const MAX_LINE: usize = 256 * 1024;

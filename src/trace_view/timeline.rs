@@ -17,7 +17,15 @@ pub struct Timeline {
 }
 
 /// Mark: `!` a refusal or failure, `*` notable, ` ` ordinary.
-type Rendered = (char, usize, String);
+pub type Rendered = (char, usize, String);
+
+/// One event of the trace as rendered: its type, its time from the first event
+/// (`+12.345s`) and its lines.
+pub struct Event {
+    pub kind: String,
+    pub when: String,
+    pub lines: Vec<Rendered>,
+}
 
 impl Timeline {
     pub fn new() -> Timeline {
@@ -41,29 +49,41 @@ impl Timeline {
     /// Render one line of the trace; a malformed line is recorded in the summary (with its
     /// number) and yields nothing.
     pub fn push(&mut self, line: Line) -> Vec<String> {
+        let Some(ev) = self.push_event(line) else {
+            return Vec::new();
+        };
+        ev.lines
+            .into_iter()
+            .map(|(mark, indent, text)| format!("{} {mark} {:indent$}{text}", ev.when, ""))
+            .collect()
+    }
+
+    /// [`Timeline::push`] as parts, for another line format (`mur watch`): the event's type,
+    /// its time from the first event and its rendered lines (mark, indent, text).
+    pub fn push_event(&mut self, line: Line) -> Option<Event> {
         let (number, bytes, cut) = match line {
             Line::TooLong { number } => {
                 self.summary
                     .problem(number, format!("longer than {} bytes", super::MAX_LINE));
-                return Vec::new();
+                return None;
             }
             Line::Text { number, bytes } => (number, bytes, false),
             Line::Unterminated { number, bytes } => (number, bytes, true),
         };
         if bytes.iter().all(u8::is_ascii_whitespace) {
-            return Vec::new();
+            return None;
         }
         let obj = match serde_json::from_slice::<Value>(&bytes) {
             Ok(Value::Object(o)) => o,
             Ok(_) => {
                 self.summary.problem(number, "not a JSON object".into());
-                return Vec::new();
+                return None;
             }
             Err(e) => {
                 let why = if cut { "truncated (no newline)" } else { "not JSON" };
                 self.summary
                     .problem(number, format!("{why}: {}", clean(&e.to_string(), FIELD)));
-                return Vec::new();
+                return None;
             }
         };
         let Some(kind) = obj
@@ -72,7 +92,7 @@ impl Timeline {
             .map(|k| clean(k, 40))
         else {
             self.summary.problem(number, "no event_type".into());
-            return Vec::new();
+            return None;
         };
         self.summary.record(number, &kind, &obj);
         let ts = obj.get("timestamp").and_then(Value::as_i64).map(i128::from);
@@ -81,10 +101,8 @@ impl Timeline {
             Some(t) => format!("{:+9.3}s", (t - base) as f64 / 1000.0),
             None => format!("{:>10}", "?"),
         };
-        self.render(&kind, &obj)
-            .into_iter()
-            .map(|(mark, indent, text)| format!("{when} {mark} {:indent$}{text}", ""))
-            .collect()
+        let lines = self.render(&kind, &obj);
+        Some(Event { kind, when, lines })
     }
 
     fn inner(&self) -> usize {

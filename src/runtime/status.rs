@@ -120,14 +120,15 @@ pub fn forget(records: &Dir) {
 fn answer(mut conn: UnixStream) {
     let _ = conn.set_read_timeout(Some(Duration::from_secs(2)));
     let _ = conn.set_write_timeout(Some(Duration::from_secs(2)));
+    // The line is read first, so a refusal is read whole by the caller (no reset).
+    let mut line = String::new();
+    let read = BufReader::new(std::io::Read::take(&conn, 64)).read_line(&mut line);
     let mine = rustix::process::geteuid().as_raw();
     let caller = rustix::net::sockopt::socket_peercred(&conn).map(|c| c.uid.as_raw());
     if caller.ok() != Some(mine) {
         let _ = conn.write_all(b"refused: not this session's user\n");
         return;
     }
-    let mut line = String::new();
-    let read = BufReader::new(std::io::Read::take(&conn, 64)).read_line(&mut line);
     if read.is_err() || line.trim() != STOP {
         let _ = conn.write_all(b"refused: unknown request\n");
         return;

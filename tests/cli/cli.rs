@@ -137,6 +137,7 @@ fn mur_without_a_command_prints_its_usage_to_stderr_and_exits_2() {
 fn every_command_answers_help_with_usage_flags_and_an_example() {
     let commands = [
         "build", "publish", "inspect", "run", "exec", "doctor", "trace", "records", "help", "version", "new",
+        "ps", "stop", "cancel", "watch",
     ];
     for command in commands {
         for flag in ["--help", "-h"] {

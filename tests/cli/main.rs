@@ -1,6 +1,7 @@
 //! The binaries as an operator runs them: versions, help and arguments, the manifest table
 //! and `mur build`, the registry, `mur run` of each fixture (with a task and as a script),
-//! and `mur trace`. One test binary; each module is one area's file.
+//! `mur trace`, and the operator's commands on live sessions (`mur ps`, `stop`, `cancel`,
+//! `watch`). One test binary; each module is one area's file.
 
 #[path = "../common/mod.rs"]
 mod common;
@@ -16,4 +17,5 @@ mod records_prune;
 mod registry;
 mod run;
 mod script;
+mod sessions;
 mod trace;

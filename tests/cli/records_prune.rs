@@ -28,7 +28,8 @@ fn sid(n: u32) -> String {
 fn age(path: &Path, days: u64) {
     let when = SystemTime::now() - Duration::from_secs(days * DAY + 3600);
     let meta = std::fs::symlink_metadata(path).unwrap();
-    if meta.is_symlink() {
+    // A live session's control socket cannot be opened (and a prune measures it as nothing).
+    if meta.is_symlink() || std::os::unix::fs::FileTypeExt::is_socket(&meta.file_type()) {
         return;
     }
     if meta.is_dir() {

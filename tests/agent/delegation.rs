@@ -6,13 +6,14 @@
 //! roost's bounds and the envelope are in tests/agent/delegation/bounds.rs; approvals presented by
 //! hand (replay, a republished artifact, the completion on the wire) in approvals.rs; the
 //! child watch (crash, deadline, the parent ending) in watch.rs; the launch refusals and the
-//! tool's absence in launch.rs.
+//! tool's absence in launch.rs; `mur ps` and `mur stop` on a formation in operate.rs.
 
 use crate::common;
 
 mod approvals;
 mod bounds;
 mod launch;
+mod operate;
 mod pins;
 mod watch;
 

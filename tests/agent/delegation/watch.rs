@@ -15,7 +15,7 @@ const STUCK: Duration = Duration::from_secs(240);
 
 /// A boss delegating to a victim whose model answer takes [`STUCK`]; the formation's roost
 /// admits the boss. `boss` may add a deadline.
-fn stuck_formation(label: &str, boss: Cap) -> (Provider, Formation) {
+pub(super) fn stuck_formation(label: &str, boss: Cap) -> (Provider, Formation) {
     let p = Provider::start_responder(responder(&[
         ("boss", Plan::delegate(&[("victim", "work very slowly")])),
         ("victim", Plan::answer_after(STUCK, "OUTPUT-victim")),
@@ -29,7 +29,7 @@ fn stuck_formation(label: &str, boss: Cap) -> (Provider, Formation) {
 
 /// Wait until the victim is mid-task (its model call has reached the mock) and the boss has
 /// had its delegation's result.
-fn victim_mid_task(p: &Provider, f: &Formation) {
+pub(super) fn victim_mid_task(p: &Provider, f: &Formation) {
     wait_for(FORMATION, "the victim's model call", || {
         (!requests_of(p, "victim").is_empty()).then_some(())
     });
@@ -44,7 +44,7 @@ fn victim_mid_task(p: &Provider, f: &Formation) {
 }
 
 /// The boss's one started delegation: (its result, the victim's session, the victim's dir).
-fn the_delegation(p: &Provider, top: &Capsule) -> (Value, String, std::path::PathBuf) {
+pub(super) fn the_delegation(p: &Provider, top: &Capsule) -> (Value, String, std::path::PathBuf) {
     let r = results_of(p, "boss");
     assert_eq!(r.len(), 1, "{r:#?}");
     let start = started(&r[0][0], "victim");
@@ -54,7 +54,7 @@ fn the_delegation(p: &Provider, top: &Capsule) -> (Value, String, std::path::Pat
 }
 
 /// A launcher-written completion.json for an outcome with no result.
-fn assert_launcher_completion(c: &Value, raw: &str, start: &Value, sid: &str, dir: &Path, status: &str) {
+pub(super) fn assert_launcher_completion(c: &Value, raw: &str, start: &Value, sid: &str, dir: &Path, status: &str) {
     assert_eq!(c["delegation_id"], start["delegation_id"], "{raw}");
     assert_eq!(c["capsule_name"], "victim", "{raw}");
     assert_eq!(c["capsule_version"], V, "{raw}");
@@ -79,7 +79,7 @@ fn assert_launcher_completion(c: &Value, raw: &str, start: &Value, sid: &str, di
 }
 
 /// The boss's closing `delegation` line for the victim.
-fn assert_closed(trace: &[Value], start: &Value, sid: &str, status: &str) {
+pub(super) fn assert_closed(trace: &[Value], start: &Value, sid: &str, status: &str) {
     let d = events_of(trace, "delegation");
     assert_eq!(d.len(), 2, "{d:#?}");
     assert_eq!(d[0]["status"], "started", "{}", d[0]);

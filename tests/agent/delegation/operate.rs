@@ -41,6 +41,15 @@ fn stop_ends_a_session_with_its_delegated_child_and_leaves_nothing_running() {
     assert_eq!(victim["state"], "working", "{victim}");
     assert!(victim["url"].as_str().is_some_and(|u| u.starts_with("http://localhost:")), "{victim}");
 
+    // A watch of the boss from here: what happened so far, then its end.
+    let mut watch = Command::new(MUR)
+        .args(["watch", &top.sid])
+        .env("MURMUR_RECORDS_DIR", &f.records)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+
     let out = mur(&f, &["stop", &top.sid]);
     assert!(out.status.success(), "{}\n{}", text(&out.stderr), f.dump());
     assert!(
@@ -50,6 +59,21 @@ fn stop_ends_a_session_with_its_delegated_child_and_leaves_nothing_running() {
     );
     assert!(top.wait_exit(WAIT).is_some(), "the parent outlived mur stop\n{}", top.both());
     f.assert_nothing_left();
+    wait_for(WAIT, "mur watch to end with the boss", || watch.try_wait().unwrap());
+    let shown = text(&watch.wait_with_output().unwrap().stdout);
+    let dlg = start["delegation_id"].as_str().unwrap();
+    for want in [
+        format!("session {}", top.sid),
+        "turn 1: tool_call -> delegate-task".to_string(),
+        "tool delegate-task ok".to_string(),
+        format!("delegation to victim@{V} ({dlg}) child {child}"),
+        format!("! delegation to victim@{V} ({dlg}) child {child} in "),
+        "session ended".to_string(),
+    ] {
+        assert!(shown.contains(&want), "want {want:?} in\n{shown}");
+    }
+    assert!(shown.contains(": terminated\n"), "{shown}");
+    assert!(shown.lines().any(|l| l.contains(" turn 2 ")), "progress counts the turns: {shown}");
     assert!(ps(&f).is_empty(), "a session is still listed: {:#?}", ps(&f));
 
     // Ended as SIGTERM ends it: the child recorded by the launcher, posted to nobody.

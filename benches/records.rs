@@ -1,7 +1,12 @@
 //! `mur records prune` over a records root of 50,000 session directories (each a
 //! `trace.jsonl` and `logs/bootstrap.log`, all ended, written between 1 and 50,000 minutes
 //! ago): the wall time of a dry run (measure everything, remove nothing) and of the real
-//! prune down to the default 1,000 sessions. Printed, never asserted.
+//! prune down to the default 1,000 sessions. Then `mur ps` over a root of 200 live sessions
+//! (`MURMUR_BENCH_LIVE=N`) beside 1,000 ended ones: each live one a records directory with
+//! its `session.json` and a 1 MiB `trace.jsonl`, held by the `flock` a session holds, taken
+//! here by this process rather than 200 real `mur run`s (which would cost a wasmtime each on
+//! a shared 2-core machine; `mur ps` reads only the lock and `session.json` either way).
+//! Printed, never asserted.
 //! Run: `cargo bench --bench records` (`MURMUR_BENCH_SESSIONS=N` for another size).
 
 use std::fs::{File, FileTimes};
@@ -49,6 +54,70 @@ fn prune(root: &Path, config: &Path, dry: bool) -> (Duration, String) {
     (took, text.lines().last().unwrap_or("").to_string())
 }
 
+/// `n` live sessions' records under `root` (each held by a lock this process takes and
+/// keeps in the returned descriptors) and `dead` ended ones.
+fn make_live(root: &Path, n: usize, dead: usize) -> Vec<File> {
+    let mut held = Vec::new();
+    for i in 0..n + dead {
+        let id = format!("ses_{:032x}", 0xa000_0000_u64 + i as u64);
+        let dir = root.join(&id);
+        std::fs::create_dir_all(dir.join("logs")).unwrap();
+        std::fs::write(dir.join("trace.jsonl"), vec![b'{'; 1 << 20]).unwrap();
+        let status = format!(
+            "{{\"session_id\":\"{id}\",\"pid\":{},\"capsule\":\"bench\",\"version\":\"0.1.0\",\"class\":\"scoped\",\"url\":\"http://localhost:{}\",\"started_ms\":0,\"parent\":null,\"state\":\"idle\",\"tasks\":{{\"open\":0,\"total\":3}}}}\n",
+            std::process::id(),
+            20_000 + i
+        );
+        std::fs::write(dir.join("session.json"), status).unwrap();
+        if i < n {
+            let d = File::open(&dir).unwrap();
+            rustix::fs::flock(&d, rustix::fs::FlockOperation::NonBlockingLockExclusive).unwrap();
+            held.push(d);
+        }
+    }
+    held
+}
+
+/// `mur ps --json` over `root`: its wall time and how many sessions it listed.
+fn ps(root: &Path) -> (Duration, usize) {
+    let t = Instant::now();
+    let out = Command::new(MUR)
+        .args(["ps", "--json"])
+        .env("MURMUR_RECORDS_DIR", root)
+        .output()
+        .unwrap();
+    let took = t.elapsed();
+    assert!(out.status.success(), "{out:?}");
+    let rows: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    (took, rows.as_array().map_or(0, Vec::len))
+}
+
+fn bench_ps(base: &Path) {
+    let live: usize = std::env::var("MURMUR_BENCH_LIVE")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(200);
+    let root = base.join("live");
+    std::fs::create_dir_all(&root).unwrap();
+    std::fs::set_permissions(&root, std::os::unix::fs::PermissionsExt::from_mode(0o700)).unwrap();
+    let held = make_live(&root, live, 1000);
+    let mut times: Vec<Duration> = (0..7)
+        .map(|_| ps(&root))
+        .map(|(t, listed)| {
+            assert_eq!(listed, live, "mur ps listed {listed} of {live} live sessions");
+            t
+        })
+        .collect();
+    times.sort();
+    println!(
+        "mur ps over {live} live sessions (and 1000 ended): median {:.1} ms, min {:.1} ms, max {:.1} ms of 7 runs",
+        times[3].as_secs_f64() * 1000.0,
+        times[0].as_secs_f64() * 1000.0,
+        times[6].as_secs_f64() * 1000.0
+    );
+    drop(held);
+}
+
 fn main() {
     let n: usize = std::env::var("MURMUR_BENCH_SESSIONS")
         .ok()
@@ -72,5 +141,6 @@ fn main() {
         "prune of 1000 already within bounds: {:.3} s  ({line})",
         again.as_secs_f64()
     );
+    bench_ps(&base);
     let _ = std::fs::remove_dir_all(&base);
 }

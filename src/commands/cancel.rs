@@ -88,12 +88,19 @@ fn answer(body: &[u8], status: u16, task: &str) -> Result<String, Diagnostic> {
         return Err(Diagnostic::new(
             code::RUN_CANCEL_REFUSED,
             "TASK",
-            format!("task {shown} was not canceled: {} (A2A error {num})", clean(msg, 300)),
+            format!(
+                "task {shown} was not canceled: {} (A2A error {num})",
+                clean(msg, 300)
+            ),
         ));
     }
-    let state = v["result"]["status"]["state"]
-        .as_str()
-        .ok_or_else(|| Diagnostic::new(code::IO_READ, "SESSION", format!("the door answered HTTP {status} with no task state")))?;
+    let state = v["result"]["status"]["state"].as_str().ok_or_else(|| {
+        Diagnostic::new(
+            code::IO_READ,
+            "SESSION",
+            format!("the door answered HTTP {status} with no task state"),
+        )
+    })?;
     Ok(format!("{shown}: {}\n", clean(state, 40)))
 }
 
@@ -108,9 +115,16 @@ mod tests {
         let gone = br#"{"jsonrpc":"2.0","id":1,"error":{"code":-32001,"message":"Task not found"}}"#;
         let d = answer(gone, 200, "t").unwrap_err();
         assert_eq!(d.code, code::RUN_CANCEL_REFUSED);
-        assert!(d.message.contains("Task not found (A2A error -32001)"), "{}", d.message);
+        assert!(
+            d.message.contains("Task not found (A2A error -32001)"),
+            "{}",
+            d.message
+        );
         assert!(answer(b"<html>", 500, "t").is_err());
-        assert_eq!(door_url(&json!({"url": "http://localhost:4000"})).unwrap(), "http://127.0.0.1:4000/");
+        assert_eq!(
+            door_url(&json!({"url": "http://localhost:4000"})).unwrap(),
+            "http://127.0.0.1:4000/"
+        );
         assert_eq!(door_url(&json!({"url": "http://example.com:4000"})), None);
     }
 }

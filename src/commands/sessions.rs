@@ -61,7 +61,9 @@ pub fn open(id: &str) -> Result<Live, Diagnostic> {
     let dir = Dir::open(root)
         .and_then(|r| r.sub(id))
         .map_err(|e| not_live(id, format!("no session {id} in {}: {e}", root.display())))?;
-    let owner = rustix::fs::fstat(dir.as_fd()).map(|st| st.st_uid).unwrap_or(u32::MAX);
+    let owner = rustix::fs::fstat(dir.as_fd())
+        .map(|st| st.st_uid)
+        .unwrap_or(u32::MAX);
     if owner != rustix::process::geteuid().as_raw() {
         return Err(not_live(
             id,

@@ -69,12 +69,20 @@ pub fn stop(o: &StopOptions, out: &mut dyn Write, err: &mut dyn Write) -> Result
 /// directory (`/proc/self/fd/N/control.sock`).
 fn ask(live: &Live) -> Result<(), Diagnostic> {
     let path = live.dir.proc_path().join(CONTROL_SOCKET);
-    let refused = |why: String| not_live(&live.id, format!("session {} cannot be asked to stop: {why}", live.id));
+    let refused = |why: String| {
+        not_live(
+            &live.id,
+            format!("session {} cannot be asked to stop: {why}", live.id),
+        )
+    };
     let mut conn = UnixStream::connect(&path).map_err(|e| {
         if live.alive() {
             refused(format!("{CONTROL_SOCKET}: {e}"))
         } else {
-            not_live(&live.id, format!("session {} is not alive: it has ended", live.id))
+            not_live(
+                &live.id,
+                format!("session {} is not alive: it has ended", live.id),
+            )
         }
     })?;
     let _ = conn.set_read_timeout(Some(Duration::from_secs(5)));

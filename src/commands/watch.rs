@@ -65,7 +65,11 @@ pub fn watch(session: &str, out: &mut dyn Write, err: &mut dyn Write) -> Result<
     }
     let s = timeline.summary();
     if s.problem_count > 0 {
-        let _ = writeln!(err, "mur watch: {} malformed trace lines skipped", s.problem_count);
+        let _ = writeln!(
+            err,
+            "mur watch: {} malformed trace lines skipped",
+            s.problem_count
+        );
     }
     let end = match &s.exit_status {
         Some(status) => format!("session {session} ended {status}"),

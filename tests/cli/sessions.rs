@@ -35,11 +35,17 @@ fn mur(records: &Path, args: &[&str]) -> Output {
 fn ps(records: &Path) -> Vec<Value> {
     let out = mur(records, &["ps", "--json"]);
     assert!(out.status.success(), "{}", text(&out.stderr));
-    serde_json::from_slice::<Value>(&out.stdout).unwrap().as_array().unwrap().clone()
+    serde_json::from_slice::<Value>(&out.stdout)
+        .unwrap()
+        .as_array()
+        .unwrap()
+        .clone()
 }
 
 fn ids(rows: &[Value]) -> Vec<String> {
-    rows.iter().map(|r| r["session_id"].as_str().unwrap().to_string()).collect()
+    rows.iter()
+        .map(|r| r["session_id"].as_str().unwrap().to_string())
+        .collect()
 }
 
 #[test]
@@ -50,7 +56,11 @@ fn ps_lists_the_live_sessions_and_forgets_one_killed_outright() {
     let a = door::start(&t, &dir, &[], &[]);
     let b = door::start(&t, &dir, &[], &[]);
     let mut killed = door::start(&t, &dir, &[], &[]);
-    let mut want = vec![a.session_id.clone(), b.session_id.clone(), killed.session_id.clone()];
+    let mut want = vec![
+        a.session_id.clone(),
+        b.session_id.clone(),
+        killed.session_id.clone(),
+    ];
     want.sort();
     assert_eq!(ids(&ps(&records)), want);
 
@@ -61,7 +71,10 @@ fn ps_lists_the_live_sessions_and_forgets_one_killed_outright() {
     live.sort();
     assert_eq!(ids(&rows), live, "the killed session is forgotten: {rows:#?}");
     assert!(killed.records.join("trace.jsonl").exists(), "its records stay");
-    for (row, d) in rows.iter().map(|r| (r, if r["session_id"] == a.session_id { &a } else { &b })) {
+    for (row, d) in rows
+        .iter()
+        .map(|r| (r, if r["session_id"] == a.session_id { &a } else { &b }))
+    {
         assert_eq!(row["capsule"], "probe", "{row}");
         assert_eq!(row["version"], "0.2.0", "{row}");
         assert_eq!(row["state"], "idle", "{row}");
@@ -76,10 +89,19 @@ fn ps_lists_the_live_sessions_and_forgets_one_killed_outright() {
     let out = mur(&records, &["ps"]);
     let table = text(&out.stdout);
     let lines: Vec<&str> = table.lines().collect();
-    assert!(lines[0].starts_with("SESSION") && lines[0].contains("PARENT"), "{table}");
+    assert!(
+        lines[0].starts_with("SESSION") && lines[0].contains("PARENT"),
+        "{table}"
+    );
     assert_eq!(lines.len(), 3, "{table}");
-    assert!(table.contains(&a.session_id) && !table.contains(&killed.session_id), "{table}");
-    assert!(lines[1].contains("probe@0.2.0") && lines[1].contains(" 0/0 "), "{table}");
+    assert!(
+        table.contains(&a.session_id) && !table.contains(&killed.session_id),
+        "{table}"
+    );
+    assert!(
+        lines[1].contains("probe@0.2.0") && lines[1].contains(" 0/0 "),
+        "{table}"
+    );
 }
 
 #[test]
@@ -99,22 +121,48 @@ fn cancel_ends_one_task_of_a_queue_session_that_goes_on() {
     assert_eq!(row["state"], "working", "{row}");
 
     let out = mur(&records, &["cancel", &d.session_id, wait_id]);
-    assert_eq!(text(&out.stdout), format!("{wait_id}: canceled\n"), "{}", text(&out.stderr));
+    assert_eq!(
+        text(&out.stdout),
+        format!("{wait_id}: canceled\n"),
+        "{}",
+        text(&out.stderr)
+    );
     assert!(out.status.success());
     assert_eq!(state_of(&d.task(wait_id)), "TASK_STATE_CANCELED");
-    assert_eq!(state_of(&d.task(run_id)), "TASK_STATE_WORKING", "the other task runs on");
+    assert_eq!(
+        state_of(&d.task(run_id)),
+        "TASK_STATE_WORKING",
+        "the other task runs on"
+    );
 
     // Twice, or a task the door does not know: the door's own A2A error, coded.
     let again = mur(&records, &["cancel", &d.session_id, wait_id]);
     assert_eq!(again.status.code(), Some(1));
-    assert!(text(&again.stderr).contains("error[E-RUN-062]"), "{}", text(&again.stderr));
-    assert!(text(&again.stderr).contains("(A2A error -32002)"), "{}", text(&again.stderr));
+    assert!(
+        text(&again.stderr).contains("error[E-RUN-062]"),
+        "{}",
+        text(&again.stderr)
+    );
+    assert!(
+        text(&again.stderr).contains("(A2A error -32002)"),
+        "{}",
+        text(&again.stderr)
+    );
     let unknown = mur(&records, &["cancel", &d.session_id, "tsk_nosuch"]);
-    assert!(text(&unknown.stderr).contains("Task not found (A2A error -32001)"), "{}", text(&unknown.stderr));
+    assert!(
+        text(&unknown.stderr).contains("Task not found (A2A error -32001)"),
+        "{}",
+        text(&unknown.stderr)
+    );
 
     // The running one too; the session goes on and takes the next.
     let out = mur(&records, &["cancel", &d.session_id, run_id]);
-    assert_eq!(text(&out.stdout), format!("{run_id}: canceled\n"), "{}", text(&out.stderr));
+    assert_eq!(
+        text(&out.stdout),
+        format!("{run_id}: canceled\n"),
+        "{}",
+        text(&out.stderr)
+    );
     let next = d.submit("SendMessage", "after the cancels");
     d.wait_state(next["id"].as_str().unwrap(), "TASK_STATE_COMPLETED", secs(30));
     assert!(d.alive(), "the session went on");
@@ -143,19 +191,35 @@ fn watch_follows_a_session_to_the_end_stop_brings() {
     let stop = mur(&records, &["stop", &d.session_id]);
     assert!(stop.status.success(), "{}", text(&stop.stderr));
     assert_eq!(text(&stop.stdout), format!("{}: ended ok\n", d.session_id));
-    assert!(d.wait_exit(secs(5)).success(), "the session ended as SIGTERM ends it");
+    assert!(
+        d.wait_exit(secs(5)).success(),
+        "the session ended as SIGTERM ends it"
+    );
     assert!(ps(&records).is_empty(), "nothing is listed once it ended");
 
-    wait_for(secs(15), "mur watch to end with the session", || watch.try_wait().unwrap());
+    wait_for(secs(15), "mur watch to end with the session", || {
+        watch.try_wait().unwrap()
+    });
     let out = watch.wait_with_output().unwrap();
     let shown = text(&out.stdout);
     assert!(out.status.success(), "{shown}{}", text(&out.stderr));
     let lines: Vec<&str> = shown.lines().collect();
     assert!(lines[0].contains(&format!("session {}", d.session_id)), "{shown}");
-    assert!(lines.iter().any(|l| l.contains(&format!("task {id} from a2a"))), "{shown}");
-    assert!(lines.iter().any(|l| l.contains(&format!("task {id} ended ok"))), "{shown}");
+    assert!(
+        lines.iter().any(|l| l.contains(&format!("task {id} from a2a"))),
+        "{shown}"
+    );
+    assert!(
+        lines.iter().any(|l| l.contains(&format!("task {id} ended ok"))),
+        "{shown}"
+    );
     assert!(lines.iter().any(|l| l.contains("session ended ok")), "{shown}");
-    assert!(lines.iter().all(|l| l.contains(" tok ") || l.starts_with("session ")), "{shown}");
+    assert!(
+        lines
+            .iter()
+            .all(|l| l.contains(" tok ") || l.starts_with("session ")),
+        "{shown}"
+    );
     assert_eq!(
         lines.last().unwrap(),
         &format!("session {} ended ok: 1 tasks, 0 turns, 0 tokens", d.session_id),
@@ -170,8 +234,16 @@ fn watch_follows_a_session_to_the_end_stop_brings() {
     ] {
         let out = mur(&records, &args);
         assert_eq!(out.status.code(), Some(1), "{args:?}");
-        assert!(text(&out.stderr).contains("error[E-RUN-061]"), "{args:?}: {}", text(&out.stderr));
-        assert!(text(&out.stderr).contains("is not alive"), "{}", text(&out.stderr));
+        assert!(
+            text(&out.stderr).contains("error[E-RUN-061]"),
+            "{args:?}: {}",
+            text(&out.stderr)
+        );
+        assert!(
+            text(&out.stderr).contains("is not alive"),
+            "{}",
+            text(&out.stderr)
+        );
     }
 }
 
@@ -215,7 +287,10 @@ fn another_users_session_is_refused() {
         let out = mur(&records, &args);
         assert_eq!(out.status.code(), Some(1), "{args:?}");
         let err = text(&out.stderr);
-        assert!(err.contains("error[E-RUN-061]") && err.contains("is not yours"), "{args:?}: {err}");
+        assert!(
+            err.contains("error[E-RUN-061]") && err.contains("is not yours"),
+            "{args:?}: {err}"
+        );
     }
     // Its control socket answers only its own user, whoever else connects.
     let sock = records.join(&sid).join("control.sock");
@@ -234,6 +309,8 @@ fn another_users_session_is_refused() {
         .stdin(Stdio::null());
     let out = account.command(stop).output().unwrap();
     assert!(out.status.success(), "{}", text(&out.stderr));
-    let status = wait_for(secs(10), "the account's session to end", || theirs.child.try_wait().unwrap());
+    let status = wait_for(secs(10), "the account's session to end", || {
+        theirs.child.try_wait().unwrap()
+    });
     assert!(status.success());
 }

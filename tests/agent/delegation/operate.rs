@@ -2,7 +2,9 @@
 //! named, and `mur stop` of the parent ends it as SIGTERM does, its child with it (recorded
 //! `terminated` by the launcher), leaving nothing running and nothing listed.
 
-use super::watch::{assert_closed, assert_launcher_completion, stuck_formation, the_delegation, victim_mid_task};
+use super::watch::{
+    assert_closed, assert_launcher_completion, stuck_formation, the_delegation, victim_mid_task,
+};
 use crate::common::capsule::{text, MUR};
 use crate::common::delegation::*;
 use serde_json::Value;
@@ -21,7 +23,11 @@ fn mur(f: &Formation, args: &[&str]) -> Output {
 fn ps(f: &Formation) -> Vec<Value> {
     let out = mur(f, &["ps", "--json"]);
     assert!(out.status.success(), "{}", text(&out.stderr));
-    serde_json::from_slice::<Value>(&out.stdout).unwrap().as_array().unwrap().clone()
+    serde_json::from_slice::<Value>(&out.stdout)
+        .unwrap()
+        .as_array()
+        .unwrap()
+        .clone()
 }
 
 #[test]
@@ -35,11 +41,24 @@ fn stop_ends_a_session_with_its_delegated_child_and_leaves_nothing_running() {
     let row = |sid: &str| rows.iter().find(|r| r["session_id"] == sid).cloned();
     let boss = row(&top.sid).unwrap_or_else(|| panic!("the parent is not listed: {rows:#?}"));
     let victim = row(&child).unwrap_or_else(|| panic!("the child is not listed: {rows:#?}"));
-    assert_eq!((boss["capsule"].as_str(), boss["parent"].clone()), (Some("boss"), Value::Null), "{boss}");
+    assert_eq!(
+        (boss["capsule"].as_str(), boss["parent"].clone()),
+        (Some("boss"), Value::Null),
+        "{boss}"
+    );
     assert_eq!(victim["capsule"], "victim", "{victim}");
-    assert_eq!(victim["parent"], top.sid.as_str(), "the child names its parent: {victim}");
+    assert_eq!(
+        victim["parent"],
+        top.sid.as_str(),
+        "the child names its parent: {victim}"
+    );
     assert_eq!(victim["state"], "working", "{victim}");
-    assert!(victim["url"].as_str().is_some_and(|u| u.starts_with("http://localhost:")), "{victim}");
+    assert!(
+        victim["url"]
+            .as_str()
+            .is_some_and(|u| u.starts_with("http://localhost:")),
+        "{victim}"
+    );
 
     // A watch of the boss from here: what happened so far, then its end.
     let mut watch = Command::new(MUR)
@@ -57,9 +76,15 @@ fn stop_ends_a_session_with_its_delegated_child_and_leaves_nothing_running() {
         "{}",
         text(&out.stdout)
     );
-    assert!(top.wait_exit(WAIT).is_some(), "the parent outlived mur stop\n{}", top.both());
+    assert!(
+        top.wait_exit(WAIT).is_some(),
+        "the parent outlived mur stop\n{}",
+        top.both()
+    );
     f.assert_nothing_left();
-    wait_for(WAIT, "mur watch to end with the boss", || watch.try_wait().unwrap());
+    wait_for(WAIT, "mur watch to end with the boss", || {
+        watch.try_wait().unwrap()
+    });
     let shown = text(&watch.wait_with_output().unwrap().stdout);
     let dlg = start["delegation_id"].as_str().unwrap();
     for want in [
@@ -73,7 +98,10 @@ fn stop_ends_a_session_with_its_delegated_child_and_leaves_nothing_running() {
         assert!(shown.contains(&want), "want {want:?} in\n{shown}");
     }
     assert!(shown.contains(": terminated\n"), "{shown}");
-    assert!(shown.lines().any(|l| l.contains(" turn 2 ")), "progress counts the turns: {shown}");
+    assert!(
+        shown.lines().any(|l| l.contains(" turn 2 ")),
+        "progress counts the turns: {shown}"
+    );
     assert!(ps(&f).is_empty(), "a session is still listed: {:#?}", ps(&f));
 
     // Ended as SIGTERM ends it: the child recorded by the launcher, posted to nobody.

@@ -54,7 +54,14 @@ pub(super) fn the_delegation(p: &Provider, top: &Capsule) -> (Value, String, std
 }
 
 /// A launcher-written completion.json for an outcome with no result.
-pub(super) fn assert_launcher_completion(c: &Value, raw: &str, start: &Value, sid: &str, dir: &Path, status: &str) {
+pub(super) fn assert_launcher_completion(
+    c: &Value,
+    raw: &str,
+    start: &Value,
+    sid: &str,
+    dir: &Path,
+    status: &str,
+) {
     assert_eq!(c["delegation_id"], start["delegation_id"], "{raw}");
     assert_eq!(c["capsule_name"], "victim", "{raw}");
     assert_eq!(c["capsule_version"], V, "{raw}");

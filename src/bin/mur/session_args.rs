@@ -4,13 +4,13 @@
 use super::{help_for, unknown, Command};
 use murmur::cli::{no_value, Arg, ArgError, Args};
 
+/// What a command line of these commands came to: its words and the boolean flags set, or
+/// (`Err`) the help it asked for.
+type Parsed = Result<(Vec<String>, Vec<String>), Command>;
+
 /// The words and flags of one of these commands: `-h`/`--help`, the boolean `flags` it
 /// takes, and its words in order.
-fn words_and_flags(
-    command: &'static str,
-    args: &mut Args,
-    flags: &[&str],
-) -> Result<Result<(Vec<String>, Vec<String>), Command>, ArgError> {
+fn words_and_flags(command: &'static str, args: &mut Args, flags: &[&str]) -> Result<Parsed, ArgError> {
     let (mut words, mut set) = (Vec::new(), Vec::new());
     while let Some(arg) = args.next_arg() {
         match arg {

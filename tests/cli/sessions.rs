@@ -6,7 +6,7 @@
 //! tests/agent/delegation/operate.rs.
 
 use crate::common::capsule::{capsule, text, MUR};
-use crate::common::door::{self, lifecycle, secs, state_of, wait_for, SLOW};
+use crate::common::door::{self, at_once, lifecycle, secs, send_params, state_of, task_of, wait_for, SLOW};
 use crate::common::TempDir;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
@@ -102,6 +102,16 @@ fn ps_lists_the_live_sessions_and_forgets_one_killed_outright() {
         lines[1].contains("probe@0.2.0") && lines[1].contains(" 0/0 "),
         "{table}"
     );
+
+    // --all: every live session of this user, each said how it ended.
+    let (mut a, mut b) = (a, b);
+    let out = mur(&records, &["stop", "--all"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let said: Vec<String> = text(&out.stdout).lines().map(String::from).collect();
+    let want: Vec<String> = live.iter().map(|id| format!("{id}: ended ok")).collect();
+    assert_eq!(said, want);
+    assert!(a.wait_exit(secs(5)).success() && b.wait_exit(secs(5)).success());
+    assert!(ps(&records).is_empty());
 }
 
 #[test]
@@ -169,6 +179,41 @@ fn cancel_ends_one_task_of_a_queue_session_that_goes_on() {
     assert_eq!(ids(&ps(&records)), vec![d.session_id.clone()]);
     assert!(mur(&records, &["stop", &d.session_id]).status.success());
     assert!(d.wait_exit(secs(15)).code().is_some());
+}
+
+#[test]
+fn cancel_calls_an_authenticated_door_with_the_sessions_own_token() {
+    let t = TempDir::new("ops-cancel-auth");
+    let yaml = format!(
+        "{}capabilities:\n  network:\n    authentication:\n      scheme: bearer\n      credentials:\n        - {{name: operator, scopes: ['*']}}\n",
+        lifecycle(&["task_acceptance: queue", "after_task: sleep", "queue_depth: 4"])
+    );
+    let dir = capsule(&t, SLOW, &yaml);
+    let records = t.path().join("records");
+    let mut d = door::start(&t, &dir, &[], &[]);
+    let tokens: Value =
+        serde_json::from_slice(&std::fs::read(d.records.join("door-tokens.json")).unwrap()).unwrap();
+    let bearer = format!("Bearer {}", tokens["tokens"]["operator"].as_str().unwrap());
+    let auth = [("authorization", bearer.as_str())];
+    let sent = d.call_with(
+        "SendMessage",
+        send_params("SendMessage", "sleep 60", at_once("SendMessage")),
+        &auth,
+    );
+    let id = task_of(&sent["result"])["id"].as_str().unwrap().to_string();
+
+    let out = mur(&records, &["cancel", &d.session_id, &id]);
+    assert_eq!(
+        text(&out.stdout),
+        format!("{id}: canceled\n"),
+        "{}",
+        text(&out.stderr)
+    );
+    let got = d.call_with("GetTask", serde_json::json!({"id": id}), &auth);
+    assert_eq!(state_of(&got["result"]), "TASK_STATE_CANCELED", "{got}");
+    assert!(d.alive());
+    assert!(mur(&records, &["stop", &d.session_id]).status.success());
+    assert!(d.wait_exit(secs(5)).success());
 }
 
 #[test]

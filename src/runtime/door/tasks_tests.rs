@@ -109,6 +109,27 @@ fn queue_depth_is_clamped() {
 }
 
 #[test]
+fn the_counts_follow_each_send_cancel_and_end_and_each_change_is_told() {
+    let t = Tasks::new(Acceptance::Queue(4));
+    let told = Arc::new(AtomicU64::new(0));
+    let told2 = told.clone();
+    t.on_change(Box::new(move || {
+        told2.fetch_add(1, Ordering::SeqCst);
+    }));
+    assert_eq!(t.counts(), (0, 0));
+    let a = submit(&t, "a");
+    let b = submit(&t, "b");
+    assert_eq!((t.counts(), told.load(Ordering::SeqCst)), ((2, 2), 2));
+    let running = take(&t);
+    assert_eq!(running.id, a.id);
+    assert_eq!(t.counts(), (2, 2), "one running, one waiting");
+    t.cancel(&b.id, None, 3).unwrap();
+    assert_eq!((t.counts(), told.load(Ordering::SeqCst)), ((1, 2), 3));
+    t.finish(&a.id, done("a"), 4);
+    assert_eq!((t.counts(), told.load(Ordering::SeqCst)), ((0, 2), 4));
+}
+
+#[test]
 fn cancel_of_waiting_running_and_finished_tasks() {
     let t = Tasks::new(Acceptance::Queue(4));
     let killed = Arc::new(AtomicU64::new(0));

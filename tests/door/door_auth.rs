@@ -94,7 +94,8 @@ fn files_under(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
         let p = e.path();
         if p.is_dir() {
             out.extend(files_under(&p));
-        } else {
+        } else if p.is_file() {
+            // Not the session's control socket, which holds no bytes.
             out.push(p);
         }
     }

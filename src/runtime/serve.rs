@@ -130,16 +130,15 @@ pub fn failed_start(s: &mut Opened<'_>, d: Diagnostic) -> Diagnostic {
 
 /// Run the session: start it, serve its tasks, record its end; the exit.
 pub fn serve(mut s: Opened<'_>, start: Start, runner: Box<dyn TaskRunner>) -> Result<u8, Diagnostic> {
-    let (door, access) = begin(&mut s, start).map_err(|d| failed_start(&mut s, d))?;
+    let (door, access, status) = begin(&mut s, start).map_err(|d| failed_start(&mut s, d))?;
     let mut runner = runner;
     runner.started();
-    let status = session_status(&s);
     if let Err(d) = signal_thread(&s, runner.on_signal(), status.clone()) {
         door.close();
         door_access::forget(&s.layout.records_dir, &access);
+        status::forget(&s.layout.records_dir);
         return Err(failed_start(&mut s, d));
     }
-    control(&mut s);
     let (served, runner) = match tasks(&mut s, runner, status.as_ref()) {
         Ok(v) => v,
         Err(d) => {
@@ -189,8 +188,10 @@ fn control(s: &mut Opened<'_>) {
     }
 }
 
-/// `session_start`, the door's access settled, the door serving, the announcement.
-fn begin(s: &mut Opened<'_>, start: Start) -> Result<(door::Door, Access), Diagnostic> {
+/// `session_start`, the door's access settled, the door serving, the session's status file
+/// and control socket (so `mur ps` lists it and `mur stop` reaches it once it is
+/// announced), the announcement.
+fn begin(s: &mut Opened<'_>, start: Start) -> Result<(door::Door, Access, Option<Status>), Diagnostic> {
     let mut fields = start.fields;
     delegation::session_start_fields(s.standing.spawner.as_ref(), &mut fields);
     s.trace
@@ -226,8 +227,10 @@ fn begin(s: &mut Opened<'_>, start: Start) -> Result<(door::Door, Access), Diagn
             return Err(d);
         }
     };
+    let status = session_status(s);
+    control(s);
     announce(s, &access);
-    Ok((door, access))
+    Ok((door, access, status))
 }
 
 /// The signal thread: SIGTERM and SIGINT stop the work in progress and end a waiting

@@ -19,7 +19,10 @@ pub fn cancel(session: &str, task: &str) -> Result<String, Diagnostic> {
         Diagnostic::new(
             code::IO_READ,
             crate::places::SESSION_FILE,
-            format!("session {session} names no door of its own on loopback"),
+            match &live.problem {
+                Some(why) => why.clone(),
+                None => format!("session {session} names no door of its own on loopback"),
+            },
         )
     })?;
     let bearer = bearer(&live, session)?;

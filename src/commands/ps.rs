@@ -1,6 +1,7 @@
 //! `mur ps [--json]`: the live sessions of this user, one row each (id, capsule, class,
 //! state, tasks open/total, age, door, parent), from each session's `session.json`; the
-//! dead are forgotten by the lock each live session holds on its records.
+//! dead are forgotten by the lock each live session holds on its records. A live session
+//! whose `session.json` cannot be read is listed `unreadable` (`--json`: with its `error`).
 
 use super::sessions::{self, Live};
 use crate::diag::Diagnostic;
@@ -20,7 +21,7 @@ pub fn ps(json: bool, now_ms: u64) -> Result<String, Diagnostic> {
 fn row(l: &Live, now_ms: u64) -> Value {
     let s = &l.status;
     let tasks = &s["tasks"];
-    json!({
+    let mut v = json!({
         "session_id": l.id,
         "capsule": s.get("capsule"),
         "version": s.get("version"),
@@ -31,7 +32,12 @@ fn row(l: &Live, now_ms: u64) -> Value {
         "url": s.get("url"),
         "parent": s.get("parent"),
         "pid": s.get("pid"),
-    })
+    });
+    if let Some(why) = &l.problem {
+        v["state"] = "unreadable".into();
+        v["error"] = why.as_str().into();
+    }
+    v
 }
 
 fn age_ms(s: &Value, now_ms: u64) -> u64 {
@@ -58,9 +64,10 @@ fn to_table(live: &[Live], now_ms: u64) -> String {
             (Some(o), Some(t)) => format!("{o}/{t}"),
             _ => "-".into(),
         };
-        let state = match l.field("state").as_str() {
-            "-" => "starting".to_string(),
-            other => other.to_string(),
+        let state = match (l.field("state").as_str(), &l.problem) {
+            (_, Some(_)) => "unreadable".to_string(),
+            ("-", None) => "starting".to_string(),
+            (other, None) => other.to_string(),
         };
         rows.push([
             l.id.clone(),

@@ -17,11 +17,12 @@ use std::path::Path;
 pub const MAX_STATUS: u64 = 64 * 1024;
 
 /// A live session: its id, its records directory (held), its `session.json` (`Null` while
-/// the session has not written it yet).
+/// the session has not written it yet, or when it cannot be read: then `problem` says why).
 pub struct Live {
     pub id: String,
     pub dir: Dir,
     pub status: Value,
+    pub problem: Option<String>,
 }
 
 impl Live {
@@ -40,9 +41,8 @@ impl Live {
     }
 
     /// Read `session.json` again (the session replaces it on each change).
-    pub fn refresh(&mut self) -> Result<(), Diagnostic> {
-        self.status = read_status(&self.dir, &self.id)?;
-        Ok(())
+    pub fn refresh(&mut self) {
+        (self.status, self.problem) = status_of(&self.dir, &self.id);
     }
 }
 
@@ -54,7 +54,8 @@ pub fn not_live(id: &str, why: String) -> Diagnostic {
     ))
 }
 
-/// Session `id`, which must be alive and this user's (E-RUN-061 otherwise).
+/// Session `id`, which must be alive and this user's (E-RUN-061 otherwise). A status file
+/// that cannot be read does not hide it: `problem` says why.
 pub fn open(id: &str) -> Result<Live, Diagnostic> {
     let path = session_dir(id)?;
     let root = path.parent().unwrap_or(Path::new("/"));
@@ -73,11 +74,12 @@ pub fn open(id: &str) -> Result<Live, Diagnostic> {
     if !held_by_another(dir.as_fd()) {
         return Err(not_live(id, format!("session {id} is not alive: it has ended")));
     }
-    let status = read_status(&dir, id)?;
+    let (status, problem) = status_of(&dir, id);
     Ok(Live {
         id: id.to_string(),
         dir,
         status,
+        problem,
     })
 }
 
@@ -109,6 +111,14 @@ pub fn list() -> Result<Vec<Live>, Diagnostic> {
         .collect();
     names.sort();
     Ok(names.iter().filter_map(|n| open(n).ok()).collect())
+}
+
+/// [`read_status`], an error kept in words beside a `Null` status.
+fn status_of(dir: &Dir, id: &str) -> (Value, Option<String>) {
+    match read_status(dir, id) {
+        Ok(v) => (v, None),
+        Err(d) => (Value::Null, Some(d.message)),
+    }
 }
 
 /// `session.json` of the held records `dir`: a private file of this user holding a JSON

@@ -43,7 +43,7 @@ pub fn stop(o: &StopOptions, out: &mut dyn Write, err: &mut dyn Write) -> Result
     }
     let left = wait(&mut asked, err);
     for l in &mut asked {
-        let _ = l.refresh();
+        l.refresh();
         let how = match l.status.get("exit_status") {
             Some(_) => format!("ended {}", l.field("exit_status")),
             None => "ended".into(),

@@ -103,6 +103,16 @@ fn ps_lists_the_live_sessions_and_forgets_one_killed_outright() {
         "{table}"
     );
 
+    // A status file that is not one: the session is still listed, as unreadable.
+    std::fs::write(b.records.join("session.json"), "{not json").unwrap();
+    let rows = ps(&records);
+    let row = rows.iter().find(|r| r["session_id"] == b.session_id).unwrap();
+    assert_eq!(row["state"], "unreadable", "{row}");
+    assert!(
+        row["error"].as_str().unwrap().contains("is not a session status"),
+        "{row}"
+    );
+
     // --all: every live session of this user, each said how it ended.
     let (mut a, mut b) = (a, b);
     let out = mur(&records, &["stop", "--all"]);

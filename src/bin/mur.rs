@@ -153,6 +153,7 @@ fn parse_trace(args: &mut Args) -> Result<Command, ArgError> {
                     no_value(&name, inline)?;
                     o.follow = true;
                 }
+                "--html" => o.html = Some(args.value(&name, inline)?.into()),
                 "-h" | "--help" => return help_for("trace", &name, inline),
                 _ => return Err(ArgError::Unknown(name)),
             },
@@ -162,6 +163,8 @@ fn parse_trace(args: &mut Args) -> Result<Command, ArgError> {
     match (&o.path, &o.session) {
         (Some(_), Some(_)) => Err(ArgError::Conflict("PATH", "--session")),
         (None, None) => Err(ArgError::MissingValue("trace PATH or --session ID".into())),
+        _ if o.html.is_some() && o.follow => Err(ArgError::Conflict("--html", "--follow")),
+        _ if o.html.is_some() && o.json => Err(ArgError::Conflict("--html", "--json")),
         _ => Ok(Command::Trace(o)),
     }
 }

@@ -54,6 +54,11 @@ enum Command {
         b: murmur::commands::eval::Source,
         json: bool,
     },
+    /// `mur eval show --html OUT SOURCE...`: each source a variant.
+    EvalPage {
+        sources: Vec<murmur::commands::eval::Source>,
+        out: PathBuf,
+    },
     EvalRun(murmur::commands::eval_run::RunOptions),
     /// Hidden: the host probe's child (see `containment::probe`).
     /// The host probe child, up to a class (all of them when none is named).
@@ -318,7 +323,7 @@ fn parse_eval(args: &mut Args) -> Result<Command, ArgError> {
         Some(other) => return Err(unknown(other)),
         None => return Err(ArgError::MissingValue("eval show|diff".into())),
     };
-    let (mut words, mut json) = (Vec::new(), false);
+    let (mut words, mut json, mut html) = (Vec::new(), false, None::<PathBuf>);
     while let Some(arg) = args.next_arg() {
         match arg {
             Arg::Word(w) => words.push(Source::from_word(&w)),
@@ -328,10 +333,18 @@ fn parse_eval(args: &mut Args) -> Result<Command, ArgError> {
                     no_value(&name, inline)?;
                     json = true;
                 }
+                "--html" if verb == "show" => html = Some(args.value(&name, inline)?.into()),
                 "-h" | "--help" => return help_for("eval", &name, inline),
                 _ => return Err(ArgError::Unknown(name)),
             },
         }
+    }
+    if let Some(out) = html {
+        return match (words.is_empty(), json) {
+            (_, true) => Err(ArgError::Conflict("--html", "--json")),
+            (true, _) => Err(ArgError::MissingValue("eval show --html OUT SOURCE...".into())),
+            (false, false) => Ok(Command::EvalPage { sources: words, out }),
+        };
     }
     let mut words = words.into_iter();
     match (verb.as_str(), words.next(), words.next(), words.next()) {
@@ -588,6 +601,7 @@ fn run(cmd: Command) -> Result<String, Diagnostic> {
         Command::RecordsPrune(o) => commands::records::prune(&o),
         Command::EvalShow { source, json } => commands::eval::show(&source, json, &mut std::io::stderr()),
         Command::EvalDiff { a, b, json } => commands::eval::compare(&a, &b, json, &mut std::io::stderr()),
+        Command::EvalPage { sources, out } => commands::eval::page(&sources, &out, &mut std::io::stderr()),
         Command::Build { dir, out, json } => {
             let built = commands::build(&dir, out.as_deref())?;
             warn_all(&built.loaded.warnings);

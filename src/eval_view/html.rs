@@ -226,7 +226,7 @@ mod tests {
             "{page}"
         );
         assert!(
-            page.contains("&lt;/script&gt;&lt;img src=x onerror=alert(1)&gt;&lt;!--"),
+            page.contains("&lt;/script&gt;&lt;img src=x onerror=alert(1)&gt;"),
             "{page}"
         );
         assert!(

@@ -1,8 +1,9 @@
-//! A session's timeline as one self-contained page (`mur trace --html`): the summary, what
-//! was skipped, the failures with their reasons and the time per tool as static HTML, and
-//! the tasks and their events on a time axis drawn by the page's one script from embedded
-//! JSON (a few hundred rows at a time, so a 60,000-event trace opens at once). Every piece
-//! of trace text is escaped ([`crate::page`]); the script only ever sets `textContent`.
+//! A session's timeline as one self-contained page (`mur trace --html`): the summary and
+//! what was skipped, the tasks and their events on a time axis drawn by the page's one
+//! script from embedded JSON, then the failures with their reasons and the time per tool as
+//! static HTML. The script draws a few hundred rows at a time, so a 60,000-event trace
+//! opens at once. Every piece of trace text is escaped ([`crate::page`]); the script only
+//! ever sets `textContent`.
 
 use super::spans::{Group, Lane, Row, Spans};
 use super::summary::Summary;
@@ -25,9 +26,9 @@ pub fn page(spans: &Spans) -> String {
     let mut body = String::new();
     header(&mut body, s);
     skipped(&mut body, s);
+    timeline(&mut body);
     failures(&mut body, &spans.rows);
     per_tool(&mut body, s);
-    timeline(&mut body);
     crate::page::render(&Page {
         title: &title,
         style: STYLE,

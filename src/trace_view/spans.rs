@@ -69,6 +69,7 @@ pub struct Group {
     pub end_ms: u64,
     /// Its `task_end`'s `exit_status`, or `no task_end`.
     pub status: String,
+    /// It ended other than `ok` (a task that recovered from a failed call did not fail).
     pub failed: bool,
     pub tokens: (u64, u64),
     pub rows: usize,
@@ -173,7 +174,7 @@ impl Spans {
         let gr = &mut self.groups[g];
         gr.end_ms = at.max(gr.start_ms);
         gr.status = super::fields::s(o, "exit_status");
-        gr.failed |= gr.status != "ok";
+        gr.failed = gr.status != "ok";
         if let (Some(i), Some(out)) = (n(o, "input_tokens"), n(o, "output_tokens")) {
             gr.tokens = (i, out);
         }
@@ -235,11 +236,8 @@ impl Spans {
             gr.tokens.0 = gr.tokens.0.saturating_add(row.tokens.0);
             gr.tokens.1 = gr.tokens.1.saturating_add(row.tokens.1);
         }
-        if row.mark == '!' {
-            gr.failed = true;
-            if gr.why.is_none() {
-                gr.why = Some(row.text.clone());
-            }
+        if row.mark == '!' && gr.why.is_none() {
+            gr.why = Some(row.text.clone());
         }
     }
 
@@ -254,7 +252,7 @@ impl Spans {
         let s = &mut self.groups[0];
         s.end_ms = span;
         s.status = status.unwrap_or_else(|| "no session_end".into());
-        s.failed |= s.status != "ok";
+        s.failed = s.status != "ok";
     }
 }
 

@@ -38,8 +38,8 @@
     var line = el("div", "row " + mark);
     var cells = el("div", "cells");
     cells.appendChild(el("span", "when", secs(r[1])));
-    cells.appendChild(el("span", "num", r[2] ? dur(r[2]) : ""));
-    cells.appendChild(el("span", "num", tokens(r[6], r[7])));
+    cells.appendChild(el("span", "num dur", r[2] ? dur(r[2]) : ""));
+    cells.appendChild(el("span", "num tok", tokens(r[6], r[7])));
     cells.appendChild(el("span", "text", r[5]));
     line.appendChild(cells);
     line.appendChild(bar(r[1], r[2], "k-" + (LANES[r[4]] || "other") + (mark === "bad" ? " bad" : "")));
@@ -78,7 +78,7 @@
     s.appendChild(label);
     s.appendChild(bar(g[1], g[2] - g[1], g[4] ? "k-task bad" : "k-task"));
     d.appendChild(s);
-    if (g[8]) { d.appendChild(el("div", "why fail", g[8])); }
+    if (g[8]) { d.appendChild(el("div", "why fail", "first failure: " + g[8])); }
     var rows = el("div", "rows");
     d.appendChild(rows);
     var filled = false;

@@ -10,9 +10,9 @@ use murmur::eval_view::report_all;
 
 /// Every tag name the renderers write.
 const TAGS: &[&str] = &[
-    "!doctype", "html", "head", "meta", "title", "style", "body", "script", "header", "h1", "h2", "p",
-    "b", "span", "dl", "div", "dt", "dd", "ul", "li", "section", "ol", "table", "tr", "th", "td", "i",
-    "svg", "line", "text", "rect",
+    "!doctype", "html", "head", "meta", "title", "style", "body", "script", "header", "h1", "h2", "p", "b",
+    "span", "dl", "div", "dt", "dd", "ul", "li", "section", "ol", "table", "tr", "th", "td", "i", "svg",
+    "line", "text", "rect",
 ];
 
 /// The tag names of `page`, as an HTML parser would start them (`<` then a letter, `/` or `!`).
@@ -33,19 +33,27 @@ fn tags(page: &str) -> Vec<String> {
 }
 
 fuzz_target!(|data: &[u8]| {
-    let Some((&pick, rest)) = data.split_first() else { return };
+    let Some((&pick, rest)) = data.split_first() else {
+        return;
+    };
     let page = if pick % 2 == 0 {
         murmur::trace_view::html::page_of(rest)
     } else {
         let cut = rest.first().map_or(0, |&b| b as usize % (rest.len() + 1));
         murmur::eval_view::html::page(&[
-            (String::from_utf8_lossy(&rest[..cut.min(64)]).into_owned(), report_all(&rest[..cut])),
+            (
+                String::from_utf8_lossy(&rest[..cut.min(64)]).into_owned(),
+                report_all(&rest[..cut]),
+            ),
             ("b".into(), report_all(&rest[cut..])),
         ])
     };
     // `<` before anything else (`i < n` in the script) is text to a parser, not a tag.
     for name in tags(&page).into_iter().filter(|n| !n.is_empty()) {
-        assert!(TAGS.contains(&name.as_str()), "a tag <{name}> the renderer does not write");
+        assert!(
+            TAGS.contains(&name.as_str()),
+            "a tag <{name}> the renderer does not write"
+        );
     }
     let lower = page.to_ascii_lowercase();
     assert!(!lower.contains("<!--"));

@@ -311,7 +311,8 @@ fn parse_records(args: &mut Args) -> Result<Command, ArgError> {
     Ok(Command::RecordsPrune(o))
 }
 
-/// `mur eval show [--json] FILE|DIR|SESSION | --session ID`, `mur eval diff [--json] A B`.
+/// `mur eval show [--json] FILE|DIR|SESSION | --session ID`, `mur eval show --html OUT
+/// SOURCE...`, `mur eval diff [--json] A B`.
 fn parse_eval(args: &mut Args) -> Result<Command, ArgError> {
     use murmur::commands::eval::Source;
     let verb = match args.next_arg() {

@@ -82,7 +82,7 @@ fn read_err(path: &Path, e: std::io::Error) -> Diagnostic {
 
 /// What the lines go into: the printed timeline, or the page's rows.
 enum View {
-    Text(Timeline),
+    Text(Box<Timeline>),
     Page(Box<Spans>),
 }
 
@@ -178,7 +178,7 @@ pub fn trace(o: &TraceOptions, out: &mut dyn Write, err: &mut dyn Write) -> Resu
     }
     let view = match o.html {
         Some(_) => View::Page(Box::default()),
-        None => View::Text(Timeline::new()),
+        None => View::Text(Box::default()),
     };
     let mut r = Reader {
         file,
@@ -223,7 +223,7 @@ pub fn trace(o: &TraceOptions, out: &mut dyn Write, err: &mut dyn Write) -> Resu
 
 fn summary_of(view: View) -> Summary {
     match view {
-        View::Text(t) => t.into_summary(),
+        View::Text(t) => (*t).into_summary(),
         View::Page(p) => p.summary().clone(),
     }
 }

@@ -12,11 +12,13 @@ const STYLE: &str = include_str!("../page.css");
 /// Longest name shown in a chart or a table.
 const NAME: usize = 40;
 /// The chart's geometry, in px.
-const WIDTH: u32 = 760;
-const LABEL: u32 = 230;
-const BARS: u32 = 420;
-const BAR: u32 = 14;
-const GAP: u32 = 12;
+const WIDTH: u64 = 760;
+const LABEL: u64 = 230;
+const BARS: u64 = 420;
+const BAR: u64 = 14;
+const GAP: u64 = 12;
+/// The most names charted and tabled per section (the rest are counted).
+const MAX_NAMES: usize = 500;
 /// Colours cycle after this many variants.
 const COLOURS: usize = 6;
 
@@ -109,6 +111,14 @@ fn section(
         return;
     }
     let _ = writeln!(out, "<section id=\"{id}\"><h2>{title}</h2>");
+    if keys.len() > MAX_NAMES {
+        let _ = writeln!(
+            out,
+            "<p class=\"notice\">the first {MAX_NAMES} of {} names are shown</p>",
+            keys.len()
+        );
+    }
+    let keys = &keys[..keys.len().min(MAX_NAMES)];
     chart(out, title, variants, keys, &rate);
     out.push_str("<table><tr><th>name</th>");
     for v in 0..variants.len() {
@@ -133,9 +143,9 @@ fn chart(
     keys: &[String],
     rate: &impl Fn(&Report, &str) -> Rate,
 ) {
-    let per = variants.len() as u32;
+    let per = variants.len() as u64;
     let group = per * (BAR + 2) + GAP;
-    let height = 24 + group * keys.len() as u32;
+    let height = 24 + group * keys.len() as u64;
     let _ = write!(
         out,
         "<svg width=\"{WIDTH}\" height=\"{height}\" role=\"img\" aria-label=\"{}\">",
@@ -150,7 +160,7 @@ fn chart(
         );
     }
     for (i, k) in keys.iter().enumerate() {
-        let top = 20 + group * i as u32;
+        let top = 20 + group * i as u64;
         let _ = write!(
             out,
             "<text x=\"{}\" y=\"{}\" text-anchor=\"end\">{}</text>",
@@ -159,13 +169,13 @@ fn chart(
             escape(&clean(k, NAME))
         );
         for (v, (_, r)) in variants.iter().enumerate() {
-            let y = top + v as u32 * (BAR + 2);
+            let y = top + v as u64 * (BAR + 2);
             let r = rate(r, k);
             let share = match r {
                 Some((pass, of)) if of > 0 => pass as f64 / of as f64,
                 _ => 0.0,
             };
-            let w = (share * f64::from(BARS)).round() as u32;
+            let w = (share * BARS as f64).round() as u64;
             let _ = write!(
                 out,
                 "<rect class=\"{}\" x=\"{LABEL}\" y=\"{y}\" width=\"{w}\" height=\"{BAR}\"><title>variant {}: {}</title></rect><text x=\"{}\" y=\"{}\">{}</text>",

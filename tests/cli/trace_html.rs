@@ -135,6 +135,36 @@ fn planted_markup_in_a_task_and_a_tool_result_is_only_escaped() {
 }
 
 #[test]
+fn a_real_session_by_id_becomes_a_page() {
+    use common::capsule::{capsule, manifest_arg, mur, session_of};
+    let t = TempDir::new("trace-html-real");
+    let dir = capsule(&t, "examples/hello/capsule.wasm", "");
+    let sid = session_of(&mur(
+        &t,
+        &["--manifest", &manifest_arg(&dir), "--task", "go"],
+        &[],
+    ));
+    let page = t.path().join("page.html");
+    let out = Command::new(MUR)
+        .args(["trace", "--session", &sid, "--html", page.to_str().unwrap()])
+        .env("MURMUR_RECORDS_DIR", t.path().join("records"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(text(&out.stdout).contains(": 4 events,"), "{}", text(&out.stdout));
+    let html = std::fs::read_to_string(&page).unwrap();
+    assert!(html.contains(&format!("<title>mur trace {sid}</title>")));
+    assert!(html.contains("outcome <b class=\"\">ok</b>"), "{html}");
+    assert!(!html.contains("id=\"failures\"") && !html.contains("lines skipped"));
+    let data = element(&html, "<script type=\"application/json\" id=\"page-data\">");
+    let data: serde_json::Value = serde_json::from_str(data).unwrap();
+    // The session's group and its one task, which ended ok.
+    assert_eq!(data["groups"].as_array().unwrap().len(), 2, "{data}");
+    assert_eq!(data["groups"][1][3], "ok");
+    assert_eq!(data["rows"].as_array().unwrap().len(), 4);
+}
+
+#[test]
 fn html_takes_neither_follow_nor_json_and_an_unwritable_page_is_an_error() {
     let t = TempDir::new("trace-html-flags");
     let trace = hostile_trace(t.path());

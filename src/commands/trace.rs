@@ -117,7 +117,7 @@ impl View {
 struct Reader<'a> {
     file: File,
     split: Splitter,
-    timeline: View,
+    view: View,
     read: u64,
     reported: usize,
     json: bool,
@@ -147,20 +147,20 @@ impl Reader<'_> {
     }
 
     fn timeline_summary_cut(&mut self) {
-        if !self.timeline.summary().cut_at_cap {
+        if !self.view.summary().cut_at_cap {
             let _ = writeln!(self.err, "mur trace: stopped after {MAX_FILE} bytes");
         }
-        self.timeline.mark_cut();
+        self.view.mark_cut();
     }
 
     fn show(&mut self, line: Line) {
-        let lines = self.timeline.push(line);
+        let lines = self.view.push(line);
         if !self.json {
             for l in lines {
                 let _ = writeln!(self.out, "{l}");
             }
         }
-        let problems = &self.timeline.summary().problems;
+        let problems = &self.view.summary().problems;
         for (n, why) in problems.iter().skip(self.reported) {
             let _ = writeln!(self.err, "mur trace: line {n}: {why}; skipped");
         }
@@ -183,7 +183,7 @@ pub fn trace(o: &TraceOptions, out: &mut dyn Write, err: &mut dyn Write) -> Resu
     let mut r = Reader {
         file,
         split: Splitter::new(MAX_LINE),
-        timeline: view,
+        view,
         read: 0,
         reported: 0,
         json: o.json,
@@ -193,14 +193,14 @@ pub fn trace(o: &TraceOptions, out: &mut dyn Write, err: &mut dyn Write) -> Resu
     while r.step().map_err(|e| read_err(&path, e))? {}
     if o.follow {
         let mut quiet = 0;
-        while quiet < QUIET_AFTER_END || r.timeline.summary().exit_status.is_none() {
+        while quiet < QUIET_AFTER_END || r.view.summary().exit_status.is_none() {
             std::thread::sleep(POLL);
             let mut any = false;
             while r.step().map_err(|e| read_err(&path, e))? {
                 any = true;
             }
             quiet = if any { 0 } else { quiet + 1 };
-            if r.timeline.summary().cut_at_cap {
+            if r.view.summary().cut_at_cap {
                 break;
             }
         }
@@ -208,7 +208,7 @@ pub fn trace(o: &TraceOptions, out: &mut dyn Write, err: &mut dyn Write) -> Resu
     if let Some(last) = r.split.finish() {
         r.show(last);
     }
-    let summary = match (r.timeline, &o.html) {
+    let summary = match (r.view, &o.html) {
         (View::Page(spans), Some(out)) => return write_page(*spans, out, &path, r.out),
         (view, _) => summary_of(view),
     };

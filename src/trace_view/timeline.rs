@@ -16,8 +16,17 @@ pub struct Timeline {
     summary: Summary,
 }
 
-/// Mark: `!` a refusal or failure, `*` notable, ` ` ordinary.
-type Rendered = (char, usize, String);
+/// Mark (`!` a refusal or failure, `*` notable, ` ` ordinary), indent, text.
+pub type Rendered = (char, usize, String);
+
+/// One well-formed event: when (ms after the trace's first timestamp; `None` when it has
+/// none), its type (cleaned), its fields as read, and its rendered lines.
+pub struct Event {
+    pub at_ms: Option<i128>,
+    pub kind: String,
+    pub obj: serde_json::Map<String, Value>,
+    pub rows: Vec<Rendered>,
+}
 
 impl Timeline {
     pub fn new() -> Timeline {
@@ -41,29 +50,46 @@ impl Timeline {
     /// Render one line of the trace; a malformed line is recorded in the summary (with its
     /// number) and yields nothing.
     pub fn push(&mut self, line: Line) -> Vec<String> {
+        let Some(event) = self.push_event(line) else {
+            return Vec::new();
+        };
+        let when = match event.at_ms {
+            Some(t) => format!("{:+9.3}s", t as f64 / 1000.0),
+            None => format!("{:>10}", "?"),
+        };
+        event
+            .rows
+            .into_iter()
+            .map(|(mark, indent, text)| format!("{when} {mark} {:indent$}{text}", ""))
+            .collect()
+    }
+
+    /// One line of the trace as an [`Event`]: parsed, counted in the summary and rendered;
+    /// `None` for a blank or malformed line (recorded in the summary with its number).
+    pub fn push_event(&mut self, line: Line) -> Option<Event> {
         let (number, bytes, cut) = match line {
             Line::TooLong { number } => {
                 self.summary
                     .problem(number, format!("longer than {} bytes", super::MAX_LINE));
-                return Vec::new();
+                return None;
             }
             Line::Text { number, bytes } => (number, bytes, false),
             Line::Unterminated { number, bytes } => (number, bytes, true),
         };
         if bytes.iter().all(u8::is_ascii_whitespace) {
-            return Vec::new();
+            return None;
         }
         let obj = match serde_json::from_slice::<Value>(&bytes) {
             Ok(Value::Object(o)) => o,
             Ok(_) => {
                 self.summary.problem(number, "not a JSON object".into());
-                return Vec::new();
+                return None;
             }
             Err(e) => {
                 let why = if cut { "truncated (no newline)" } else { "not JSON" };
                 self.summary
                     .problem(number, format!("{why}: {}", clean(&e.to_string(), FIELD)));
-                return Vec::new();
+                return None;
             }
         };
         let Some(kind) = obj
@@ -72,19 +98,18 @@ impl Timeline {
             .map(|k| clean(k, 40))
         else {
             self.summary.problem(number, "no event_type".into());
-            return Vec::new();
+            return None;
         };
         self.summary.record(number, &kind, &obj);
         let ts = obj.get("timestamp").and_then(Value::as_i64).map(i128::from);
         let base = *self.base_ms.get_or_insert_with(|| ts.unwrap_or(0));
-        let when = match ts {
-            Some(t) => format!("{:+9.3}s", (t - base) as f64 / 1000.0),
-            None => format!("{:>10}", "?"),
-        };
-        self.render(&kind, &obj)
-            .into_iter()
-            .map(|(mark, indent, text)| format!("{when} {mark} {:indent$}{text}", ""))
-            .collect()
+        let rows = self.render(&kind, &obj);
+        Some(Event {
+            at_ms: ts.map(|t| t - base),
+            kind,
+            obj,
+            rows,
+        })
     }
 
     fn inner(&self) -> usize {

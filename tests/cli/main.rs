@@ -17,3 +17,4 @@ mod registry;
 mod run;
 mod script;
 mod trace;
+mod trace_html;

@@ -6,8 +6,10 @@
 //! kernel's share of it (from `/proc/<pid>/stat`), medians of two rounds; `/health` latency while another client
 //! resolves a 100 MiB artifact (and one of 15 MiB, inside the roost's bound) in a loop; RSS
 //! after 10,000, 50,000 and 100,000 top-level register/deregister pairs; RSS and threads while
-//! 2,000 idle connections are held. Set MURMUR_REF_ROOST to the reference `mur-roost` 0.8.0
-//! binary to measure it in the same run. Run: `cargo bench --bench roost`.
+//! 2,000 idle connections are held; first, the cost of the per-account census alone (one
+//! `NETLINK_SOCK_DIAG` lookup per top-level registration). Set MURMUR_REF_ROOST to the
+//! reference `mur-roost` 0.8.0 binary (or an earlier build of ours) to measure it in the same
+//! run. Run: `cargo bench --bench roost`.
 
 mod support;
 
@@ -486,8 +488,34 @@ fn publish_big(reg: &std::path::Path, name: &str, size: u64) {
     registry::publish(reg, &bytes, Some("local")).unwrap();
 }
 
+/// What the per-account census adds to a delegation cycle: one `NETLINK_SOCK_DIAG` lookup
+/// for its top-level registration, timed alone (µs per lookup, median of 5 runs of 20,000).
+fn account_lookup_us() -> Option<f64> {
+    let accounts = murmur::http::PeerAccounts::open().ok()?;
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").ok()?;
+    let _client = TcpStream::connect(listener.local_addr().ok()?).ok()?;
+    let (accepted, peer) = listener.accept().ok()?;
+    let local = accepted.local_addr().ok()?;
+    let runs: Vec<f64> = (0..5)
+        .map(|_| {
+            let t = std::time::Instant::now();
+            for _ in 0..20_000 {
+                let _ = accounts.owner(peer, local);
+            }
+            t.elapsed().as_secs_f64() * 1e6 / 20_000.0
+        })
+        .collect();
+    Some(median(runs))
+}
+
 fn main() {
     murmur::http::raise_fd_limit(16_384);
+    match account_lookup_us() {
+        Some(us) => println!(
+            "account lookup (NETLINK_SOCK_DIAG, once per top-level registration, so once per cycle): {us:.1} µs"
+        ),
+        None => println!("account lookup: NETLINK_SOCK_DIAG is not available here"),
+    }
     let reg = registry();
     // One beyond the roost's per-request bound, one just inside it.
     let mut big = vec![("local/big", 100u64 << 20), ("local/bound", (15u64 << 20))];

@@ -572,6 +572,25 @@ fn temp_name(name: &str) -> Result<String, FsError> {
     Ok(format!(".{short}.{r}.tmp"))
 }
 
+/// Write a file the operator named on the command line (`--html`, `--junit`): its
+/// directory opened as named ([`Dir::open`]), then [`Dir::replace_durable`], so a reader
+/// sees the old file or the new one whole and a failed write (a full disk, a quota) is an
+/// error that leaves no truncated file under the name.
+pub fn write_output(path: &Path, bytes: &[u8]) -> Result<(), FsError> {
+    let name = path
+        .file_name()
+        .and_then(|n| n.to_str())
+        .ok_or_else(|| FsError::BadName {
+            path: path.display().to_string(),
+            why: "names no file",
+        })?;
+    let parent = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
+    Dir::open(parent)?.replace_durable(name, bytes)
+}
+
 /// Refuse a records root another user could write into: one that exists must belong to
 /// this user (or root) with no write access for group or others, or whoever could write it
 /// could move a session's records away and plant others. A root that does not exist yet is

@@ -19,6 +19,7 @@ pub mod fsx;
 pub mod http;
 pub mod ids;
 pub mod manifest;
+pub mod page;
 pub mod places;
 pub mod registry;
 pub mod resources;

@@ -76,6 +76,11 @@ enum Command {
         b: murmur::commands::eval::Source,
         json: bool,
     },
+    /// `mur eval show --html OUT SOURCE...`: each source a variant.
+    EvalPage {
+        sources: Vec<murmur::commands::eval::Source>,
+        out: PathBuf,
+    },
     EvalRun(murmur::commands::eval_run::RunOptions),
     /// Hidden: the host probe's child (see `containment::probe`).
     /// The host probe child, up to a class (all of them when none is named).
@@ -175,6 +180,7 @@ fn parse_trace(args: &mut Args) -> Result<Command, ArgError> {
                     no_value(&name, inline)?;
                     o.follow = true;
                 }
+                "--html" => o.html = Some(args.value(&name, inline)?.into()),
                 "-h" | "--help" => return help_for("trace", &name, inline),
                 _ => return Err(ArgError::Unknown(name)),
             },
@@ -184,6 +190,8 @@ fn parse_trace(args: &mut Args) -> Result<Command, ArgError> {
     match (&o.path, &o.session) {
         (Some(_), Some(_)) => Err(ArgError::Conflict("PATH", "--session")),
         (None, None) => Err(ArgError::MissingValue("trace PATH or --session ID".into())),
+        _ if o.html.is_some() && o.follow => Err(ArgError::Conflict("--html", "--follow")),
+        _ if o.html.is_some() && o.json => Err(ArgError::Conflict("--html", "--json")),
         _ => Ok(Command::Trace(o)),
     }
 }
@@ -580,6 +588,7 @@ fn run(cmd: Command) -> Result<String, Diagnostic> {
         Command::Cancel { session, task } => commands::cancel::cancel(&session, &task),
         Command::EvalShow { source, json } => commands::eval::show(&source, json, &mut std::io::stderr()),
         Command::EvalDiff { a, b, json } => commands::eval::compare(&a, &b, json, &mut std::io::stderr()),
+        Command::EvalPage { sources, out } => commands::eval::page(&sources, &out, &mut std::io::stderr()),
         Command::Build { dir, out, json } => {
             let built = commands::build(&dir, out.as_deref())?;
             warn_all(&built.loaded.warnings);

@@ -1,7 +1,8 @@
 //! `mur eval show [--json] FILE|DIR|--session ID` and `mur eval diff [--json] A B`: read
 //! `eval.jsonl` files (bounded: at most [`MAX_FILE`] bytes, lines of at most `MAX_LINE`)
 //! into per-scorer and per-dataset pass rates, or compare two runs' and say which scored
-//! better. A malformed line is reported on stderr by number and skipped; a record type this
+//! better; `mur eval show --html OUT SOURCE...` draws them, each source a variant, as one
+//! self-contained page. A malformed line is reported on stderr by number and skipped; a record type this
 //! reader does not know refuses the file (its numbers would be wrong without it). A word of
 //! the session id shape names that session's records, as `mur trace --session` does.
 
@@ -32,6 +33,14 @@ impl Source {
             Source::Session(w.to_string())
         } else {
             Source::Path(PathBuf::from(w))
+        }
+    }
+
+    /// How a page names this source: the session id, or the path as given.
+    fn label(&self) -> String {
+        match self {
+            Source::Session(id) => id.clone(),
+            Source::Path(p) => p.display().to_string(),
         }
     }
 
@@ -136,6 +145,29 @@ pub fn show(src: &Source, json: bool, err: &mut dyn Write) -> Result<String, Dia
     } else {
         r.to_text()
     })
+}
+
+/// `mur eval show --html OUT`: every source read (each a variant), the page written whole
+/// (temp file, then renamed); one line saying so.
+pub fn page(sources: &[Source], out: &Path, err: &mut dyn Write) -> Result<String, Diagnostic> {
+    let mut variants = Vec::new();
+    for src in sources {
+        variants.push((src.label(), read(src, err)?));
+    }
+    let page = crate::eval_view::html::page(&variants);
+    crate::fsx::write_output(out, page.as_bytes()).map_err(|e| {
+        Diagnostic::new(
+            code::IO_READ,
+            "--html",
+            format!("cannot write {}: {e}", out.display()),
+        )
+    })?;
+    Ok(format!(
+        "wrote {}: {} variant(s), {} bytes\n",
+        out.display(),
+        variants.len(),
+        page.len()
+    ))
 }
 
 /// `mur eval diff`: A against B, as text or one JSON object.

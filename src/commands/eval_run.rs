@@ -205,7 +205,7 @@ pub fn run(o: &RunOptions, exe: &Path) -> Result<(String, bool), Diagnostic> {
         done.len() == variants.len() * cases.len() * o.repeat as usize && done.iter().all(|d| d.result.pass);
     if let Some(j) = &o.junit {
         // A JUnit file that cannot be written fails the run, never the report.
-        if let Err(e) = std::fs::write(j, report.junit()) {
+        if let Err(e) = fsx::write_output(j, report.junit().as_bytes()) {
             eprintln!("{}", err("--junit", format!("cannot write {}: {e}", j.display())));
             all = false;
         }

@@ -90,20 +90,21 @@ pub const COMMANDS: &[Help] = &[
     },
     Help {
         name: "trace",
-        usage: "mur trace [PATH | --session ID] [--json] [--follow]",
+        usage: "mur trace [PATH | --session ID] [--json | --follow | --html OUT]",
         about: "render a session's trace.jsonl as a timeline and a summary",
         flags: &[
             ("PATH", "a trace.jsonl, or a session's records directory"),
             ("--session ID", "the trace of session ID in $MURMUR_RECORDS_DIR (default ~/.murmur/records)"),
             ("--json", "print only the summary, as one JSON object"),
             ("-f, --follow", "keep reading while the session runs; stop shortly after it ends"),
+            ("--html OUT", "write the timeline as one self-contained HTML page to OUT instead"),
             HELP,
         ],
         example: "mur trace --session ses_0123456789abcdef0123456789abcdef",
     },
     Help {
         name: "eval",
-        usage: "mur eval show [--json] FILE|DIR|SESSION | mur eval diff [--json] A B | mur eval run [MANIFEST] --dataset FILE [--variant MANIFEST2] [--repeat K] [--jobs N] [--session-timeout SECS] [--json] [--junit FILE]",
+        usage: "mur eval show [--json] FILE|DIR|SESSION | mur eval show --html OUT SOURCE... | mur eval diff [--json] A B | mur eval run [MANIFEST] --dataset FILE [--variant MANIFEST2] [--repeat K] [--jobs N] [--session-timeout SECS] [--json] [--junit FILE]",
         about: "read eval.jsonl files (show, diff), or run a capsule over a dataset of cases, each as its own contained session (run)",
         flags: &[
             ("FILE|DIR|SESSION", "an eval.jsonl, a records directory holding one, or a session id (ses_...)"),
@@ -114,6 +115,7 @@ pub const COMMANDS: &[Help] = &[
             ("--jobs N", "run: cases at once (default: the cores)"),
             ("--junit FILE", "run: also write JUnit XML"),
             ("--json", "print one JSON object"),
+            ("--html OUT", "show: write the pass rates as one self-contained HTML page, each SOURCE a variant"),
             HELP,
         ],
         example: "mur eval diff before/eval.jsonl after/eval.jsonl",

@@ -1,10 +1,12 @@
 //! `mur trace [PATH | --session ID]`: read a session's `trace.jsonl` (bounded: at most
 //! [`MAX_FILE`] bytes, lines of at most [`crate::trace_view::MAX_LINE`]) and print its
 //! timeline and summary, or with `--json` the summary as one object; `--follow` keeps
-//! reading as a running session appends. Malformed lines go to stderr by number.
+//! reading as a running session appends; `--html OUT` writes the timeline as one
+//! self-contained page ([`crate::trace_view::html`]) instead. Malformed lines go to stderr
+//! by number.
 
 use crate::diag::{code, Diagnostic};
-use crate::trace_view::{clean, Line, Splitter, Timeline, MAX_FILE, MAX_LINE};
+use crate::trace_view::{clean, Line, Spans, Splitter, Summary, Timeline, MAX_FILE, MAX_LINE};
 use std::fs::File;
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
@@ -17,6 +19,8 @@ pub struct TraceOptions {
     pub session: Option<String>,
     pub json: bool,
     pub follow: bool,
+    /// Write the page here instead of printing the timeline.
+    pub html: Option<PathBuf>,
 }
 
 /// How often `--follow` looks for new lines, and how many quiet looks after `session_end`
@@ -76,6 +80,39 @@ fn read_err(path: &Path, e: std::io::Error) -> Diagnostic {
     )
 }
 
+/// What the lines go into: the printed timeline, or the page's rows.
+enum View {
+    Text(Box<Timeline>),
+    Page(Box<Spans>),
+}
+
+impl View {
+    fn summary(&self) -> &Summary {
+        match self {
+            View::Text(t) => t.summary(),
+            View::Page(p) => p.summary(),
+        }
+    }
+
+    fn mark_cut(&mut self) {
+        match self {
+            View::Text(t) => t.mark_cut(),
+            View::Page(p) => p.mark_cut(),
+        }
+    }
+
+    /// Take one line; the timeline's lines to print.
+    fn push(&mut self, line: Line) -> Vec<String> {
+        match self {
+            View::Text(t) => t.push(line),
+            View::Page(p) => {
+                p.push(line);
+                Vec::new()
+            }
+        }
+    }
+}
+
 /// A trace read in bounded chunks as it grows (at most [`MAX_FILE`] bytes, lines of at most
 /// [`MAX_LINE`]): what `mur trace` (with `--follow`) and `mur watch` read through.
 pub struct Tail {
@@ -128,7 +165,7 @@ impl Tail {
 /// Reads the file in bounded chunks and renders as it goes.
 struct Reader<'a> {
     tail: Tail,
-    timeline: Timeline,
+    view: View,
     reported: usize,
     json: bool,
     out: &'a mut dyn Write,
@@ -155,20 +192,20 @@ impl Reader<'_> {
     }
 
     fn timeline_summary_cut(&mut self) {
-        if !self.timeline.summary().cut_at_cap {
+        if !self.view.summary().cut_at_cap {
             let _ = writeln!(self.err, "mur trace: stopped after {MAX_FILE} bytes");
         }
-        self.timeline.mark_cut();
+        self.view.mark_cut();
     }
 
     fn show(&mut self, line: Line) {
-        let lines = self.timeline.push(line);
+        let lines = self.view.push(line);
         if !self.json {
             for l in lines {
                 let _ = writeln!(self.out, "{l}");
             }
         }
-        let problems = &self.timeline.summary().problems;
+        let problems = &self.view.summary().problems;
         for (n, why) in problems.iter().skip(self.reported) {
             let _ = writeln!(self.err, "mur trace: line {n}: {why}; skipped");
         }
@@ -179,9 +216,13 @@ impl Reader<'_> {
 /// Run `mur trace`; the exit status.
 pub fn trace(o: &TraceOptions, out: &mut dyn Write, err: &mut dyn Write) -> Result<u8, Diagnostic> {
     let path = locate(o)?;
+    let view = match o.html {
+        Some(_) => View::Page(Box::default()),
+        None => View::Text(Box::default()),
+    };
     let mut r = Reader {
         tail: Tail::open(&path)?,
-        timeline: Timeline::new(),
+        view,
         reported: 0,
         json: o.json,
         out,
@@ -190,14 +231,14 @@ pub fn trace(o: &TraceOptions, out: &mut dyn Write, err: &mut dyn Write) -> Resu
     while r.step().map_err(|e| read_err(&path, e))? {}
     if o.follow {
         let mut quiet = 0;
-        while quiet < QUIET_AFTER_END || r.timeline.summary().exit_status.is_none() {
+        while quiet < QUIET_AFTER_END || r.view.summary().exit_status.is_none() {
             std::thread::sleep(POLL);
             let mut any = false;
             while r.step().map_err(|e| read_err(&path, e))? {
                 any = true;
             }
             quiet = if any { 0 } else { quiet + 1 };
-            if r.timeline.summary().cut_at_cap {
+            if r.view.summary().cut_at_cap {
                 break;
             }
         }
@@ -205,22 +246,60 @@ pub fn trace(o: &TraceOptions, out: &mut dyn Write, err: &mut dyn Write) -> Resu
     if let Some(last) = r.tail.finish() {
         r.show(last);
     }
-    let summary = r.timeline.into_summary();
-    if summary.events == 0 {
-        return Err(Diagnostic::new(
-            code::IO_READ,
-            path.display().to_string(),
-            format!(
-                "no trace events in {} ({} malformed lines)",
-                path.display(),
-                summary.problem_count
-            ),
-        ));
-    }
+    let summary = match (r.view, &o.html) {
+        (View::Page(spans), Some(out)) => return write_page(*spans, out, &path, r.out),
+        (view, _) => summary_of(view),
+    };
+    no_events(&summary, &path)?;
     if o.json {
         let _ = writeln!(r.out, "{}", summary.to_json());
     } else {
         let _ = write!(r.out, "\n{}", summary.to_text());
     }
+    Ok(0)
+}
+
+fn summary_of(view: View) -> Summary {
+    match view {
+        View::Text(t) => (*t).into_summary(),
+        View::Page(p) => p.summary().clone(),
+    }
+}
+
+/// A trace with no event at all is an error, whatever it is rendered as.
+fn no_events(summary: &Summary, path: &Path) -> Result<(), Diagnostic> {
+    if summary.events > 0 {
+        return Ok(());
+    }
+    Err(Diagnostic::new(
+        code::IO_READ,
+        path.display().to_string(),
+        format!(
+            "no trace events in {} ({} malformed lines)",
+            path.display(),
+            summary.problem_count
+        ),
+    ))
+}
+
+/// `--html OUT`: the page written whole (temp file, then renamed) and one line saying so.
+fn write_page(mut spans: Spans, out: &Path, path: &Path, stdout: &mut dyn Write) -> Result<u8, Diagnostic> {
+    spans.finish(None);
+    no_events(spans.summary(), path)?;
+    let page = crate::trace_view::html::page(&spans);
+    crate::fsx::write_output(out, page.as_bytes()).map_err(|e| {
+        Diagnostic::new(
+            code::IO_READ,
+            "--html",
+            format!("cannot write {}: {e}", out.display()),
+        )
+    })?;
+    let _ = writeln!(
+        stdout,
+        "wrote {}: {} events, {} bytes",
+        out.display(),
+        spans.summary().events,
+        page.len()
+    );
     Ok(0)
 }

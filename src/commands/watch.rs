@@ -88,9 +88,17 @@ pub fn watch(session: &str, out: &mut dyn Write, err: &mut dyn Write) -> Result<
 
 /// One trace line: the watch's line for a shown event, with the progress after it.
 fn show(timeline: &mut Timeline, line: Line, out: &mut dyn Write) {
-    let Some(Event { kind, when, lines }) = timeline.push_event(line) else {
+    let Some(Event {
+        at_ms, kind, rows, ..
+    }) = timeline.push_event(line)
+    else {
         return;
     };
+    let when = match at_ms {
+        Some(t) => format!("{:+9.3}s", t as f64 / 1000.0),
+        None => format!("{:>10}", "?"),
+    };
+    let lines = rows;
     if !SHOWN.contains(&kind.as_str()) {
         return;
     }

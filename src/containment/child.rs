@@ -117,8 +117,15 @@ pub fn cloexec_from_3() -> io::Result<()> {
     check(unsafe { libc::syscall(libc::SYS_close_range, 3u32, u32::MAX, libc::CLOSE_RANGE_CLOEXEC) })
 }
 
+/// The type of `setrlimit`'s resource argument, which glibc and musl name differently.
+#[cfg(target_env = "gnu")]
+pub type Resource = libc::__rlimit_resource_t;
+/// The type of `setrlimit`'s resource argument, which glibc and musl name differently.
+#[cfg(not(target_env = "gnu"))]
+pub type Resource = libc::c_int;
+
 /// Hard and soft limit `value` for `resource`.
-pub fn limit(resource: libc::__rlimit_resource_t, value: u64) -> io::Result<()> {
+pub fn limit(resource: Resource, value: u64) -> io::Result<()> {
     let r = libc::rlimit {
         rlim_cur: value,
         rlim_max: value,

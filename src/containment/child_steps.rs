@@ -39,7 +39,7 @@ pub struct ChildSteps<'a> {
     /// session namespace, not `sealed`).
     pub own_net_maps: Option<(&'a [u8], &'a [u8])>,
     /// The hard limits set, each `(resource, value)`.
-    pub limits: &'a [(libc::__rlimit_resource_t, u64)],
+    pub limits: &'a [(super::child::Resource, u64)],
     pub filter: Option<&'a seccompiler::BpfProgram>,
     pub ruleset_fd: Option<RawFd>,
     /// Under `sealed`: the landlock rights of the private `/tmp` and `/etc`.

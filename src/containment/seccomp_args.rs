@@ -57,7 +57,12 @@ pub const CLONE_NEW_MASK: u64 = (libc::CLONE_NEWNS
 /// The `ioctl` requests that push bytes into a terminal's input (`TIOCSTI`) or, on a
 /// virtual console, paste its selection (`TIOCLINUX`). The kernel reads the request as 32
 /// bits, and so does the filter, so bits above cannot dodge it.
-pub const DENIED_IOCTLS: [(&str, u64); 2] = [("TIOCSTI", libc::TIOCSTI), ("TIOCLINUX", libc::TIOCLINUX)];
+// glibc types the requests `c_ulong`, musl `c_int`: widened alike.
+#[allow(clippy::unnecessary_cast)]
+pub const DENIED_IOCTLS: [(&str, u64); 2] = [
+    ("TIOCSTI", libc::TIOCSTI as u64),
+    ("TIOCLINUX", libc::TIOCLINUX as u64),
+];
 
 /// `memfd_create` flags: the memfd is sealed non-executable (Linux 6.3), or asks to be
 /// executable.

@@ -492,7 +492,7 @@ fn cannot_start(program: &Path, e: std::io::Error) -> Diagnostic {
 /// All but the core size: a runtime holds its spawn credential and approval in memory, and
 /// a core file would write them to disk.
 /// Where no cgroup bounds the child (`nproc`), `RLIMIT_NPROC` is its process ceiling.
-fn child_limits(runtime: bool, l: Rlimits, nproc: bool) -> Vec<(libc::__rlimit_resource_t, u64)> {
+fn child_limits(runtime: bool, l: Rlimits, nproc: bool) -> Vec<(super::child::Resource, u64)> {
     if runtime {
         return vec![(libc::RLIMIT_CORE, 0)];
     }

@@ -2,9 +2,11 @@
 //! records tallied per scorer and per dataset ([`Report`]), two reports compared
 //! ([`Diff`]). An eval file is untrusted input like a trace (a hook wrote it from a session's
 //! events), so lines are split with the trace reader's bounded splitter, nothing here panics
-//! on any bytes, and every string printed passes the trace reader's `clean`.
+//! on any bytes, and every string printed passes the trace reader's `clean`. [`html`] draws
+//! reports side by side as one self-contained page.
 
 pub mod dataset;
+pub mod html;
 pub mod record;
 
 pub use crate::trace_view::{clean, Line, Splitter, MAX_LINE};

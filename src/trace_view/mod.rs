@@ -2,17 +2,22 @@
 //! reaches the terminal, a timeline and a summary. A trace is untrusted input (a capsule's
 //! tool inputs and a guest's messages end up in it), so nothing here panics on any bytes,
 //! no line longer than [`MAX_LINE`] is parsed, and every string printed passes [`clean`].
+//! The same events laid out on a time axis ([`Spans`]) make the page of `mur trace --html`
+//! ([`html`]), where every string is also escaped for HTML.
 
 mod clean;
 mod fields;
+pub mod html;
 mod lines;
+mod spans;
 mod summary;
 mod timeline;
 
 pub use clean::{clean, clean_into};
 pub use lines::{Line, Splitter};
+pub use spans::{Group, Lane, Row, Spans};
 pub use summary::Summary;
-pub use timeline::{Event, Timeline};
+pub use timeline::{Event, Rendered, Timeline};
 
 /// The longest line parsed; a longer one is reported and skipped.
 pub const MAX_LINE: usize = 256 * 1024;

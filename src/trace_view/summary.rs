@@ -170,6 +170,11 @@ impl Summary {
         out
     }
 
+    /// Per tool name: (calls, ms), the names beyond the first 32 as `(other)`.
+    pub fn per_tool(&self) -> impl Iterator<Item = (&String, &(u64, u64))> {
+        self.per_tool.iter()
+    }
+
     /// Wall time: the sessions' own `duration_ms`, else first to last timestamp.
     pub fn wall_ms(&self) -> u64 {
         let span = match (self.first_ms, self.last_ms) {

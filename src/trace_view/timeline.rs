@@ -16,15 +16,16 @@ pub struct Timeline {
     summary: Summary,
 }
 
-/// Mark: `!` a refusal or failure, `*` notable, ` ` ordinary.
+/// Mark (`!` a refusal or failure, `*` notable, ` ` ordinary), indent, text.
 pub type Rendered = (char, usize, String);
 
-/// One event of the trace as rendered: its type, its time from the first event
-/// (`+12.345s`) and its lines.
+/// One well-formed event: when (ms after the trace's first timestamp; `None` when it has
+/// none), its type (cleaned), its fields as read, and its rendered lines.
 pub struct Event {
+    pub at_ms: Option<i128>,
     pub kind: String,
-    pub when: String,
-    pub lines: Vec<Rendered>,
+    pub obj: serde_json::Map<String, Value>,
+    pub rows: Vec<Rendered>,
 }
 
 impl Timeline {
@@ -49,17 +50,22 @@ impl Timeline {
     /// Render one line of the trace; a malformed line is recorded in the summary (with its
     /// number) and yields nothing.
     pub fn push(&mut self, line: Line) -> Vec<String> {
-        let Some(ev) = self.push_event(line) else {
+        let Some(event) = self.push_event(line) else {
             return Vec::new();
         };
-        ev.lines
+        let when = match event.at_ms {
+            Some(t) => format!("{:+9.3}s", t as f64 / 1000.0),
+            None => format!("{:>10}", "?"),
+        };
+        event
+            .rows
             .into_iter()
-            .map(|(mark, indent, text)| format!("{} {mark} {:indent$}{text}", ev.when, ""))
+            .map(|(mark, indent, text)| format!("{when} {mark} {:indent$}{text}", ""))
             .collect()
     }
 
-    /// [`Timeline::push`] as parts, for another line format (`mur watch`): the event's type,
-    /// its time from the first event and its rendered lines (mark, indent, text).
+    /// One line of the trace as an [`Event`]: parsed, counted in the summary and rendered;
+    /// `None` for a blank or malformed line (recorded in the summary with its number).
     pub fn push_event(&mut self, line: Line) -> Option<Event> {
         let (number, bytes, cut) = match line {
             Line::TooLong { number } => {
@@ -97,12 +103,13 @@ impl Timeline {
         self.summary.record(number, &kind, &obj);
         let ts = obj.get("timestamp").and_then(Value::as_i64).map(i128::from);
         let base = *self.base_ms.get_or_insert_with(|| ts.unwrap_or(0));
-        let when = match ts {
-            Some(t) => format!("{:+9.3}s", (t - base) as f64 / 1000.0),
-            None => format!("{:>10}", "?"),
-        };
-        let lines = self.render(&kind, &obj);
-        Some(Event { kind, when, lines })
+        let rows = self.render(&kind, &obj);
+        Some(Event {
+            at_ms: ts.map(|t| t - base),
+            kind,
+            obj,
+            rows,
+        })
     }
 
     fn inner(&self) -> usize {

@@ -6,6 +6,7 @@ use crate::common;
 
 use common::agent::{host_backs, Drv, Spec, World};
 use common::capsule::MUR;
+use common::output_text;
 use common::provider::{Provider, Step};
 use std::process::{Command, Output};
 
@@ -22,21 +23,12 @@ fn mur(w: &World, args: &[&str]) -> Output {
         .unwrap()
 }
 
-fn text(out: &Output) -> String {
-    format!(
-        "exit {:?}\nstdout:\n{}\nstderr:\n{}",
-        out.status.code(),
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    )
-}
-
 #[test]
 fn a_new_agent_capsule_runs_and_its_dataset_passes() {
     let w = World::new("new-agent");
     let p = Provider::start_responder(|_| Step::text("There are two files here."));
     let made = mur(&w, &["new", "helper", "--agent"]);
-    assert_eq!(made.status.code(), Some(0), "{}", text(&made));
+    assert_eq!(made.status.code(), Some(0), "{}", output_text(&made));
     let manifest = w.t.path().join("helper/murmur.yaml");
     // Pointed at the mock, as the manifest's comment tells a person to point it at theirs.
     let origin = Spec::new(Drv::OpenAi, &p).origin();
@@ -58,24 +50,24 @@ fn a_new_agent_capsule_runs_and_its_dataset_passes() {
         ],
     );
     if !host_backs("scoped") {
-        assert_eq!(run.status.code(), Some(1), "{}", text(&run));
+        assert_eq!(run.status.code(), Some(1), "{}", output_text(&run));
         assert!(
             String::from_utf8_lossy(&run.stderr).contains("E-CAP-003"),
             "{}",
-            text(&run)
+            output_text(&run)
         );
         return;
     }
-    assert_eq!(run.status.code(), Some(0), "{}", text(&run));
+    assert_eq!(run.status.code(), Some(0), "{}", output_text(&run));
     let stdout = String::from_utf8_lossy(&run.stdout);
-    assert!(stdout.contains("status:  ok"), "{}", text(&run));
+    assert!(stdout.contains("status:  ok"), "{}", output_text(&run));
     assert_eq!(p.model_requests().len(), 1, "the loop asked the model");
     // Its door takes a token, so the launch gives no W-SEC-025.
-    assert!(stdout.contains("auth: bearer"), "{}", text(&run));
+    assert!(stdout.contains("auth: bearer"), "{}", output_text(&run));
     assert!(
         !String::from_utf8_lossy(&run.stderr).contains("W-SEC-025"),
         "{}",
-        text(&run)
+        output_text(&run)
     );
 
     let eval = mur(
@@ -91,9 +83,9 @@ fn a_new_agent_capsule_runs_and_its_dataset_passes() {
             "--json",
         ],
     );
-    assert_eq!(eval.status.code(), Some(0), "{}", text(&eval));
+    assert_eq!(eval.status.code(), Some(0), "{}", output_text(&eval));
     let v: serde_json::Value =
-        serde_json::from_slice(&eval.stdout).unwrap_or_else(|e| panic!("{e}: {}", text(&eval)));
+        serde_json::from_slice(&eval.stdout).unwrap_or_else(|e| panic!("{e}: {}", output_text(&eval)));
     let variant = &v["variants"][0];
     assert_eq!(
         (variant["runs"].as_u64(), variant["passes"].as_u64()),

@@ -177,3 +177,68 @@ fn diff_compares_two_runs_and_says_which_scored_better() {
     let out = eval(&["diff", a], None);
     assert_eq!(out.status.code(), Some(2));
 }
+
+#[test]
+fn show_html_draws_a_bar_per_scorer_and_variant_that_chromium_loads_cleanly() {
+    let t = TempDir::new("eval-html");
+    let planted = "</script><script>document.title='PWNED'</script><!--";
+    let a = write(
+        &t.path().join("a"),
+        &[
+            score("exit_ok", true, json!(0)),
+            score("turn_limit", false, json!(0)),
+            score(planted, true, json!(0)),
+            run("a", "fail", 0.0),
+        ],
+    );
+    let b = write(
+        &t.path().join("b"),
+        &[
+            score("exit_ok", true, json!(0)),
+            score("turn_limit", true, json!(0)),
+            run("a", "pass", 1.0),
+        ],
+    );
+    let page = t.path().join("eval.html");
+    let (a, b, p) = (a.to_str().unwrap(), b.to_str().unwrap(), page.to_str().unwrap());
+    let out = eval(&["show", "--html", p, a, b], None);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let html = std::fs::read_to_string(&page).unwrap();
+    assert_eq!(
+        text(&out.stdout),
+        format!("wrote {p}: 2 variant(s), {} bytes\n", html.len())
+    );
+    assert!(!html.contains("<script") && !html.contains("<!--"), "{html}");
+    assert!(html.contains("script-src &#39;none&#39;"), "{html}");
+    // A: exit_ok and the planted scorer pass, turn_limit and the dataset fail; B passes all
+    // three it has; the planted scorer is absent from B.
+    for (bar, n) in [
+        ("<title>variant 1: 0.0% (0/1)</title>", 2),
+        ("<title>variant 1: 100.0% (1/1)</title>", 2),
+        ("<title>variant 2: 100.0% (1/1)</title>", 3),
+        ("<title>variant 2: -</title>", 1),
+    ] {
+        assert_eq!(html.matches(bar).count(), n, "{bar}");
+    }
+    assert_eq!(
+        eval(&["show", "--html", p, "--json", a], None).status.code(),
+        Some(2)
+    );
+    assert_eq!(eval(&["diff", "--html", p, a, b], None).status.code(), Some(2));
+
+    let Some(browser) = crate::trace_html::chromium() else {
+        return;
+    };
+    let (dom, console) = crate::trace_html::load(browser, &page, t.path());
+    assert!(console.is_empty(), "{console:#?}");
+    assert!(dom.contains("<title>mur eval show</title>"), "{dom}");
+    assert!(
+        !dom.contains("PWNED</title>") && !dom.contains("<script"),
+        "{dom}"
+    );
+    assert!(dom.contains("<section id=\"scorers\">") && dom.contains("<section id=\"datasets\">"));
+    assert!(
+        dom.contains("&lt;/script&gt;&lt;script&gt;document.title"),
+        "{dom}"
+    );
+}

@@ -19,3 +19,4 @@ mod run;
 mod script;
 mod sessions;
 mod trace;
+mod trace_html;

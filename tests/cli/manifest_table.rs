@@ -300,16 +300,7 @@ fn mur_build_reports_the_same_codes() {
         ("name: cap\nversion: latest\n", "E-REG-004", "latest"),
     ];
     for (yaml, code, mention) in subset {
-        let dir = common::TempDir::new("build-table");
-        std::fs::write(dir.path().join("murmur.yaml"), yaml).unwrap();
-        std::fs::write(dir.path().join("capsule.wasm"), b"\0asm\x01\0\0\0").unwrap();
-        let out = Command::new(MUR)
-            .arg("build")
-            .arg(dir.path())
-            .arg("-o")
-            .arg(dir.path().join("x.mur.zip"))
-            .output()
-            .unwrap();
+        let (dir, out) = build_with("build-table", yaml);
         let err = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(1), "{yaml}: {err}");
         assert!(err.starts_with(&format!("error[{code}]: ")), "{yaml}: {err}");
@@ -320,20 +311,7 @@ fn mur_build_reports_the_same_codes() {
         );
     }
     // An unknown key is a warning on stderr, and the build still succeeds.
-    let dir = common::TempDir::new("build-warn");
-    std::fs::write(
-        dir.path().join("murmur.yaml"),
-        "name: cap\nversion: 0.1.0\nlifecycel: {}\n",
-    )
-    .unwrap();
-    std::fs::write(dir.path().join("capsule.wasm"), b"\0asm\x01\0\0\0").unwrap();
-    let out = Command::new(MUR)
-        .arg("build")
-        .arg(dir.path())
-        .arg("-o")
-        .arg(dir.path().join("x.mur.zip"))
-        .output()
-        .unwrap();
+    let (_dir, out) = build_with("build-warn", "name: cap\nversion: 0.1.0\nlifecycel: {}\n");
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{err}");
     assert_eq!(
@@ -342,22 +320,29 @@ fn mur_build_reports_the_same_codes() {
     );
 }
 
+/// `mur build DIR -o DIR/x.mur.zip` of a directory holding `yaml` and a minimal component;
+/// the directory (kept while the caller looks at it) and the command's output.
+fn build_with(label: &str, yaml: &str) -> (common::TempDir, std::process::Output) {
+    let dir = common::TempDir::new(label);
+    std::fs::write(dir.path().join("murmur.yaml"), yaml).unwrap();
+    std::fs::write(dir.path().join("capsule.wasm"), b"\0asm\x01\0\0\0").unwrap();
+    let out = Command::new(MUR)
+        .arg("build")
+        .arg(dir.path())
+        .arg("-o")
+        .arg(dir.path().join("x.mur.zip"))
+        .output()
+        .unwrap();
+    (dir, out)
+}
+
 /// `exports.files.max_bytes` through `mur build`: the binary units in both spellings are
 /// taken (`1MiB` as `1Mi`), and a form that is not one names every form that is.
 #[test]
 fn export_sizes_take_binary_units_and_a_refusal_names_the_forms() {
     let build = |size: &str| {
-        let dir = common::TempDir::new("build-size");
         let yaml = format!("name: cap\nversion: 0.1.0\nexports:\n  files: {{root: out, mode: read-only, max_bytes: {size}}}\n");
-        std::fs::write(dir.path().join("murmur.yaml"), yaml).unwrap();
-        std::fs::write(dir.path().join("capsule.wasm"), b"\0asm\x01\0\0\0").unwrap();
-        let out = Command::new(MUR)
-            .arg("build")
-            .arg(dir.path())
-            .arg("-o")
-            .arg(dir.path().join("x.mur.zip"))
-            .output()
-            .unwrap();
+        let (_dir, out) = build_with("build-size", &yaml);
         (
             out.status.code(),
             String::from_utf8_lossy(&out.stderr).into_owned(),

@@ -4,7 +4,7 @@
 
 use crate::common;
 
-use common::TempDir;
+use common::{output_text, TempDir};
 use std::path::Path;
 use std::process::{Command, Output};
 
@@ -20,15 +20,6 @@ fn mur(t: &TempDir, args: &[&str]) -> Output {
         .stdin(std::process::Stdio::null())
         .output()
         .unwrap()
-}
-
-fn text(out: &Output) -> String {
-    format!(
-        "exit {:?}\nstdout:\n{}\nstderr:\n{}",
-        out.status.code(),
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    )
 }
 
 fn files(dir: &Path) -> Vec<String> {
@@ -49,7 +40,7 @@ fn files(dir: &Path) -> Vec<String> {
 fn a_new_capsule_runs_its_dataset_passes_and_nothing_is_overwritten() {
     let t = TempDir::new("new-wasm");
     let made = mur(&t, &["new", "greeter"]);
-    assert_eq!(made.status.code(), Some(0), "{}", text(&made));
+    assert_eq!(made.status.code(), Some(0), "{}", output_text(&made));
     let dir = t.path().join("greeter");
     let shown = |rel: &str| dir.join(rel).display().to_string();
     assert_eq!(
@@ -71,16 +62,16 @@ fn a_new_capsule_runs_its_dataset_passes_and_nothing_is_overwritten() {
         &t,
         &["run", "--manifest", "greeter/murmur.yaml", "--task", "say hi"],
     );
-    assert_eq!(run.status.code(), Some(0), "{}", text(&run));
+    assert_eq!(run.status.code(), Some(0), "{}", output_text(&run));
     assert!(
         String::from_utf8_lossy(&run.stdout).contains("status:  ok"),
         "{}",
-        text(&run)
+        output_text(&run)
     );
     assert!(
         !String::from_utf8_lossy(&run.stderr).contains("W-SEC-025"),
         "{}",
-        text(&run)
+        output_text(&run)
     );
 
     let eval = mur(
@@ -94,9 +85,9 @@ fn a_new_capsule_runs_its_dataset_passes_and_nothing_is_overwritten() {
             "--json",
         ],
     );
-    assert_eq!(eval.status.code(), Some(0), "{}", text(&eval));
+    assert_eq!(eval.status.code(), Some(0), "{}", output_text(&eval));
     let v: serde_json::Value =
-        serde_json::from_slice(&eval.stdout).unwrap_or_else(|e| panic!("{e}: {}", text(&eval)));
+        serde_json::from_slice(&eval.stdout).unwrap_or_else(|e| panic!("{e}: {}", output_text(&eval)));
     assert_eq!(
         (
             v["variants"][0]["runs"].as_u64(),
@@ -110,29 +101,29 @@ fn a_new_capsule_runs_its_dataset_passes_and_nothing_is_overwritten() {
     // refused, nothing touched.
     let before = std::fs::read(dir.join("murmur.yaml")).unwrap();
     let again = mur(&t, &["new", "other", "greeter"]);
-    assert_eq!(again.status.code(), Some(1), "{}", text(&again));
+    assert_eq!(again.status.code(), Some(1), "{}", output_text(&again));
     assert!(
         String::from_utf8_lossy(&again.stderr).starts_with("error[E-IO-004]: greeter is not empty"),
         "{}",
-        text(&again)
+        output_text(&again)
     );
     assert_eq!(std::fs::read(dir.join("murmur.yaml")).unwrap(), before);
     // An empty directory is taken.
     std::fs::create_dir(t.path().join("empty")).unwrap();
     let into = mur(&t, &["new", "second", "empty"]);
-    assert_eq!(into.status.code(), Some(0), "{}", text(&into));
+    assert_eq!(into.status.code(), Some(0), "{}", output_text(&into));
     assert!(t.path().join("empty/murmur.yaml").exists());
 
     let scoped = mur(&t, &["new", "local/x"]);
-    assert_eq!(scoped.status.code(), Some(1), "{}", text(&scoped));
+    assert_eq!(scoped.status.code(), Some(1), "{}", output_text(&scoped));
     assert!(
         String::from_utf8_lossy(&scoped.stderr).starts_with("error[E-BLD-001]"),
         "{}",
-        text(&scoped)
+        output_text(&scoped)
     );
     assert!(!t.path().join("local").exists());
     let nameless = mur(&t, &["new"]);
-    assert_eq!(nameless.status.code(), Some(2), "{}", text(&nameless));
+    assert_eq!(nameless.status.code(), Some(2), "{}", output_text(&nameless));
     let both = mur(&t, &["new", "x", "--wasm", "--agent"]);
-    assert_eq!(both.status.code(), Some(2), "{}", text(&both));
+    assert_eq!(both.status.code(), Some(2), "{}", output_text(&both));
 }

@@ -29,6 +29,16 @@ pub fn exchange(addr: SocketAddr, bytes: &[u8]) -> String {
 }
 
 /// The status code of a raw answer.
+/// A finished command's exit code, stdout and stderr, for an assertion's message.
+pub fn output_text(out: &std::process::Output) -> String {
+    format!(
+        "exit {:?}\nstdout:\n{}\nstderr:\n{}",
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
 pub fn status_of(answer: &str) -> u16 {
     answer
         .get(9..12)

@@ -4,7 +4,8 @@ use super::{help_for, manifest_file, unknown, Command};
 use murmur::cli::{no_value, Arg, ArgError, Args};
 use std::path::PathBuf;
 
-/// `mur eval show [--json] FILE|DIR|SESSION | --session ID`, `mur eval diff [--json] A B`.
+/// `mur eval show [--json] FILE|DIR|SESSION | --session ID`, `mur eval show --html OUT
+/// SOURCE...`, `mur eval diff [--json] A B`.
 pub(crate) fn parse_eval(args: &mut Args) -> Result<Command, ArgError> {
     use murmur::commands::eval::Source;
     let verb = match args.next_arg() {
@@ -16,7 +17,7 @@ pub(crate) fn parse_eval(args: &mut Args) -> Result<Command, ArgError> {
         Some(other) => return Err(unknown(other)),
         None => return Err(ArgError::MissingValue("eval show|diff".into())),
     };
-    let (mut words, mut json) = (Vec::new(), false);
+    let (mut words, mut json, mut html) = (Vec::new(), false, None::<PathBuf>);
     while let Some(arg) = args.next_arg() {
         match arg {
             Arg::Word(w) => words.push(Source::from_word(&w)),
@@ -26,10 +27,18 @@ pub(crate) fn parse_eval(args: &mut Args) -> Result<Command, ArgError> {
                     no_value(&name, inline)?;
                     json = true;
                 }
+                "--html" if verb == "show" => html = Some(args.value(&name, inline)?.into()),
                 "-h" | "--help" => return help_for("eval", &name, inline),
                 _ => return Err(ArgError::Unknown(name)),
             },
         }
+    }
+    if let Some(out) = html {
+        return match (words.is_empty(), json) {
+            (_, true) => Err(ArgError::Conflict("--html", "--json")),
+            (true, _) => Err(ArgError::MissingValue("eval show --html OUT SOURCE...".into())),
+            (false, false) => Ok(Command::EvalPage { sources: words, out }),
+        };
     }
     let mut words = words.into_iter();
     match (verb.as_str(), words.next(), words.next(), words.next()) {

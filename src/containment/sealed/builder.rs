@@ -8,6 +8,9 @@ use std::ffi::CString;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
+/// `ST_RELATIME` (statvfs's flag for a `relatime` mount), which musl's `libc` does not name.
+const ST_RELATIME: u64 = 0x1000;
+
 /// Mount flags of the mount holding `path`, as `MS_*` bits worth keeping on a remount.
 pub(super) fn mount_flags(path: &Path) -> libc::c_ulong {
     let Ok(v) = rustix::fs::statvfs(path) else {
@@ -22,7 +25,7 @@ pub(super) fn mount_flags(path: &Path) -> libc::c_ulong {
         (libc::ST_NOEXEC, libc::MS_NOEXEC),
         (libc::ST_NOATIME, libc::MS_NOATIME),
         (libc::ST_NODIRATIME, libc::MS_NODIRATIME),
-        (libc::ST_RELATIME, libc::MS_RELATIME),
+        (ST_RELATIME, libc::MS_RELATIME),
     ] {
         if f & st != 0 {
             keep |= ms;

@@ -121,6 +121,8 @@ fn bench_ps(base: &Path) {
         times[6].as_secs_f64() * 1000.0
     );
     drop(held);
+}
+
 /// A trace.jsonl of about `bytes`: tasks of 40 turns, each turn a tool call with a
 /// 200-byte input, one call in 25 failing with its reason; the number of events.
 fn synthetic_trace(path: &Path, bytes: u64) -> u64 {

@@ -155,13 +155,7 @@ pub fn page(sources: &[Source], out: &Path, err: &mut dyn Write) -> Result<Strin
         variants.push((src.label(), read(src, err)?));
     }
     let page = crate::eval_view::html::page(&variants);
-    crate::fsx::write_output(out, page.as_bytes()).map_err(|e| {
-        Diagnostic::new(
-            code::IO_READ,
-            "--html",
-            format!("cannot write {}: {e}", out.display()),
-        )
-    })?;
+    super::write_page(out, &page)?;
     Ok(format!(
         "wrote {}: {} variant(s), {} bytes\n",
         out.display(),

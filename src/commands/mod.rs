@@ -27,3 +27,16 @@ pub mod version;
 pub mod watch;
 
 pub use build::{build, Built};
+
+/// Write the rendered `page` to `out` whole (temp file, synced, then renamed), or the error
+/// naming `--html` and the file: a full disk leaves no page at all. `mur trace --html` and
+/// `mur eval show --html` write through it.
+pub(crate) fn write_page(out: &std::path::Path, page: &str) -> Result<(), crate::diag::Diagnostic> {
+    crate::fsx::write_output(out, page.as_bytes()).map_err(|e| {
+        crate::diag::Diagnostic::new(
+            crate::diag::code::IO_READ,
+            "--html",
+            format!("cannot write {}: {e}", out.display()),
+        )
+    })
+}

@@ -287,13 +287,7 @@ fn write_page(mut spans: Spans, out: &Path, path: &Path, stdout: &mut dyn Write)
     spans.finish(None);
     no_events(spans.summary(), path)?;
     let page = crate::trace_view::html::page(&spans);
-    crate::fsx::write_output(out, page.as_bytes()).map_err(|e| {
-        Diagnostic::new(
-            code::IO_READ,
-            "--html",
-            format!("cannot write {}: {e}", out.display()),
-        )
-    })?;
+    super::write_page(out, &page)?;
     let _ = writeln!(
         stdout,
         "wrote {}: {} events, {} bytes",

@@ -9,8 +9,8 @@ use crate::common::capsule::{capsule, text, MUR};
 use crate::common::door::{self, at_once, lifecycle, secs, send_params, state_of, task_of, wait_for, SLOW};
 use crate::common::TempDir;
 use serde_json::Value;
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
 
 /// A queue + sleep capsule of the slow fixture in `t` (the same one for every session).
 fn queue_capsule(t: &TempDir) -> PathBuf {
@@ -21,26 +21,7 @@ fn queue_capsule(t: &TempDir) -> PathBuf {
     )
 }
 
-/// `mur ARGS` over the records root `records`.
-fn mur(records: &Path, args: &[&str]) -> Output {
-    Command::new(MUR)
-        .args(args)
-        .env("MURMUR_RECORDS_DIR", records)
-        .stdin(Stdio::null())
-        .output()
-        .unwrap()
-}
-
-/// `mur ps --json` over `records`: the sessions listed.
-fn ps(records: &Path) -> Vec<Value> {
-    let out = mur(records, &["ps", "--json"]);
-    assert!(out.status.success(), "{}", text(&out.stderr));
-    serde_json::from_slice::<Value>(&out.stdout)
-        .unwrap()
-        .as_array()
-        .unwrap()
-        .clone()
-}
+use crate::common::capsule::{mur_over as mur, ps_rows as ps};
 
 fn ids(rows: &[Value]) -> Vec<String> {
     rows.iter()

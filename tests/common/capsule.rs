@@ -47,6 +47,27 @@ pub fn mur(t: &TempDir, args: &[&str], env: &[(&str, &str)]) -> Output {
         .unwrap()
 }
 
+/// `mur ARGS` over the records root `records`, stdin closed.
+pub fn mur_over(records: &Path, args: &[&str]) -> Output {
+    Command::new(MUR)
+        .args(args)
+        .env("MURMUR_RECORDS_DIR", records)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap()
+}
+
+/// `mur ps --json` over `records`: the sessions listed.
+pub fn ps_rows(records: &Path) -> Vec<serde_json::Value> {
+    let out = mur_over(records, &["ps", "--json"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    serde_json::from_slice::<serde_json::Value>(&out.stdout)
+        .unwrap()
+        .as_array()
+        .unwrap()
+        .clone()
+}
+
 pub fn manifest_arg(dir: &Path) -> String {
     dir.join("murmur.yaml").display().to_string()
 }

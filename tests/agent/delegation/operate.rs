@@ -12,22 +12,11 @@ use std::process::{Command, Output, Stdio};
 
 /// `mur ARGS` over the formation's records root.
 fn mur(f: &Formation, args: &[&str]) -> Output {
-    Command::new(MUR)
-        .args(args)
-        .env("MURMUR_RECORDS_DIR", &f.records)
-        .stdin(Stdio::null())
-        .output()
-        .unwrap()
+    crate::common::capsule::mur_over(&f.records, args)
 }
 
 fn ps(f: &Formation) -> Vec<Value> {
-    let out = mur(f, &["ps", "--json"]);
-    assert!(out.status.success(), "{}", text(&out.stderr));
-    serde_json::from_slice::<Value>(&out.stdout)
-        .unwrap()
-        .as_array()
-        .unwrap()
-        .clone()
+    crate::common::capsule::ps_rows(&f.records)
 }
 
 #[test]

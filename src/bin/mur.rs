@@ -323,49 +323,6 @@ fn parse_new(args: &mut Args) -> Result<Command, ArgError> {
     }))
 }
 
-fn parse_token(args: &mut Args) -> Result<Command, ArgError> {
-    let (mut session, mut name) = (None, None);
-    while let Some(arg) = args.next_arg() {
-        match arg {
-            Arg::Word(w) if name.is_none() => name = Some(w),
-            Arg::Flag { name: flag, inline } => match flag.as_str() {
-                "--session" => session = Some(args.value(&flag, inline)?),
-                "-h" | "--help" => return help_for("token", &flag, inline),
-                _ => return Err(ArgError::Unknown(flag)),
-            },
-            other => return Err(unknown(other)),
-        }
-    }
-    let session = session.ok_or_else(|| ArgError::MissingValue("token --session ID".into()))?;
-    Ok(Command::Token { session, name })
-}
-
-/// `mur records prune [--dry-run] [--json]`.
-fn parse_records(args: &mut Args) -> Result<Command, ArgError> {
-    match args.next_arg() {
-        Some(Arg::Word(w)) if w == "prune" => {}
-        Some(Arg::Flag { name, inline }) if name == "-h" || name == "--help" => {
-            return help_for("records", &name, inline)
-        }
-        Some(other) => return Err(unknown(other)),
-        None => return Err(ArgError::MissingValue("records prune".into())),
-    }
-    let mut o = murmur::commands::records::PruneOptions::default();
-    while let Some(arg) = args.next_arg() {
-        let Arg::Flag { name, inline } = arg else {
-            return Err(unknown(arg));
-        };
-        match name.as_str() {
-            "--dry-run" => o.dry_run = true,
-            "--json" => o.json = true,
-            "-h" | "--help" => return help_for("records", &name, inline),
-            _ => return Err(ArgError::Unknown(name)),
-        }
-        no_value(&name, inline)?;
-    }
-    Ok(Command::RecordsPrune(o))
-}
-
 /// A manifest named by its file or its capsule directory.
 fn manifest_file(p: PathBuf) -> PathBuf {
     if p.is_dir() {
@@ -527,9 +484,9 @@ fn parse(mut args: Args) -> Result<Command, ArgError> {
         "run" => parse_run(&mut args)?,
         "exec" => parse_exec(&mut args)?,
         "trace" => parse_trace(&mut args)?,
-        "token" => parse_token(&mut args)?,
+        "token" => session_args::parse_token(&mut args)?,
         "new" => parse_new(&mut args)?,
-        "records" => parse_records(&mut args)?,
+        "records" => session_args::parse_records(&mut args)?,
         "ps" => session_args::parse_ps(&mut args)?,
         "stop" => session_args::parse_stop(&mut args)?,
         "cancel" => session_args::parse_cancel(&mut args)?,

@@ -1,5 +1,5 @@
-//! `mur ps`, `stop`, `cancel` and `watch`'s arguments: the operator's commands on live
-//! sessions (split from `mur.rs` by size; parsing only).
+//! `mur ps`, `stop`, `cancel`, `watch`, `token` and `records`' arguments: the operator's
+//! commands on sessions, live or recorded (split from `mur.rs` by size; parsing only).
 
 use super::{help_for, unknown, Command};
 use murmur::cli::{no_value, Arg, ArgError, Args};
@@ -92,4 +92,48 @@ pub(crate) fn parse_watch(args: &mut Args) -> Result<Command, ArgError> {
         return Err(ArgError::Unknown(w));
     }
     Ok(Command::Watch { session })
+}
+
+/// `mur token --session ID [NAME]`.
+pub(crate) fn parse_token(args: &mut Args) -> Result<Command, ArgError> {
+    let (mut session, mut name) = (None, None);
+    while let Some(arg) = args.next_arg() {
+        match arg {
+            Arg::Word(w) if name.is_none() => name = Some(w),
+            Arg::Flag { name: flag, inline } => match flag.as_str() {
+                "--session" => session = Some(args.value(&flag, inline)?),
+                "-h" | "--help" => return help_for("token", &flag, inline),
+                _ => return Err(ArgError::Unknown(flag)),
+            },
+            other => return Err(unknown(other)),
+        }
+    }
+    let session = session.ok_or_else(|| ArgError::MissingValue("token --session ID".into()))?;
+    Ok(Command::Token { session, name })
+}
+
+/// `mur records prune [--dry-run] [--json]`.
+pub(crate) fn parse_records(args: &mut Args) -> Result<Command, ArgError> {
+    match args.next_arg() {
+        Some(Arg::Word(w)) if w == "prune" => {}
+        Some(Arg::Flag { name, inline }) if name == "-h" || name == "--help" => {
+            return help_for("records", &name, inline)
+        }
+        Some(other) => return Err(unknown(other)),
+        None => return Err(ArgError::MissingValue("records prune".into())),
+    }
+    let mut o = murmur::commands::records::PruneOptions::default();
+    while let Some(arg) = args.next_arg() {
+        let Arg::Flag { name, inline } = arg else {
+            return Err(unknown(arg));
+        };
+        match name.as_str() {
+            "--dry-run" => o.dry_run = true,
+            "--json" => o.json = true,
+            "-h" | "--help" => return help_for("records", &name, inline),
+            _ => return Err(ArgError::Unknown(name)),
+        }
+        no_value(&name, inline)?;
+    }
+    Ok(Command::RecordsPrune(o))
 }

@@ -121,31 +121,28 @@ fn config_error(path: &Path, why: String) -> Diagnostic {
 /// holds is waited for a moment (a prune or a lister only tests it), then given up; what
 /// could not be held is returned in words, and the session goes on.
 pub fn hold_session(records: BorrowedFd<'_>, workdir: BorrowedFd<'_>) -> Vec<String> {
-    let mut notes = Vec::new();
-    // `mur ps` and `mur stop` test the lock for a moment (shared): waited for, as below.
+    // `mur ps` and `mur stop` test the records lock for a moment (shared): waited for.
+    [
+        hold_waiting(records, tree::Hold::Exclusive, "the records directory"),
+        hold_waiting(workdir, tree::Hold::Shared, "the workdir (shared)"),
+    ]
+    .into_iter()
+    .flatten()
+    .collect()
+}
+
+/// Take `hold` on `dir`, trying for about half a second (50 × 10 ms) while another process
+/// holds it; what could not be held, in words.
+fn hold_waiting(dir: BorrowedFd<'_>, hold: tree::Hold, what: &str) -> Option<String> {
     let mut tries = 0;
-    while let Err(e) = tree::hold(records, tree::Hold::Exclusive) {
+    while let Err(e) = tree::hold(dir, hold) {
         tries += 1;
         if tries >= 50 {
-            notes.push(format!(
-                "cannot lock the records directory: {e}; a prune may take it for ended"
-            ));
-            break;
+            return Some(format!("cannot lock {what}: {e}; a prune may take it for ended"));
         }
         std::thread::sleep(Duration::from_millis(10));
     }
-    let mut tries = 0;
-    while let Err(e) = tree::hold(workdir, tree::Hold::Shared) {
-        tries += 1;
-        if tries >= 50 {
-            notes.push(format!(
-                "cannot lock the workdir (shared): {e}; a prune may take it for ended"
-            ));
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    }
-    notes
+    None
 }
 
 /// A prune started at launch, on its own thread.

@@ -46,6 +46,16 @@ fn lower(loaded: crate::manifest::Loaded) -> Arc<Grants> {
     })
 }
 
+/// What an admitted registration is recorded with.
+struct Admitted {
+    parent: Option<String>,
+    depth: u32,
+    /// The approval id the registration redeems (a child's).
+    redeemed: Option<String>,
+    resolved: CachedResolve<Arc<Grants>>,
+    owner: Owner,
+}
+
 /// The `POST /spawn` answer, fields in the order the JSON map always wrote them.
 #[derive(Serialize)]
 struct Granted<'a> {
@@ -279,49 +289,20 @@ impl Roost {
         if self.state.sessions.contains_key(&sid) {
             return identity();
         }
-        let (parent, depth, redeemed, resolved, owner) = match req.header(APPROVAL_HEADER) {
+        let admitted = match req.header(APPROVAL_HEADER) {
             None if req.headers.iter().any(|(n, _)| n == APPROVAL_HEADER) => return identity(),
-            None => {
-                if !self.config.spawn_allow.contains(&name) {
-                    return Response::error(403, &msg::not_in_global_list(&name));
-                }
-                if let Err(refusal) = self.account_room(who, now_ms) {
-                    return refusal;
-                }
-                match self.resolve(&name, &version, now_ms) {
-                    Ok(r) => (None, self.config.max_depth, None, r, who),
-                    Err(resp) => return resp,
-                }
-            }
-            Some(token) => {
-                let resolved = match self.resolve(&name, &version, now_ms) {
-                    Ok(r) => r,
-                    Err(resp) => return resp,
-                };
-                let a: ApprovalPayload =
-                    match token::verify(&self.approval_key, Domain::Approval, token, now_ms) {
-                        Ok(v) => match v.decode() {
-                            Ok(a) => a,
-                            Err(_) => return identity(),
-                        },
-                        Err(TokenError::Expired) => return Response::error(403, msg::EXPIRED),
-                        Err(_) => return identity(),
-                    };
-                if !self.state.spend(&a.jti, a.exp, now_ms) {
-                    return Response::error(403, msg::REPLAYED);
-                }
-                let Some(owner) = self.state.running(&a.sid).map(|p| p.owner) else {
-                    return identity();
-                };
-                let (approved, asked) = (format!("{}@{}", a.name, a.version), format!("{name}@{version}"));
-                if approved != asked {
-                    return Response::error(403, &msg::wrong_coordinates(&approved, &asked));
-                }
-                if a.digest != resolved.sha256 {
-                    return Response::error(403, &msg::wrong_bytes(&asked, &a.digest, &resolved.sha256));
-                }
-                (Some(a.sid), a.depth, Some(a.jti), resolved, owner)
-            }
+            None => self.admit_top_level(&name, &version, who, now_ms),
+            Some(token) => self.admit_approved(token, &name, &version, now_ms),
+        };
+        let Admitted {
+            parent,
+            depth,
+            redeemed,
+            resolved,
+            owner,
+        } = match admitted {
+            Ok(a) => a,
+            Err(refusal) => return refusal,
         };
         let credential = match self.mint_credential(&sid) {
             Ok(c) => c,
@@ -340,6 +321,67 @@ impl Roost {
         self.state.hold_due(&sid, now_ms.saturating_add(HOLD_GRACE_MS));
         ok_json(&Registered {
             credential: &credential,
+        })
+    }
+
+    /// A top-level registration (no approval), in the spec's order: `--spawn-allow`, this
+    /// project's account ceiling, then the registry.
+    fn admit_top_level(
+        &mut self,
+        name: &str,
+        version: &str,
+        who: Owner,
+        now_ms: u64,
+    ) -> Result<Admitted, Response> {
+        if !self.config.spawn_allow.iter().any(|n| n == name) {
+            return Err(Response::error(403, &msg::not_in_global_list(name)));
+        }
+        self.account_room(who, now_ms)?;
+        Ok(Admitted {
+            parent: None,
+            depth: self.config.max_depth,
+            redeemed: None,
+            resolved: self.resolve(name, version, now_ms)?,
+            owner: who,
+        })
+    }
+
+    /// A child's registration under approval `token`, in the spec's order: the registry,
+    /// the approval (MAC, expiry), its single use, its granting session still running, the
+    /// coordinates and the bytes it was granted for. The child counts in its parent's census.
+    fn admit_approved(
+        &mut self,
+        token: &str,
+        name: &str,
+        version: &str,
+        now_ms: u64,
+    ) -> Result<Admitted, Response> {
+        let resolved = self.resolve(name, version, now_ms)?;
+        let a: ApprovalPayload = match token::verify(&self.approval_key, Domain::Approval, token, now_ms) {
+            Ok(v) => v.decode().map_err(|_| identity())?,
+            Err(TokenError::Expired) => return Err(Response::error(403, msg::EXPIRED)),
+            Err(_) => return Err(identity()),
+        };
+        if !self.state.spend(&a.jti, a.exp, now_ms) {
+            return Err(Response::error(403, msg::REPLAYED));
+        }
+        let owner = self.state.running(&a.sid).map(|p| p.owner).ok_or_else(identity)?;
+        let (approved, asked) = (format!("{}@{}", a.name, a.version), format!("{name}@{version}"));
+        if approved != asked {
+            return Err(Response::error(403, &msg::wrong_coordinates(&approved, &asked)));
+        }
+        if a.digest != resolved.sha256 {
+            return Err(Response::error(
+                403,
+                &msg::wrong_bytes(&asked, &a.digest, &resolved.sha256),
+            ));
+        }
+        Ok(Admitted {
+            parent: Some(a.sid),
+            depth: a.depth,
+            redeemed: Some(a.jti),
+            resolved,
+            owner,
         })
     }
 

@@ -44,6 +44,25 @@ fn eval_run(w: &World, args: &[&str]) -> Output {
         .unwrap()
 }
 
+/// `mur eval run MANIFEST --registry-path REGISTRY --dataset DATASET --json`: the output,
+/// its JSON and its stderr.
+fn eval_json(w: &World, manifest: &str, registry: &str, dataset: &str) -> (Output, Value, String) {
+    let out = eval_run(
+        w,
+        &[
+            manifest,
+            "--registry-path",
+            registry,
+            "--dataset",
+            dataset,
+            "--json",
+        ],
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {stderr}"));
+    (out, v, stderr)
+}
+
 /// A capsule (model `mock-1`) and its variant (model `mock-2`), `test` and `sleep` allowed.
 fn capsules(w: &World, p: &Provider) -> (String, String) {
     let mut spec = Spec::new(Drv::OpenAi, p);
@@ -376,19 +395,7 @@ fn a_quoted_check_keeps_its_words_and_an_unterminated_quote_is_refused() {
         ),
     );
     let dataset = data.join("cases.jsonl").display().to_string();
-    let out = eval_run(
-        &w,
-        &[
-            &manifest,
-            "--registry-path",
-            &registry,
-            "--dataset",
-            &dataset,
-            "--json",
-        ],
-    );
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    let v: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {stderr}"));
+    let (_, v, stderr) = eval_json(&w, &manifest, &registry, &dataset);
     let cases = v["variants"][0]["cases"].as_array().unwrap();
     let pass: Vec<(&str, bool)> = cases
         .iter()
@@ -564,19 +571,7 @@ fn a_check_the_agent_planted_for_still_gives_the_true_verdict() {
     let manifest = w.dir.join("murmur.yaml").display().to_string();
     let dataset = data.join("cases.jsonl").display().to_string();
     let registry = w.reg.display().to_string();
-    let out = eval_run(
-        &w,
-        &[
-            &manifest,
-            "--registry-path",
-            &registry,
-            "--dataset",
-            &dataset,
-            "--json",
-        ],
-    );
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    let v: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {stderr}"));
+    let (out, v, stderr) = eval_json(&w, &manifest, &registry, &dataset);
     assert_eq!(v["variants"][0]["passes"], 0, "{v}\n{stderr}");
     assert_eq!(v["variants"][0]["runs"], 2, "{v}\n{stderr}");
     assert_eq!(out.status.code(), Some(1), "{stderr}");

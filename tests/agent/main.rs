@@ -15,6 +15,7 @@ mod agent_door_lifecycle;
 mod agent_eval;
 mod agent_eval_run;
 mod agent_failures;
+mod agent_history;
 mod agent_hook_sandbox;
 mod agent_hooks;
 mod agent_lock;

@@ -6,6 +6,8 @@
 //! running WebAssembly, so the call is driven as a future and raced against a hard deadline:
 //! the epoch deadline plus [`GRACE`]. When that fires the call's future is dropped (wasmtime
 //! unwinds the guest's stack and the store is discarded), whatever the guest was blocked on.
+//! The process's one epoch ticker also rings these hard deadlines, at its next tick (so at
+//! most one [`EPOCH_TICK`] late): no thread is made per call.
 
 use super::host::{self, Capsule, Host, LimitExceeded};
 use super::EPOCH_TICK;
@@ -13,7 +15,6 @@ use crate::diag::{code, Diagnostic};
 use std::future::Future;
 use std::pin::pin;
 use std::sync::atomic::{AtomicI32, Ordering};
-use std::sync::mpsc::{self, RecvTimeoutError};
 use std::sync::{Arc, Mutex, OnceLock, Weak};
 use std::task::{Poll, Waker};
 use std::time::{Duration, Instant};
@@ -165,11 +166,14 @@ fn classify(e: &wasmtime::Error, deadline_secs: u64) -> Outcome {
     }
 }
 
-/// The hard deadline, set by the call's deadline clock: fired once, then wakes the call's task.
+/// The hard deadline of one call: rung once (by the epoch ticker when `hard` has passed, by
+/// a signal or by an [`Interrupt`]), then wakes the call's task.
 #[derive(Default)]
 struct Alarm {
     fired: bool,
     waker: Option<Waker>,
+    /// When the ticker rings it (None: only a signal or an interrupt does).
+    hard: Option<Instant>,
 }
 
 /// A way to end a guest call early from another thread (a canceled task, a signal): firing
@@ -216,9 +220,24 @@ impl Interrupt {
     }
 }
 
+/// Ring every call in flight whose hard deadline is past at `now`.
+fn ring_due(now: Instant) {
+    let alarms = IN_FLIGHT.alarms.lock().unwrap_or_else(|p| p.into_inner());
+    for a in alarms.iter().filter_map(Weak::upgrade) {
+        let due = {
+            let a = a.lock().unwrap_or_else(|p| p.into_inner());
+            !a.fired && a.hard.is_some_and(|h| h <= now)
+        };
+        if due {
+            ring(&a);
+        }
+    }
+}
+
 /// The one epoch ticker of the process: every [`EPOCH_TICK`] it increments the epoch of
-/// each engine that has run a guest. One ticker for all calls, so guests running at the
-/// same time (an async hook beside the driver) do not speed up each other's deadlines.
+/// each engine that has run a guest, then rings the hard deadlines that have passed. One
+/// ticker for all calls, so guests running at the same time (an async hook beside the
+/// driver) do not speed up each other's deadlines, and no call pays for a thread of its own.
 fn ensure_ticking(engine: &Engine) -> Result<(), Diagnostic> {
     static ENGINES: OnceLock<Mutex<Vec<Engine>>> = OnceLock::new();
     static STARTED: OnceLock<Result<(), String>> = OnceLock::new();
@@ -240,6 +259,7 @@ fn ensure_ticking(engine: &Engine) -> Result<(), Diagnostic> {
                             e.increment_epoch();
                         }
                     }
+                    ring_due(Instant::now());
                 })
                 .map(|_| ())
                 .map_err(|e| e.to_string())
@@ -267,31 +287,6 @@ pub fn ensure_async_runtime() -> Result<(), Diagnostic> {
             "cannot start the guests' async runtime: the process is out of file descriptors (ulimit -n) or of threads",
         )
     })
-}
-
-/// The hard deadline of one call: rings `alarm` at `hard` unless stopped first.
-fn alarm_clock(
-    hard: Instant,
-    alarm: Arc<Mutex<Alarm>>,
-) -> Result<(mpsc::Sender<()>, std::thread::JoinHandle<()>), Diagnostic> {
-    let (stop, stopped) = mpsc::channel::<()>();
-    let handle = std::thread::Builder::new()
-        .name("deadline".into())
-        .spawn(move || {
-            if let Err(RecvTimeoutError::Timeout) =
-                stopped.recv_timeout(hard.saturating_duration_since(Instant::now()))
-            {
-                ring(&alarm);
-            }
-        })
-        .map_err(|e| {
-            Diagnostic::new(
-                code::RUN_TRAP,
-                "",
-                format!("cannot start the deadline clock: {e}"),
-            )
-        })?;
-    Ok((stop, handle))
 }
 
 /// Poll `fut` until it finishes or `alarm` fires (`None`).
@@ -331,17 +326,16 @@ fn bounded_or<F: Future>(
     interrupt: Option<&Interrupt>,
 ) -> Result<Option<F::Output>, Diagnostic> {
     let hard = Instant::now() + Duration::from_secs(deadline_secs.min(u64::from(u32::MAX))) + GRACE;
-    let alarm = Arc::new(Mutex::new(Alarm::default()));
+    let alarm = Arc::new(Mutex::new(Alarm {
+        hard: Some(hard),
+        ..Alarm::default()
+    }));
     if let Some(i) = interrupt {
         i.arm(&alarm);
     }
-    in_flight(&alarm);
     ensure_ticking(engine)?;
-    let (stop, clock) = alarm_clock(hard, alarm.clone())?;
-    let ended = wasmtime_wasi::runtime::in_tokio(race(call, &alarm));
-    drop(stop);
-    let _ = clock.join();
-    Ok(ended)
+    in_flight(&alarm);
+    Ok(wasmtime_wasi::runtime::in_tokio(race(call, &alarm)))
 }
 
 /// A tool, driver or hook call (`call`, one guest invocation on a store whose epoch

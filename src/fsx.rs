@@ -682,5 +682,6 @@ pub fn is_within(inner: &Dir, outer: &Dir) -> Result<bool, FsError> {
     Err(io_at(&inner.shown, io::Error::other("directory tree too deep")))
 }
 
+mod exchange;
 #[cfg(test)]
 mod tests;

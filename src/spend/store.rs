@@ -1,9 +1,11 @@
 //! The spend ledger on disk: `ledger.json` in the user's spend directory (private to the
 //! user, outside every workdir), changed only under an exclusive `flock` on `ledger.lock`
-//! beside it and replaced through a fresh temp file, `fsync`ed, renamed over the name and
-//! the directory `fsync`ed: a reader, or a `kill -9` at any instant, sees the old ledger or
-//! the new one whole, never a truncated one. Reads take no lock (the rename makes each read
-//! whole); a ledger that does not parse is an error, never a fresh start.
+//! beside it: the new ledger is written into the spare file `ledger.spare`, `fsync`ed,
+//! exchanged with `ledger.json` in one atomic rename and the directory `fsync`ed, so a
+//! reader, or a `kill -9` at any instant, sees the old ledger or the new one whole, never a
+//! truncated one, and no inode is made or freed per model call. A read takes the lock
+//! shared (the next update rewrites the file an earlier reader may still hold open); a
+//! ledger that does not parse is an error, never a fresh start.
 
 use super::ledger::{Ledger, MAX_BYTES};
 use crate::fsx::{self, Dir, FsError};
@@ -16,6 +18,9 @@ pub const FILE: &str = "ledger.json";
 /// The lock file beside it (the ledger itself is replaced by a rename, so it cannot hold a
 /// lock that outlives one update).
 pub const LOCK: &str = "ledger.lock";
+/// The spare the next ledger is written into before it is exchanged with [`FILE`]; it
+/// holds the previous ledger in between.
+pub const SPARE: &str = "ledger.spare";
 /// How long an update waits for the lock before it gives up (and the call is refused).
 const LOCK_BOUND: Duration = Duration::from_secs(10);
 
@@ -49,6 +54,9 @@ impl Store {
             Err(e) if missing(&e) => return Ok(Ledger::fresh()),
             Err(e) => return Err(e.to_string()),
         };
+        let lock = dir.append(LOCK).map_err(|e| e.to_string())?;
+        lock_within(&lock, LOCK_BOUND, FlockOperation::NonBlockingLockShared)
+            .map_err(|e| format!("cannot lock {}: {e}", self.dir.join(LOCK).display()))?;
         read_in(&dir, &self.dir)
     }
 
@@ -57,13 +65,13 @@ impl Store {
     pub fn update(&self, now_ms: u64, change: impl FnOnce(&mut Ledger)) -> Result<Ledger, String> {
         let dir = self.open_or_make()?;
         let lock = dir.append(LOCK).map_err(|e| e.to_string())?;
-        lock_within(&lock, LOCK_BOUND)
+        lock_within(&lock, LOCK_BOUND, FlockOperation::NonBlockingLockExclusive)
             .map_err(|e| format!("cannot lock {}: {e}", self.dir.join(LOCK).display()))?;
         let mut ledger = read_in(&dir, &self.dir)?;
         self.sweep(&dir);
         change(&mut ledger);
         ledger.prune(now_ms);
-        dir.replace_durable(FILE, ledger.render().as_bytes())
+        dir.replace_durable_exchanging(FILE, SPARE, ledger.render().as_bytes())
             .map_err(|e| format!("cannot write {}: {e}", self.path().display()))?;
         // The lock goes with the descriptor, here or at a crash.
         drop(lock);
@@ -113,11 +121,11 @@ fn read_in(dir: &Dir, shown: &Path) -> Result<Ledger, String> {
     }
 }
 
-/// Take an exclusive `flock` on `f`, waiting at most `bound`.
-fn lock_within(f: &std::fs::File, bound: Duration) -> Result<(), rustix::io::Errno> {
+/// Take `how` (a non-blocking shared or exclusive `flock`) on `f`, waiting at most `bound`.
+fn lock_within(f: &std::fs::File, bound: Duration, how: FlockOperation) -> Result<(), rustix::io::Errno> {
     let until = Instant::now() + bound;
     loop {
-        match rustix::fs::flock(f, FlockOperation::NonBlockingLockExclusive) {
+        match rustix::fs::flock(f, how) {
             Ok(()) => return Ok(()),
             Err(rustix::io::Errno::WOULDBLOCK | rustix::io::Errno::INTR) if Instant::now() < until => {
                 std::thread::sleep(Duration::from_millis(2));
@@ -158,6 +166,34 @@ mod tests {
         assert!(s.update(now, |l| l.charge(1, &[], now)).is_err());
         // Still the corrupt bytes: a refused update never overwrites them.
         assert_eq!(std::fs::read(s.path()).unwrap(), b"{\"version\":1,\"days\":");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn updates_exchange_two_files_and_a_planted_spare_is_never_followed() {
+        use std::os::unix::fs::MetadataExt;
+        let dir = scratch("exchange");
+        let s = Store::at(dir.join("spend"));
+        let now = 1_796_608_800_000;
+        let mut inodes = std::collections::BTreeSet::new();
+        for i in 1..=6u64 {
+            let l = s.update(now, |l| l.charge(1, &[], now)).unwrap();
+            assert_eq!(l.on_day("2026-12-07"), i);
+            assert_eq!(s.read().unwrap(), l);
+            inodes.insert(std::fs::metadata(s.path()).unwrap().ino());
+        }
+        assert_eq!(inodes.len(), 2, "the ledger and its spare, exchanged: {inodes:?}");
+        // A symlink at the spare's name is removed, not written through.
+        let spare = dir.join("spend").join(SPARE);
+        let target = dir.join("target");
+        std::fs::write(&target, b"untouched").unwrap();
+        std::fs::remove_file(&spare).unwrap();
+        std::os::unix::fs::symlink(&target, &spare).unwrap();
+        let l = s.update(now, |l| l.charge(1, &[], now)).unwrap();
+        assert_eq!(l.on_day("2026-12-07"), 7);
+        assert_eq!(s.read().unwrap(), l);
+        assert_eq!(std::fs::read(&target).unwrap(), b"untouched");
+        assert!(!std::fs::symlink_metadata(&spare).is_ok_and(|m| m.file_type().is_symlink()));
         let _ = std::fs::remove_dir_all(&dir);
     }
 }

@@ -343,22 +343,32 @@ fn call_cpu(s: &Setup, cache: &Path) {
     }
     let med: Vec<f64> = cpu.into_iter().map(support::median_f64).collect();
     let calls = (TURNS - 1) as f64;
-    let bwrap = if support::have_bwrap() {
+    let (scoped, sealed) = ((med[1] - med[0]) / calls, (med[2] - med[0]) / calls);
+    let (bwrap, plain) = if support::have_bwrap() {
         let dir = s.base.join("bwrap");
         std::fs::create_dir_all(&dir).unwrap();
         let args = support::bwrap_true(&dir.display().to_string());
         let a: Vec<&str> = args.iter().map(String::as_str).collect();
         let c: Vec<f64> = (0..11).map(|_| support::perf_stat(&a, &[]).1).collect();
-        format!("{:.2} ms", support::median_f64(c))
+        (
+            format!("{:.2} ms", support::median_f64(c)),
+            Some(support::bwrap_plain_cpu(11)),
+        )
     } else {
-        "not installed".into()
+        ("not installed".into(), None)
     };
     println!(
-        "  CPU a shell call adds over an advisory one: scoped {:.2} ms, sealed {:.2} ms; one bwrap --unshare-all run of true: {bwrap} (advisory session {:.1} ms, {TURNS} turns)",
-        (med[1] - med[0]) / calls,
-        (med[2] - med[0]) / calls,
+        "  CPU a shell call adds over an advisory one: scoped {scoped:.2} ms, sealed {sealed:.2} ms; one bwrap --unshare-all run of true (workdir bound): {bwrap} (advisory session {:.1} ms, {TURNS} turns)",
         med[0]
     );
+    if let Some(plain) = plain {
+        println!(
+            "  ratio, the CPU a sealed call adds / one plain bwrap run of true ({plain:.2} ms, `{}`): {:.2}x (goal <= 1.0x); scoped {:.2}x",
+            support::bwrap_plain().join(" "),
+            sealed / plain,
+            scoped / plain
+        );
+    }
 }
 
 /// A 20-turn session without `perf`.
@@ -412,7 +422,7 @@ fn history(s: &Setup, cache: &Path) {
     };
     if let (Some(long), Some(short)) = (cpu, short_cpu) {
         println!(
-            "  CPU per turn from turn {} to {LONG}: {:.2} ms ({LONG}-turn session {long:.1} ms, {SHORT}-turn {short:.1} ms, mur and children)",
+            "  CPU per turn from turn {} to {LONG}: {:.2} ms ({LONG}-turn session {long:.1} ms, {SHORT}-turn {short:.1} ms, mur and children; goal <= 1.0 ms)",
             SHORT + 1,
             (long - short) / (LONG - SHORT) as f64
         );

@@ -122,6 +122,11 @@ fn exec_startup(work: &Path) {
     let mut rows: Vec<Row> = Vec::new();
     if have_bwrap {
         rows.push(("bwrap --unshare-all true".into(), bwrap, vec![]));
+        rows.push((
+            "bwrap plain (the ratios' base)".into(),
+            support::bwrap_plain(),
+            vec![],
+        ));
     }
     let mur = env!("CARGO_BIN_EXE_mur").to_string();
     let mut bins = vec![("this build", mur)];
@@ -160,12 +165,28 @@ fn exec_startup(work: &Path) {
     if !have_bwrap {
         println!("  bwrap: not installed (apt-get install bubblewrap)");
     }
-    for ((label, _, _), (w, c)) in rows.iter().zip(got) {
+    let medians: Vec<(f64, f64)> = got
+        .into_iter()
+        .map(|(w, c)| (support::median_f64(w), support::median_f64(c)))
+        .collect();
+    for ((label, _, _), (w, c)) in rows.iter().zip(&medians) {
+        println!("  {label:<44} wall {w:>6.1} ms   CPU {c:>6.1} ms");
+    }
+    // The ratio: each `mur exec` row's CPU over the plain bubblewrap line's.
+    let plain = rows
+        .iter()
+        .position(|(label, _, _)| label.starts_with("bwrap plain"))
+        .map(|i| medians[i].1);
+    if let Some(plain) = plain {
         println!(
-            "  {label:<44} wall {:>6.1} ms   CPU {:>6.1} ms",
-            support::median_f64(w),
-            support::median_f64(c)
+            "ratios of CPU against `{}` ({plain:.1} ms; goal for mur exec sealed <= 1.5x)",
+            support::bwrap_plain().join(" ")
         );
+        for ((label, _, _), (_, c)) in rows.iter().zip(&medians) {
+            if label.contains("mur exec") {
+                println!("  {label:<44} {:>5.2}x", c / plain);
+            }
+        }
     }
 }
 

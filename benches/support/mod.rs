@@ -141,6 +141,46 @@ pub fn have_bwrap() -> bool {
     runs()
 }
 
+/// The plain bubblewrap line the ratios are taken against: `bwrap --unshare-all
+/// --die-with-parent --ro-bind /usr /usr --proc /proc --dev /dev` running `true`, with
+/// `/bin`, `/lib` and `/lib64` as symlinks into `/usr` (so `true` and its loader are
+/// found on a merged-`/usr` host) and nothing else bound.
+pub fn bwrap_plain() -> Vec<String> {
+    [
+        "bwrap",
+        "--unshare-all",
+        "--die-with-parent",
+        "--ro-bind",
+        "/usr",
+        "/usr",
+        "--symlink",
+        "usr/bin",
+        "/bin",
+        "--symlink",
+        "usr/lib",
+        "/lib",
+        "--symlink",
+        "usr/lib64",
+        "/lib64",
+        "--proc",
+        "/proc",
+        "--dev",
+        "/dev",
+        "true",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect()
+}
+
+/// The median CPU (ms, the whole process tree under `perf stat`) of `runs` runs of
+/// [`bwrap_plain`].
+pub fn bwrap_plain_cpu(runs: usize) -> f64 {
+    let args = bwrap_plain();
+    let a: Vec<&str> = args.iter().map(String::as_str).collect();
+    median_f64((0..runs).map(|_| perf_stat(&a, &[]).1).collect())
+}
+
 /// `bwrap --unshare-all --die-with-parent` running `true` with `/usr` read-only, `/proc`,
 /// `/dev`, and `dir` bound read-write as its working directory: the sandbox an operator
 /// would build instead of a sealed call.

@@ -224,13 +224,7 @@ impl A2a {
             return fail(COMPLETION_MISADDRESSED, m);
         }
         if let Some(t) = &s.task_id {
-            return match self.tasks.get(t, caller.viewer()) {
-                None => fail(rpc::TASK_NOT_FOUND, "Task not found".into()),
-                Some(_) => fail(
-                    UNSUPPORTED_OPERATION,
-                    "Unsupported operation: a task takes no further messages; send a new message without taskId".into(),
-                ),
-            };
+            return self.follow_up(ex, (call, caller), (t, s), stream);
         }
         if stream && !self.tasks.stream_room() {
             return too_many_streams(gen, id);
@@ -442,6 +436,9 @@ impl Route for A2a {
         })
     }
 }
+
+#[path = "a2a_follow.rs"]
+mod follow;
 
 #[cfg(test)]
 mod tests {

@@ -243,6 +243,8 @@ pub struct Tasks {
     delegated: AtomicBool,
     /// The door is authenticated: each task is its sender's alone.
     guarded: AtomicBool,
+    /// The running task's wait for its caller's input, if it waits (see [`input`]).
+    input: input::Inputs,
 }
 
 /// Send one event to every subscriber still listening, its JSON rendered once per
@@ -294,6 +296,7 @@ impl Tasks {
             generation: AtomicU64::new(0),
             on_cancel: Mutex::new(None),
             on_change: Mutex::new(None),
+            input: input::Inputs::default(),
         })
     }
 
@@ -736,6 +739,9 @@ mod list;
 
 #[path = "tasks_settle.rs"]
 mod settle;
+
+#[path = "tasks_input.rs"]
+pub mod input;
 use settle::{agent_msg, attach, settle};
 
 #[cfg(test)]

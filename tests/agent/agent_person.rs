@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 
 /// The mock model: after a tool result, `final: <that result>`; for a task starting with
 /// `ask`, the `ask` tool; otherwise `bash` with `echo <task text>`.
-fn model() -> Provider {
+pub fn model() -> Provider {
     Provider::start_responder(|req| {
         if last_is_tool_result(req) {
             let last = tool_results(req).pop().unwrap_or_default();
@@ -34,7 +34,7 @@ fn model() -> Provider {
 }
 
 /// `approvals` for `bash` commands that contain `approve-me` (3 s, deny), and `ask`.
-const PERSON: &str =
+pub const PERSON: &str =
     "approvals:\n  shell: ['bash *approve-me*']\n  timeout_secs: 3\nask: {timeout_secs: 30}\n";
 
 /// The capsule's manifest: `spec`, queue + sleep, the person blocks, and door credentials
@@ -284,5 +284,73 @@ fn a_waiting_task_holds_no_model_call_and_no_child_until_its_caller_approves() {
         answered[0]["wait_ms"].as_u64().unwrap() >= 1000,
         "{}",
         answered[0]
+    );
+}
+
+/// A blocking send (1.0, no `returnImmediately`) is answered as soon as its task waits, with
+/// the task in input-required; `CancelTask` ends the wait at once, the task is canceled
+/// without its call running and the next queued task runs. A task from `task.md` has
+/// nobody to ask: its approval is denied at once, its `ask` answered so.
+#[test]
+fn a_blocking_send_returns_at_input_required_and_a_cancel_ends_the_wait() {
+    let p = model();
+    let w = World::new("person-cancel");
+    w.manifest_text(&format!(
+        "{}{}{}",
+        Spec::new(Drv::OpenAi, &p).yaml(),
+        queue_sleep(4),
+        PERSON.replace("timeout_secs: 3", "timeout_secs: 60")
+    ));
+    let mut s = w.serve(Some("approve-me from the file"), &[]);
+
+    let started = Instant::now();
+    let sent = s.result("SendMessage", send_params_10("approve-me blocking", false), &[]);
+    assert!(
+        started.elapsed() < Duration::from_secs(4),
+        "the send held past its wait"
+    );
+    let task = &sent["task"];
+    assert_eq!(task["status"]["state"], "TASK_STATE_INPUT_REQUIRED", "{sent}");
+    let history: Vec<&str> = task["history"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["role"].as_str().unwrap())
+        .collect();
+    assert_eq!(history, ["ROLE_USER", "ROLE_AGENT"], "{task}");
+    let queued = submit(&s, "plain after", &[]);
+
+    let canceled = s.result("CancelTask", json!({"id": task["id"]}), &[]);
+    assert_eq!(canceled["status"]["state"], "TASK_STATE_CANCELED", "{canceled}");
+    let after = s.settled(&id(&queued), SETTLE);
+    assert_eq!(after["status"]["state"], "TASK_STATE_COMPLETED", "{after}");
+    assert!(response_10(&after).contains("plain after"), "{after}");
+
+    s.sigterm();
+    assert_eq!(
+        s.wait_exit(SETTLE).and_then(|st| st.code()),
+        Some(0),
+        "{}",
+        s.both()
+    );
+    let trace = w.trace(&s.sid);
+    let answered: Vec<(&str, &str)> = events(&trace, "approval_answered")
+        .iter()
+        .map(|e| (e["decision"].as_str().unwrap(), e["by"].as_str().unwrap()))
+        .collect();
+    assert_eq!(answered, [("denied", "no_caller"), ("canceled", "cancel")]);
+    let shells: Vec<&str> = events(&trace, "shell")
+        .iter()
+        .map(|e| e["binary"].as_str().unwrap())
+        .collect();
+    assert_eq!(shells, ["bash"], "only the plain task's call ran");
+    let first = std::fs::read_to_string(w.workdir(&s.sid).join("out/tasks").join(format!(
+        "{}.txt",
+        events(&trace, "task_start")[0]["task_id"].as_str().unwrap()
+    )))
+    .unwrap();
+    assert!(
+        first.contains("this task came from task.md: there is nobody to approve"),
+        "{first}"
     );
 }

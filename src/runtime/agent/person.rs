@@ -141,8 +141,8 @@ impl Session {
         self.approval(turn, (kind, name), input)
     }
 
-    /// Wait for the caller on `waits`: the task's own wait, or at once (no caller) for a
-    /// task from `task.md`.
+    /// Wait for the caller on `waits`: the task's own wait, or at once (no caller: it is
+    /// denied, whatever `on_timeout` says) for a task from `task.md`.
     fn wait_for(&self, waits: Waits, prompt: &str, secs: u64) -> Awaited {
         let Some(p) = self.person.as_ref() else {
             return Awaited::Canceled;
@@ -200,7 +200,9 @@ impl Session {
         let started = Instant::now();
         let awaited = self.wait_for(Waits::Approval, &prompt, a.timeout_secs);
         let waited = started.elapsed();
+        let no_caller = self.person.as_ref().is_some_and(|p| p.task.1 == "file");
         let (decision, by, credential) = match &awaited {
+            Awaited::TimedOut if no_caller => ("denied", "no_caller", None),
             Awaited::Answered(r) if r.decision() == Some(true) => ("approved", "caller", r.by.clone()),
             Awaited::Answered(r) => ("denied", "caller", r.by.clone()),
             Awaited::TimedOut if a.on_timeout == OnTimeout::Approve => ("approved", "timeout", None),
@@ -223,6 +225,9 @@ impl Session {
                 "no answer to the approval of this call of {tool} within {} s (approvals.on_timeout: deny)",
                 a.timeout_secs
             ),
+            "no_caller" => {
+                format!("this task came from task.md: there is nobody to approve this call of {tool}")
+            }
             _ => format!("the task stopped while this call of {tool} waited for approval"),
         };
         Some(person_called(

@@ -205,7 +205,8 @@ impl Tasks {
         let not_waiting = || {
             (
                 UNSUPPORTED_OPERATION,
-                "Unsupported operation: this task is not waiting for input; send a new message without taskId".to_string(),
+                "Unsupported operation: a task takes no further messages; send a new message without taskId"
+                    .to_string(),
             )
         };
         if e.task.state != State::InputRequired {

@@ -281,7 +281,7 @@ fn a_waiting_task_holds_no_model_call_and_no_child_until_its_caller_approves() {
     let answered = events(&trace, "approval_answered");
     assert_eq!(answered.len(), 1);
     assert!(
-        answered[0]["wait_ms"].as_u64().unwrap() >= 1000,
+        answered[0]["duration_ms"].as_u64().unwrap() >= 1000,
         "{}",
         answered[0]
     );
@@ -352,5 +352,71 @@ fn a_blocking_send_returns_at_input_required_and_a_cancel_ends_the_wait() {
     assert!(
         first.contains("this task came from task.md: there is nobody to approve"),
         "{first}"
+    );
+}
+
+/// `approvals.delegations` names the capsules whose delegations wait: of two delegations in
+/// one turn, the one to `worker` waits (a task from `task.md` has nobody to ask, so it is
+/// denied at once and nothing is launched), the one to `helper` runs.
+#[test]
+fn a_delegation_approvals_name_waits_and_another_runs() {
+    use common::delegation::*;
+    let p = Provider::start_responder(responder(&[
+        (
+            "orch",
+            Plan::delegate(&[("worker", "TASK-W"), ("helper", "TASK-H")]),
+        ),
+        ("worker", Plan::answer("OUTPUT-worker")),
+        ("helper", Plan::answer("OUTPUT-helper")),
+    ]));
+    let mut f = Formation::new("person-dlg");
+    let orch = Cap::delegating("orch", &["worker", "helper"]);
+    f.publish_yaml(
+        &format!("{}approvals: {{delegations: [worker]}}\n", orch.yaml(&p)),
+        &[],
+    );
+    f.publish(&p, &Cap::leaf("worker"));
+    f.publish(&p, &Cap::leaf("helper"));
+    f.start_roost(&["orch"], &[]);
+    let mut env = f.env();
+    env.insert("MURMUR_A2A_TIMEOUT_SECS".into(), "1".into());
+    let ended = f.run_to_end(
+        &run_args(&f.reg, "orch", &f.workdir("orch"), Some("go")),
+        &env,
+        None,
+    );
+    let sid = ended.sid();
+    let trace = f.trace(&sid);
+    let asked = events_of(&trace, "approval_requested");
+    assert_eq!(asked.len(), 1, "{asked:#?}");
+    assert_eq!(
+        (sv(asked[0], "kind"), sv(asked[0], "tool_name")),
+        ("delegation", "delegate-task")
+    );
+    assert_eq!(asked[0]["input"]["capsule"], "worker");
+    let answered = events_of(&trace, "approval_answered");
+    assert_eq!(
+        (sv(answered[0], "decision"), sv(answered[0], "by")),
+        ("denied", "no_caller")
+    );
+    let delegated: Vec<(&str, &str)> = events_of(&trace, "delegation")
+        .iter()
+        .map(|d| (sv(d, "capsule"), sv(d, "status")))
+        .collect();
+    assert_eq!(
+        delegated,
+        [("helper", "started"), ("helper", "ok")],
+        "{}",
+        f.trace_text(&sid)
+    );
+    assert!(
+        requests_of(&p, "worker").is_empty(),
+        "the denied delegation was launched"
+    );
+    assert_eq!(requests_of(&p, "helper").len(), 1);
+    let results = results_of(&p, "orch");
+    assert!(
+        results[0][0].contains("nobody to approve this call of delegate-task"),
+        "{results:?}"
     );
 }

@@ -213,7 +213,7 @@ impl Session {
         self.event(
             "approval_answered",
             json!({"task_id": task_id, "turn": turn, "tool_name": name, "decision": decision,
-                   "by": by, "credential": credential, "wait_ms": waited.as_millis() as u64}),
+                   "by": by, "credential": credential, "duration_ms": waited.as_millis() as u64}),
         );
         self.person_hook(turn, ("approval", &about), decision, waited);
         if decision == "approved" {
@@ -283,7 +283,7 @@ impl Session {
         self.event(
             "input_received",
             json!({"task_id": task_id, "turn": turn, "outcome": outcome, "credential": credential,
-                   "wait_ms": waited.as_millis() as u64}),
+                   "duration_ms": waited.as_millis() as u64}),
         );
         person_called(Kind::Ask, text, is_error, waited)
     }

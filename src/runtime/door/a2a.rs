@@ -3,7 +3,8 @@
 //! read them only from a 2xx), except what the HTTP layer refuses before the body is read
 //! (413, 431, the loopback guard), a body not declared as JSON (415, its body still a
 //! JSON-RPC error: -32005), and on an authenticated door a caller without a good token (401)
-//! or calling outside its credential's scopes (403): see [`super::auth`].
+//! or calling outside its credential's scopes (403): see [`super::auth`]. A message that
+//! names its `taskId` answers a task waiting for input (`a2a_follow.rs`).
 
 use super::auth::{Denied, Gate};
 use super::tasks::{self, answer, Origin, Tasks, Viewer, Watch};

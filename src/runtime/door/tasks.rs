@@ -1,7 +1,8 @@
 //! The door's task table: every task the capsule was given (over A2A or from its `task.md`),
 //! the queue of accepted tasks, who waits on each (a blocking send, streams), and the
 //! lifecycle's acceptance rule. The door thread submits, reads and cancels; the session
-//! thread takes the next task and reports its end. One mutex, held only to update the
+//! thread takes the next task and reports its end (and, in `tasks_input.rs`, has it wait
+//! for its caller's input, which the door thread delivers). One mutex, held only to update the
 //! table and hand rendered bytes to the HTTP loop's channel: nothing here blocks on I/O.
 //!
 //! Bounded: at most [`MAX_QUEUE`] waiting tasks, [`MAX_STREAMS`] open streams, and finished

@@ -207,6 +207,14 @@ fn a_waiting_task_holds_no_model_call_and_no_child_until_its_caller_approves() {
     assert_eq!(plain["status"]["state"], "TASK_STATE_COMPLETED", "{plain}");
     assert!(response_10(&plain).contains("plain words"), "{plain}");
 
+    // Arguments too long to show whole are denied without asking.
+    let long = submit(&s, &format!("approve-me {}", "x".repeat(2100)), &[]);
+    let long = s.settled(&id(&long), SETTLE);
+    assert!(
+        response_10(&long).contains("error: the arguments of this call of bash are too long to show for approval (at most 2000 characters); it did not run"),
+        "{long}"
+    );
+
     let sent = s.result("message/send", send_params_03("approve-me now", false), &[]);
     let task_id = sent["id"].as_str().unwrap().to_string();
     let waiting = s.wait_state(&task_id, "TASK_STATE_INPUT_REQUIRED", SETTLE);
@@ -274,16 +282,18 @@ fn a_waiting_task_holds_no_model_call_and_no_child_until_its_caller_approves() {
     );
     let lines = recorded(&w, &s.sid, "hook-state");
     let approvals: Vec<&String> = lines.iter().filter(|l| l.contains("name=approval")).collect();
-    assert_eq!(approvals.len(), 2, "{lines:#?}");
+    assert_eq!(approvals.len(), 4, "{lines:#?}");
     assert!(approvals[0].contains("outcome=requested"), "{approvals:?}");
-    assert!(approvals[1].contains("outcome=approved"), "{approvals:?}");
+    assert!(approvals[1].contains("outcome=denied"), "{approvals:?}");
+    assert!(approvals[2].contains("outcome=requested"), "{approvals:?}");
+    assert!(approvals[3].contains("outcome=approved"), "{approvals:?}");
     let trace = w.trace(&s.sid);
     let answered = events(&trace, "approval_answered");
-    assert_eq!(answered.len(), 1);
+    assert_eq!((answered.len(), &answered[0]["by"]), (2, &json!("too_long")));
     assert!(
-        answered[0]["duration_ms"].as_u64().unwrap() >= 1000,
+        answered[1]["duration_ms"].as_u64().unwrap() >= 1000,
         "{}",
-        answered[0]
+        answered[1]
     );
 }
 

@@ -177,17 +177,14 @@ impl Session {
         });
     }
 
-    /// A call that waits for approval: None when approved (it runs), else its denial.
+    /// A call that waits for approval: None when approved (it runs), else its denial. A
+    /// call whose arguments do not fit the status message is denied without asking: the
+    /// person would approve what they cannot see.
     fn approval(&mut self, turn: u64, (kind, name): (&str, &str), input: &Value) -> Option<Called> {
         let a = self.person.as_ref()?.approvals.clone()?;
         let shown = redact_value(input);
-        let args = sanitize::one_line(&shown.to_string(), MAX_SHOWN);
         let tool = sanitize::one_line(name, 100);
-        let prompt = format!(
-            "approval required: the agent wants to call {kind} {tool} with {args}. Answer on this task (same taskId) with a data part {{\"approve\": true}} or {{\"approve\": false}}, or the text approve or deny; without an answer within {} s the call is {}.",
-            a.timeout_secs,
-            if a.on_timeout == OnTimeout::Approve { "approved" } else { "denied" }
-        );
+        let prompt = approval_prompt((kind, &tool), &shown, &a);
         let task_id = self.task_id();
         let recorded = cut(&shown);
         self.event(
@@ -198,18 +195,11 @@ impl Session {
         let about = json!({"tool": name, "input": recorded});
         self.person_hook(turn, ("approval", &about), "requested", Duration::ZERO);
         let started = Instant::now();
-        let awaited = self.wait_for(Waits::Approval, &prompt, a.timeout_secs);
-        let waited = started.elapsed();
-        let no_caller = self.person.as_ref().is_some_and(|p| p.task.1 == "file");
-        let (decision, by, credential) = match &awaited {
-            Awaited::TimedOut if no_caller => ("denied", "no_caller", None),
-            Awaited::Answered(r) if r.decision() == Some(true) => ("approved", "caller", r.by.clone()),
-            Awaited::Answered(r) => ("denied", "caller", r.by.clone()),
-            Awaited::TimedOut if a.on_timeout == OnTimeout::Approve => ("approved", "timeout", None),
-            Awaited::TimedOut => ("denied", "timeout", None),
-            Awaited::Canceled => ("canceled", "cancel", None),
-            Awaited::Stopped => ("interrupted", "signal", None),
+        let (decision, by, credential) = match &prompt {
+            Some(p) => self.decide(&a, p),
+            None => ("denied", "too_long", None),
         };
+        let waited = started.elapsed();
         self.event(
             "approval_answered",
             json!({"task_id": task_id, "turn": turn, "tool_name": name, "decision": decision,
@@ -225,9 +215,12 @@ impl Session {
                 "no answer to the approval of this call of {tool} within {} s (approvals.on_timeout: deny)",
                 a.timeout_secs
             ),
-            "no_caller" => {
-                format!("this task came from task.md: there is nobody to approve this call of {tool}")
-            }
+            "no_caller" => format!(
+                "this task came from task.md: there is nobody to approve this call of {tool}"
+            ),
+            "too_long" => format!(
+                "the arguments of this call of {tool} are too long to show for approval (at most {MAX_SHOWN} characters)"
+            ),
             _ => format!("the task stopped while this call of {tool} waited for approval"),
         };
         Some(person_called(
@@ -236,6 +229,21 @@ impl Session {
             true,
             waited,
         ))
+    }
+
+    /// Wait for the caller's decision on `prompt`: (decision, by, credential).
+    fn decide(&self, a: &Approvals, prompt: &str) -> (&'static str, &'static str, Option<String>) {
+        let awaited = self.wait_for(Waits::Approval, prompt, a.timeout_secs);
+        let no_caller = self.person.as_ref().is_some_and(|p| p.task.1 == "file");
+        match awaited {
+            Awaited::TimedOut if no_caller => ("denied", "no_caller", None),
+            Awaited::Answered(r) if r.decision() == Some(true) => ("approved", "caller", r.by),
+            Awaited::Answered(r) => ("denied", "caller", r.by),
+            Awaited::TimedOut if a.on_timeout == OnTimeout::Approve => ("approved", "timeout", None),
+            Awaited::TimedOut => ("denied", "timeout", None),
+            Awaited::Canceled => ("canceled", "cancel", None),
+            Awaited::Stopped => ("interrupted", "signal", None),
+        }
     }
 
     /// The `ask` tool: the question to the caller, the answer its result.
@@ -287,6 +295,20 @@ impl Session {
         );
         person_called(Kind::Ask, text, is_error, waited)
     }
+}
+
+/// The status message of a call waiting for approval; None when its arguments, as one
+/// line, pass [`MAX_SHOWN`] characters (they could not be shown whole).
+fn approval_prompt((kind, tool): (&str, &str), shown: &Value, a: &Approvals) -> Option<String> {
+    let args = sanitize::one_line(&shown.to_string(), MAX_SHOWN + 1);
+    if args.chars().count() > MAX_SHOWN {
+        return None;
+    }
+    Some(format!(
+        "approval required: the agent wants to call {kind} {tool} with {args}. Answer on this task (same taskId) with a data part {{\"approve\": true}} or {{\"approve\": false}}, or the text approve or deny; without an answer within {} s the call is {}.",
+        a.timeout_secs,
+        if a.on_timeout == OnTimeout::Approve { "approved" } else { "denied" }
+    ))
 }
 
 /// A call's input for the trace, cut at [`TRACE_INPUT_CAP`].

@@ -740,10 +740,10 @@ mod list;
 
 #[path = "tasks_settle.rs"]
 mod settle;
+use settle::{agent_msg, attach, settle};
 
 #[path = "tasks_input.rs"]
 pub mod input;
-use settle::{agent_msg, attach, settle};
 
 #[cfg(test)]
 #[path = "tasks_tests.rs"]

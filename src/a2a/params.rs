@@ -26,6 +26,9 @@ pub struct SendRequest {
     /// otherwise the call holds until the task settles (the SDK server's default).
     pub return_immediately: bool,
     pub history_length: Option<u32>,
+    /// The data parts of a message that answers a task waiting for input (one that names
+    /// a `taskId`), in order; a new task's data part is still refused (-32005).
+    pub data: Vec<Value>,
 }
 
 /// get/cancel/subscribe: a task id (and for get, how much history).
@@ -148,19 +151,27 @@ pub(crate) fn send_params(p: &Map<String, Value>, gen: Generation) -> Result<Sen
     if parts.is_empty() || parts.len() > MAX_PARTS {
         return Err(format!("message must have 1 to {MAX_PARTS} parts").into());
     }
+    let context_id = opt_str(msg, "contextId")?;
+    let task_id = opt_str(msg, "taskId")?;
     let mut text = String::new();
-    for (i, part) in parts.iter().enumerate() {
+    let mut data = Vec::new();
+    let mut taken = 0usize;
+    for part in parts {
+        if let Some(d) = task_id.as_ref().and_then(|_| answer_data(part, gen)) {
+            data.push(d.clone());
+            continue;
+        }
         let t = part_text(part, gen)?;
-        if text.len() + t.len() + usize::from(i > 0) > MAX_TEXT {
+        let sep = usize::from(taken > 0);
+        if text.len() + t.len() + sep > MAX_TEXT {
             return Err(format!("message text exceeds {MAX_TEXT} bytes").into());
         }
-        if i > 0 {
+        if sep == 1 {
             text.push('\n');
         }
         text.push_str(t);
+        taken += 1;
     }
-    let context_id = opt_str(msg, "contextId")?;
-    let task_id = opt_str(msg, "taskId")?;
     let (return_immediately, history_length) = match p.get("configuration") {
         None | Some(Value::Null) => (false, None),
         Some(Value::Object(c)) => {
@@ -179,7 +190,21 @@ pub(crate) fn send_params(p: &Map<String, Value>, gen: Generation) -> Result<Sen
         task_id,
         return_immediately,
         history_length,
+        data,
     })
+}
+
+/// A data part's value (0.3 `{"kind": "data", "data": …}`, 1.0 `{"data": …}`), taken only
+/// on a message that answers a waiting task.
+fn answer_data(part: &Value, gen: Generation) -> Option<&Value> {
+    let Value::Object(part) = part else {
+        return None;
+    };
+    match gen {
+        Generation::V03 if part.get("kind").and_then(Value::as_str) != Some("data") => None,
+        _ if part.contains_key("text") => None,
+        _ => part.get("data"),
+    }
 }
 
 /// The text of one part. 0.3: `kind` is required; `text` parts are read, `file` and `data`

@@ -204,3 +204,32 @@ fn parts_the_capsule_does_not_read_are_content_type_not_supported() {
         }
     }
 }
+
+#[test]
+fn a_message_on_a_task_keeps_its_data_parts_for_the_waiting_task() {
+    for (gen, part, method, role) in [
+        (
+            None,
+            json!({"kind": "data", "data": {"approve": true}}),
+            "message/send",
+            "user",
+        ),
+        (V1, json!({"data": {"approve": true}}), "SendMessage", "ROLE_USER"),
+    ] {
+        let m = json!({"message": {"messageId": "m", "role": role, "taskId": "tsk_1",
+            "parts": [part.clone(), {"kind": "text", "text": "approve"}, {"kind": "text", "text": "b"}]}});
+        let c = call(req(method, m), gen).unwrap();
+        let Op::Send(s) = c.op else { panic!() };
+        assert_eq!(s.data, [json!({"approve": true})]);
+        assert_eq!(
+            (s.text.as_str(), s.task_id.as_deref()),
+            ("approve\nb", Some("tsk_1"))
+        );
+        // Without a taskId the same part is still one the capsule does not read.
+        let m = json!({"message": {"messageId": "m", "role": role, "parts": [part]}});
+        assert_eq!(
+            call(req(method, m), gen).unwrap_err().code,
+            CONTENT_TYPE_NOT_SUPPORTED
+        );
+    }
+}

@@ -131,6 +131,14 @@ const EXPORTS: &[(&str, Shape)] = &[
     ),
 ];
 
+const APPROVALS: &[(&str, Shape)] = &[
+    ("tools", Leaf),
+    ("shell", Leaf),
+    ("delegations", Leaf),
+    ("timeout_secs", Leaf),
+    ("on_timeout", Leaf),
+];
+
 const TOP: &[(&str, Shape)] = &[
     ("name", Leaf),
     ("version", Leaf),
@@ -141,6 +149,8 @@ const TOP: &[(&str, Shape)] = &[
     ("context", Map(&[("max_tokens", Leaf)])),
     ("lifecycle", Map(LIFECYCLE)),
     ("exports", Map(EXPORTS)),
+    ("approvals", Map(APPROVALS)),
+    ("ask", Map(&[("timeout_secs", Leaf)])),
     ("network", Map(&[("internal_port", Leaf)])),
     ("requires_files", Leaf),
     ("runtime", Leaf),

@@ -43,6 +43,10 @@ pub struct Manifest {
     pub requires_files: Vec<String>,
     /// Top-level `runtime`: what kind of artifact this package is (None: a capsule).
     pub packaged_as: Option<String>,
+    /// `approvals`: calls that wait for a person's yes (None: none do).
+    pub approvals: Option<Approvals>,
+    /// `ask`: the `ask` tool (None: not offered).
+    pub ask: Option<Ask>,
 }
 
 impl Manifest {
@@ -400,4 +404,52 @@ pub struct PeerExport {
 pub struct Exports {
     pub files: Option<FileExport>,
     pub peer_files: Option<PeerExport>,
+}
+
+/// `approvals.timeout_secs` when the block does not say.
+pub const DEFAULT_APPROVAL_TIMEOUT_SECS: u64 = 300;
+/// `ask.timeout_secs` when the block does not say.
+pub const DEFAULT_ASK_TIMEOUT_SECS: u64 = 600;
+
+/// `approvals`: the calls of an agent's model that wait for a person's yes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Approvals {
+    /// Tool names (artifacts of runtime `tool` or `skill`, the peer tools).
+    pub tools: Vec<String>,
+    pub shell: Vec<ShellApproval>,
+    /// Capsule names `delegate-task` may name, or `*` for every delegation.
+    pub delegations: Vec<String>,
+    pub timeout_secs: u64,
+    pub on_timeout: OnTimeout,
+}
+
+/// One `approvals.shell` entry: a binary of `shell.allow`, and optionally a pattern its
+/// command must match (`*` any run of characters, `?` one) for the call to need approval.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ShellApproval {
+    pub binary: String,
+    pub pattern: Option<String>,
+}
+
+/// What a call that waited `approvals.timeout_secs` without an answer gets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum OnTimeout {
+    #[default]
+    Deny,
+    Approve,
+}
+
+impl OnTimeout {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            OnTimeout::Deny => "deny",
+            OnTimeout::Approve => "approve",
+        }
+    }
+}
+
+/// `ask`: the `ask` tool, by which the model puts a question to the task's caller.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Ask {
+    pub timeout_secs: u64,
 }

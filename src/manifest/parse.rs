@@ -10,6 +10,7 @@ use serde_yaml::Value;
 
 type R<T> = Result<T, Diagnostic>;
 
+mod approvals;
 mod door_auth;
 mod entry_extras;
 mod interpreter_runtime;
@@ -87,7 +88,11 @@ pub fn manifest(root: &Value, api_key_var: Option<&str>, api_key_resolved: bool)
             ));
         }
     }
+    let approvals = approvals::approvals(&top, &artifacts, &capabilities, inference.is_some())?;
+    let ask = approvals::ask(&top, inference.is_some())?;
     Ok(Manifest {
+        approvals,
+        ask,
         name,
         version,
         description,

@@ -4,7 +4,7 @@
 use crate::common;
 
 use murmur::manifest::{
-    parse, AfterTask, ApiKey, ArtifactRuntime, Containment, Loaded, Resolve, TaskAcceptance,
+    parse, AfterTask, ApiKey, ArtifactRuntime, Containment, Loaded, OnTimeout, Resolve, TaskAcceptance,
 };
 use murmur::resources::check_export_roots;
 use std::process::Command;
@@ -24,6 +24,9 @@ fn runtime(yaml: &str) -> Result<Loaded, murmur::diag::Diagnostic> {
 }
 
 const HEAD: &str = "name: cap\nversion: 0.1.0\n";
+
+/// An agent capsule's artifacts (tool `t`, skill `s`, the driver), shell, spawn and model.
+const AGENT: &str = "artifacts:\n  - {name: t, version: 1.0.0}\n  - {name: local/s, version: 1.0.0, runtime: skill}\n  - {name: drv, version: 1.0.0, runtime: driver}\ncapabilities: {shell: {allow: [rm, git]}, spawn: {allow: [worker]}}\ninference: {endpoint: 'http://127.0.0.1:8080', model: m, driver: {artifact: drv}}\n";
 
 fn with_head(body: &str) -> String {
     format!("{HEAD}{body}")
@@ -110,6 +113,38 @@ fn cases() -> Vec<(&'static str, String, Expect)> {
             let i = l.manifest.inference.as_ref().unwrap();
             assert_eq!(i.model.as_deref(), Some("model-from-env"));
             assert_eq!((i.max_turns, i.max_task_reopens, i.max_tokens, i.compaction_threshold), (10, 1, 8192, 0.98));
+        })),
+        ("approvals and ask", with_head(&format!("{AGENT}approvals:\n  tools: [t, s, share-file]\n  shell: [rm, 'git push *']\n  delegations: [worker]\n  timeout_secs: 60\n  on_timeout: approve\nask: {{timeout_secs: 90}}\n")), Ok(|l| {
+            let a = l.manifest.approvals.as_ref().unwrap();
+            assert_eq!(a.tools, ["t", "s", "share-file"]);
+            let shell: Vec<_> = a.shell.iter().map(|r| (r.binary.as_str(), r.pattern.as_deref())).collect();
+            assert_eq!(shell, [("rm", None), ("git", Some("push *"))]);
+            assert_eq!((a.delegations.as_slice(), a.timeout_secs, a.on_timeout), (&["worker".to_string()][..], 60, OnTimeout::Approve));
+            assert_eq!(l.manifest.ask.map(|a| a.timeout_secs), Some(90));
+            assert!(l.warnings.is_empty(), "{:?}", l.warnings);
+        })),
+        ("approvals and ask defaults", with_head(&format!("{AGENT}approvals: {{delegations: ['*']}}\nask: true\n")), Ok(|l| {
+            let a = l.manifest.approvals.as_ref().unwrap();
+            assert_eq!((a.timeout_secs, a.on_timeout), (300, OnTimeout::Deny));
+            assert_eq!(l.manifest.ask.map(|a| a.timeout_secs), Some(600));
+        })),
+        ("ask false offers nothing", with_head(&format!("{AGENT}ask: false\n")), Ok(|l| {
+            assert!(l.manifest.ask.is_none() && l.manifest.approvals.is_none());
+        })),
+        ("approvals without a model", with_head("capabilities: {shell: {allow: [rm]}}\napprovals: {shell: [rm]}\n"), Err("E-MAN-003", "approvals")),
+        ("ask without a model", with_head("ask: true\n"), Err("E-MAN-003", "ask")),
+        ("ask not a flag or block", with_head(&format!("{AGENT}ask: yes please\n")), Err("E-MAN-003", "ask")),
+        ("approvals naming nothing", with_head(&format!("{AGENT}approvals: {{timeout_secs: 5}}\n")), Err("E-MAN-003", "approvals")),
+        ("approval of an undeclared tool", with_head(&format!("{AGENT}approvals: {{tools: [t, typo]}}\n")), Err("E-MAN-003", "approvals.tools[1]")),
+        ("approval of delegate-task as a tool", with_head(&format!("{AGENT}approvals: {{tools: [delegate-task]}}\n")), Err("E-MAN-003", "approvals.tools[0]")),
+        ("approval of a binary outside shell allow", with_head(&format!("{AGENT}approvals: {{shell: [rm, curl]}}\n")), Err("E-MAN-003", "approvals.shell[1]")),
+        ("approval of an undeclared delegation", with_head(&format!("{AGENT}approvals: {{delegations: [other]}}\n")), Err("E-MAN-003", "approvals.delegations[0]")),
+        ("approval timeout of zero", with_head(&format!("{AGENT}approvals: {{shell: [rm], timeout_secs: 0}}\n")), Err("E-MAN-003", "approvals.timeout_secs")),
+        ("approval timeout past a day", with_head(&format!("{AGENT}approvals: {{shell: [rm], timeout_secs: 86401}}\n")), Err("E-MAN-003", "approvals.timeout_secs")),
+        ("unknown on_timeout", with_head(&format!("{AGENT}approvals: {{shell: [rm], on_timeout: ask}}\n")), Err("E-MAN-003", "approvals.on_timeout")),
+        ("ask timeout of zero", with_head(&format!("{AGENT}ask: {{timeout_secs: 0}}\n")), Err("E-MAN-003", "ask.timeout_secs")),
+        ("unknown approvals key", with_head(&format!("{AGENT}approvals: {{shell: [rm], timeout: 5}}\n")), Ok(|l| {
+            assert_eq!(l.warnings.iter().map(|w| w.key.as_str()).collect::<Vec<_>>(), ["approvals.timeout"]);
         })),
         ("context max tokens", with_head("context: {max_tokens: 64000}\n"), Ok(|l| {
             assert_eq!(l.manifest.context_max_tokens, Some(64000));

@@ -3,7 +3,8 @@
 //! read them only from a 2xx), except what the HTTP layer refuses before the body is read
 //! (413, 431, the loopback guard), a body not declared as JSON (415, its body still a
 //! JSON-RPC error: -32005), and on an authenticated door a caller without a good token (401)
-//! or calling outside its credential's scopes (403): see [`super::auth`].
+//! or calling outside its credential's scopes (403): see [`super::auth`]. A message that
+//! names its `taskId` answers a task waiting for input (`a2a_follow.rs`).
 
 use super::auth::{Denied, Gate};
 use super::tasks::{self, answer, Origin, Tasks, Viewer, Watch};
@@ -224,13 +225,7 @@ impl A2a {
             return fail(COMPLETION_MISADDRESSED, m);
         }
         if let Some(t) = &s.task_id {
-            return match self.tasks.get(t, caller.viewer()) {
-                None => fail(rpc::TASK_NOT_FOUND, "Task not found".into()),
-                Some(_) => fail(
-                    UNSUPPORTED_OPERATION,
-                    "Unsupported operation: a task takes no further messages; send a new message without taskId".into(),
-                ),
-            };
+            return self.follow_up(ex, (call, caller), (t, s), stream);
         }
         if stream && !self.tasks.stream_room() {
             return too_many_streams(gen, id);
@@ -442,6 +437,9 @@ impl Route for A2a {
         })
     }
 }
+
+#[path = "a2a_follow.rs"]
+mod follow;
 
 #[cfg(test)]
 mod tests {

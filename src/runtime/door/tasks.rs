@@ -1,7 +1,8 @@
 //! The door's task table: every task the capsule was given (over A2A or from its `task.md`),
 //! the queue of accepted tasks, who waits on each (a blocking send, streams), and the
 //! lifecycle's acceptance rule. The door thread submits, reads and cancels; the session
-//! thread takes the next task and reports its end. One mutex, held only to update the
+//! thread takes the next task and reports its end (and, in `tasks_input.rs`, has it wait
+//! for its caller's input, which the door thread delivers). One mutex, held only to update the
 //! table and hand rendered bytes to the HTTP loop's channel: nothing here blocks on I/O.
 //!
 //! Bounded: at most [`MAX_QUEUE`] waiting tasks, [`MAX_STREAMS`] open streams, and finished
@@ -243,6 +244,8 @@ pub struct Tasks {
     delegated: AtomicBool,
     /// The door is authenticated: each task is its sender's alone.
     guarded: AtomicBool,
+    /// The running task's wait for its caller's input, if it waits (see [`input`]).
+    input: input::Inputs,
 }
 
 /// Send one event to every subscriber still listening, its JSON rendered once per
@@ -294,6 +297,7 @@ impl Tasks {
             generation: AtomicU64::new(0),
             on_cancel: Mutex::new(None),
             on_change: Mutex::new(None),
+            input: input::Inputs::default(),
         })
     }
 
@@ -737,6 +741,9 @@ mod list;
 #[path = "tasks_settle.rs"]
 mod settle;
 use settle::{agent_msg, attach, settle};
+
+#[path = "tasks_input.rs"]
+pub mod input;
 
 #[cfg(test)]
 #[path = "tasks_tests.rs"]

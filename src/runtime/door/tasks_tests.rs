@@ -9,6 +9,7 @@ fn send(text: &str) -> SendRequest {
         task_id: None,
         return_immediately: true,
         history_length: None,
+        data: Vec::new(),
     }
 }
 

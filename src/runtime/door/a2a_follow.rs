@@ -1,0 +1,62 @@
+//! A message that names its `taskId`: the answer of a task waiting for input
+//! ([`super::tasks::input`]), in both generations and each way of sending (blocking,
+//! `returnImmediately`, streaming). A task the caller may not see is `Task not found`, one
+//! not waiting is UnsupportedOperation, as for any other message on a task.
+
+use super::*;
+
+impl A2a {
+    pub(super) fn follow_up(
+        &self,
+        ex: &Exchange<'_>,
+        (call, caller): (&Call, &Caller),
+        (task_id, s): (&str, &SendRequest),
+        stream: bool,
+    ) -> Reply {
+        let (id, gen) = (&call.id, call.generation);
+        let fail =
+            |(code, m): (i64, String)| refuse(RpcError::new(id, code, m).answering(gen).on_stream(stream));
+        if stream && !self.tasks.stream_room() {
+            return too_many_streams(gen, id);
+        }
+        let who = (caller.viewer(), caller.owner());
+        if stream {
+            let watch = Watch::Stream {
+                stream: ex.stream(),
+                id: id.clone(),
+                gen,
+            };
+            return match self.tasks.give_input(task_id, who, s, watch, now_ms()) {
+                Ok(_) => Reply::Stream(sse_head()),
+                Err(e) => fail(e),
+            };
+        }
+        if s.return_immediately {
+            return match self.tasks.give_input(task_id, who, s, Watch::None, now_ms()) {
+                Ok(t) => ok(id, shapes::render_send_result(&t, gen, s.history_length)),
+                Err(e) => fail(e),
+            };
+        }
+        let (tasks, rid, history) = (self.tasks.clone(), id.clone(), s.history_length);
+        let tid = task_id.to_string();
+        let ticket = ex.defer_or(BLOCKING_WAIT, move || match tasks.sent(&tid) {
+            Some(t) => answer(&rpc::result_response(
+                &rid,
+                shapes::render_send_result(&t, gen, history),
+            )),
+            None => answer(
+                &RpcError::new(&rid, rpc::INTERNAL_ERROR, "Internal error: the task is gone").to_json(),
+            ),
+        });
+        let watch = Watch::Wait {
+            ticket,
+            id: id.clone(),
+            gen,
+            history,
+        };
+        match self.tasks.give_input(task_id, who, s, watch, now_ms()) {
+            Ok(_) => Reply::Later,
+            Err(e) => fail(e),
+        }
+    }
+}

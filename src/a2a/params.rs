@@ -1,6 +1,7 @@
 //! The typed params of the A2A methods (send, get/cancel/subscribe, list), read from an
 //! untrusted JSON object with caps and type checks; errors are `Invalid params` texts.
 
+use super::parts::{self, Kind, Part};
 use super::shapes::{parse_rfc3339, State};
 use super::Generation;
 use serde_json::{Map, Value};
@@ -15,11 +16,13 @@ pub const MAX_ID: usize = 256;
 pub const DEFAULT_PAGE_SIZE: u32 = 50;
 pub const MAX_PAGE_SIZE: u32 = 100;
 
-/// A message to send: its text parts joined with `\n`.
+/// A message to send: its text parts joined with `\n`, and every part as sent (whether
+/// the capsule takes it is the door's check).
 #[derive(Debug, Clone, PartialEq)]
 pub struct SendRequest {
     pub message_id: String,
     pub text: String,
+    pub parts: Vec<Part>,
     pub context_id: Option<String>,
     pub task_id: Option<String>,
     /// 1.0 `configuration.returnImmediately: true`, 0.3 `configuration.blocking: false`;
@@ -70,8 +73,8 @@ pub struct Call {
     pub op: Op,
 }
 
-/// Why a send's params were refused: invalid (-32602), or a part of a kind the capsule
-/// does not take (-32005, ContentTypeNotSupported: it reads text only).
+/// Why a send's params were refused: invalid (-32602), or a content the door never takes
+/// (-32005, ContentTypeNotSupported: a file by reference).
 #[derive(Debug, Clone, PartialEq)]
 pub enum Refusal {
     Invalid(String),
@@ -149,15 +152,20 @@ pub(crate) fn send_params(p: &Map<String, Value>, gen: Generation) -> Result<Sen
         return Err(format!("message must have 1 to {MAX_PARTS} parts").into());
     }
     let mut text = String::new();
-    for (i, part) in parts.iter().enumerate() {
-        let t = part_text(part, gen)?;
-        if text.len() + t.len() + usize::from(i > 0) > MAX_TEXT {
-            return Err(format!("message text exceeds {MAX_TEXT} bytes").into());
+    let mut read = Vec::with_capacity(parts.len());
+    for part in parts {
+        let (t, p) = parts::part(part, gen)?;
+        if let Some(t) = t {
+            let sep = usize::from(read.iter().any(|p: &Part| p.kind == Kind::Text));
+            if text.len() + t.len() + sep > MAX_TEXT {
+                return Err(format!("message text exceeds {MAX_TEXT} bytes").into());
+            }
+            if sep == 1 {
+                text.push('\n');
+            }
+            text.push_str(t);
         }
-        if i > 0 {
-            text.push('\n');
-        }
-        text.push_str(t);
+        read.push(p);
     }
     let context_id = opt_str(msg, "contextId")?;
     let task_id = opt_str(msg, "taskId")?;
@@ -175,46 +183,12 @@ pub(crate) fn send_params(p: &Map<String, Value>, gen: Generation) -> Result<Sen
     Ok(SendRequest {
         message_id,
         text,
+        parts: read,
         context_id,
         task_id,
         return_immediately,
         history_length,
     })
-}
-
-/// The text of one part. 0.3: `kind` is required; `text` parts are read, `file` and `data`
-/// parts are a content type the capsule does not take. 1.0: a part is one of `text`, `raw`,
-/// `url`, `data`; only `text` is taken. Anything else is invalid.
-fn part_text(part: &Value, gen: Generation) -> Result<&str, Refusal> {
-    let Value::Object(part) = part else {
-        return Err("a part must be an object".into());
-    };
-    let other =
-        |what: &str| Refusal::ContentType(format!("a {what} part: this capsule reads text parts only"));
-    let text = || match part.get("text") {
-        Some(Value::String(t)) => Ok(t.as_str()),
-        _ => Err(Refusal::from("a text part's text must be a string")),
-    };
-    match gen {
-        Generation::V03 => match part.get("kind").and_then(Value::as_str) {
-            Some("text") => text(),
-            Some(k @ ("file" | "data")) => Err(other(k)),
-            Some(_) => Err("a part's kind must be text, file or data".into()),
-            None => Err("a part's kind is required".into()),
-        },
-        Generation::V10 => {
-            if part.contains_key("text") {
-                return text();
-            }
-            match ["raw", "url", "data", "file"]
-                .into_iter()
-                .find(|k| part.contains_key(*k))
-            {
-                Some(k) => Err(other(k)),
-                None => Err("a part must hold one of text, raw, url or data".into()),
-            }
-        }
-    }
 }
 
 pub(crate) fn task_params(p: &Map<String, Value>) -> Result<TaskRequest, String> {

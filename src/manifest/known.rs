@@ -131,6 +131,20 @@ const EXPORTS: &[(&str, Shape)] = &[
     ),
 ];
 
+const A2A: &[(&str, Shape)] = &[
+    (
+        "input",
+        Map(&[
+            ("parts", Leaf),
+            ("media_types", Leaf),
+            ("dir", Leaf),
+            ("max_bytes", Leaf),
+        ]),
+    ),
+    ("output", Map(&[("dir", Leaf), ("max_bytes", Leaf)])),
+    ("answer", Leaf),
+];
+
 const TOP: &[(&str, Shape)] = &[
     ("name", Leaf),
     ("version", Leaf),
@@ -141,6 +155,7 @@ const TOP: &[(&str, Shape)] = &[
     ("context", Map(&[("max_tokens", Leaf)])),
     ("lifecycle", Map(LIFECYCLE)),
     ("exports", Map(EXPORTS)),
+    ("a2a", Map(A2A)),
     ("network", Map(&[("internal_port", Leaf)])),
     ("requires_files", Leaf),
     ("runtime", Leaf),

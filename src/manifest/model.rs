@@ -43,6 +43,8 @@ pub struct Manifest {
     pub requires_files: Vec<String>,
     /// Top-level `runtime`: what kind of artifact this package is (None: a capsule).
     pub packaged_as: Option<String>,
+    /// `a2a.*`: the part kinds a task takes, where its files land, what comes back.
+    pub a2a: TaskIo,
 }
 
 impl Manifest {
@@ -400,4 +402,63 @@ pub struct PeerExport {
 pub struct Exports {
     pub files: Option<FileExport>,
     pub peer_files: Option<PeerExport>,
+}
+
+/// `a2a.input.max_bytes`: the largest file or data part taken (decoded bytes).
+pub const DEFAULT_PART_MAX_BYTES: u64 = 512 << 10;
+/// `a2a.output.max_bytes`: the largest output file sent back whole.
+pub const DEFAULT_OUTPUT_MAX_BYTES: u64 = 1 << 20;
+/// `a2a.input.dir`: where a task's file and data parts land (per task, beneath it).
+pub const DEFAULT_INPUT_DIR: &str = "in";
+
+/// `a2a.input`: which part kinds a message may carry, and where files land.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InputParts {
+    pub text: bool,
+    pub file: bool,
+    pub data: bool,
+    /// The media types (or `type/*`, `*/*` ranges) file parts may have.
+    pub media_types: Vec<String>,
+    /// Relative to the accessible workdir; each task's parts land in `<dir>/<task id>/`.
+    pub dir: String,
+    pub max_bytes: u64,
+}
+
+impl Default for InputParts {
+    fn default() -> InputParts {
+        InputParts {
+            text: true,
+            file: false,
+            data: false,
+            media_types: Vec::new(),
+            dir: DEFAULT_INPUT_DIR.into(),
+            max_bytes: DEFAULT_PART_MAX_BYTES,
+        }
+    }
+}
+
+/// `a2a.output`: the directory whose files come back as file artifacts.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OutputFiles {
+    /// Relative to the accessible workdir.
+    pub dir: String,
+    pub max_bytes: u64,
+}
+
+/// `a2a.answer`: what a send that waits for the task gets when it completes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum AnswerAs {
+    /// The Task (the default).
+    #[default]
+    Task,
+    /// A Message holding the answer's parts (A2A lets an agent answer so).
+    Message,
+}
+
+/// `a2a.*`.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct TaskIo {
+    pub input: InputParts,
+    pub output: Option<OutputFiles>,
+    pub answer: AnswerAs,
 }

@@ -5,7 +5,9 @@
 //! auth options (AuthInterceptor and a CredentialService holding a token `mur token` prints,
 //! handed over in the environment). The SDK lives in a virtualenv made by
 //! `scripts/a2a-sdk-venv.sh`; its python is `$MURMUR_A2A_SDK_PYTHON`, else
-//! `target/a2a-sdk-venv/bin/python3`. Without it the test fails, it never skips.
+//! `target/a2a-sdk-venv/bin/python3`. Without it the test fails, it never skips. The same
+//! SDK also sends a file in and receives a file artifact with its media type, in both
+//! generations, through tests/sdk/a2a_files.py against a tests/fixtures/files capsule.
 
 use crate::common;
 
@@ -25,13 +27,19 @@ struct ScriptRun {
     timed_out: bool,
 }
 
-/// `python tests/sdk/a2a_client.py BASE GENERATION`, its output kept in files under `t` (no
+/// `python tests/sdk/<script> BASE GENERATION`, its output kept in files under `t` (no
 /// pipe to fill), killed past the deadline.
-fn run_script(t: &TempDir, python: &Path, base: &str, generation: &str, token: Option<&str>) -> ScriptRun {
+fn run_script(
+    t: &TempDir,
+    (python, script): (&Path, &str),
+    base: &str,
+    generation: &str,
+    token: Option<&str>,
+) -> ScriptRun {
     let out_path = t.path().join(format!("sdk-{generation}.stdout"));
     let err_path = t.path().join(format!("sdk-{generation}.stderr"));
     let mut child = Command::new(python)
-        .arg(repo("tests/sdk/a2a_client.py"))
+        .arg(repo(&format!("tests/sdk/{script}")))
         .args([base, generation])
         .env("PYTHONUNBUFFERED", "1")
         .env("PYTHONDONTWRITEBYTECODE", "1")
@@ -81,6 +89,17 @@ fn the_official_a2a_sdk_client_drives_the_door_over_1_0_and_0_3() {
 }
 
 #[test]
+fn the_official_a2a_sdk_client_sends_a_file_and_receives_a_file_artifact_over_1_0_and_0_3() {
+    let takes = "a2a:\n  input:\n    parts: [text, file, data]\n    media_types: [text/csv]\n  output:\n    dir: out/files\n";
+    drive_with(
+        "a2a-sdk-files",
+        ("tests/fixtures/files/capsule.wasm", "a2a_files.py"),
+        &format!("{LIFECYCLE}{takes}"),
+        None,
+    );
+}
+
+#[test]
 fn the_official_a2a_sdk_client_authenticates_with_its_own_auth_options() {
     let auth = "capabilities:\n  network:\n    authentication:\n      scheme: bearer\n      credentials:\n        - {name: client, scopes: ['*']}\n";
     drive("a2a-sdk-auth", &format!("{LIFECYCLE}{auth}"), Some("client"));
@@ -89,9 +108,19 @@ fn the_official_a2a_sdk_client_authenticates_with_its_own_auth_options() {
 /// Serve the slow capsule with `extra` manifest YAML and run the script over both
 /// generations, with the token of `credential` (printed by `mur token`) when named.
 fn drive(label: &str, extra: &str, credential: Option<&str>) {
+    drive_with(
+        label,
+        ("tests/fixtures/slow/capsule.wasm", "a2a_client.py"),
+        extra,
+        credential,
+    );
+}
+
+/// [`drive`] of `script` against a capsule of `wasm`.
+fn drive_with(label: &str, (wasm, script): (&str, &str), extra: &str, credential: Option<&str>) {
     let python = common::sdk::python();
     let t = TempDir::new(label);
-    let dir = capsule(&t, "tests/fixtures/slow/capsule.wasm", extra);
+    let dir = capsule(&t, wasm, extra);
     let (mut running, line) = serve(&t, &dir);
     let token = credential.map(|name| {
         let sid = line["session_id"].as_str().unwrap();
@@ -116,11 +145,11 @@ fn drive(label: &str, extra: &str, credential: Option<&str>) {
 
     let mut failures = Vec::new();
     for generation in ["1.0", "0.3"] {
-        let run = run_script(&t, &python, &base, generation, token.as_deref());
-        println!("--- a2a_client.py {generation}\n{}{}", run.stdout, run.stderr);
+        let run = run_script(&t, (&python, script), &base, generation, token.as_deref());
+        println!("--- {script} {generation}\n{}{}", run.stdout, run.stderr);
         if run.code != Some(0) {
             failures.push(format!(
-                "a2a_client.py {base} {generation} {}\n--- stdout\n{}--- stderr\n{}",
+                "{script} {base} {generation} {}\n--- stdout\n{}--- stderr\n{}",
                 if run.timed_out {
                     format!("was killed after {}s", SCRIPT_DEADLINE.as_secs())
                 } else {

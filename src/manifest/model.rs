@@ -407,7 +407,11 @@ pub struct Exports {
 /// `a2a.input.max_bytes`: the largest file or data part taken (decoded bytes).
 pub const DEFAULT_PART_MAX_BYTES: u64 = 512 << 10;
 /// `a2a.output.max_bytes`: the largest output file sent back whole.
-pub const DEFAULT_OUTPUT_MAX_BYTES: u64 = 1 << 20;
+pub const DEFAULT_OUTPUT_MAX_BYTES: u64 = 512 << 10;
+/// The most output bytes one task sends back, all files together: base64 and all, one
+/// answer's events stay under the 1 MiB a stream may hold unread (larger files are for
+/// `exports.files`).
+pub const MAX_OUTPUT_BYTES: u64 = 640 << 10;
 /// `a2a.input.dir`: where a task's file and data parts land (per task, beneath it).
 pub const DEFAULT_INPUT_DIR: &str = "in";
 

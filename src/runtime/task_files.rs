@@ -13,7 +13,7 @@ use crate::a2a::media;
 use crate::a2a::parts::land_names;
 use crate::a2a::shapes::FileBody;
 use crate::fsx::Dir;
-use crate::manifest::model::TaskIo;
+use crate::manifest::model::{TaskIo, MAX_OUTPUT_BYTES};
 use crate::resources::{body, list, open, Symlinks};
 use serde_json::{json, Value};
 use std::io::Write;
@@ -21,8 +21,6 @@ use std::os::fd::AsFd;
 
 /// The most output files sent back for one task.
 pub const MAX_OUTPUT_FILES: usize = 32;
-/// The most output bytes sent back for one task, all files together.
-pub const MAX_OUTPUT_BYTES: u64 = 8 << 20;
 
 /// What landing a task's parts did: the text to run the task with, and for the trace the
 /// files as they landed.

@@ -34,7 +34,7 @@ fn run_script(
     (python, script): (&Path, &str),
     base: &str,
     generation: &str,
-    token: Option<&str>,
+    env: &[(&str, &str)],
 ) -> ScriptRun {
     let out_path = t.path().join(format!("sdk-{generation}.stdout"));
     let err_path = t.path().join(format!("sdk-{generation}.stderr"));
@@ -46,7 +46,7 @@ fn run_script(
         // httpx honours proxy variables; the door is on loopback.
         .env("NO_PROXY", "127.0.0.1,localhost")
         .env("no_proxy", "127.0.0.1,localhost")
-        .envs(token.map(|t| ("A2A_DOOR_TOKEN", t)))
+        .envs(env.iter().copied())
         .stdin(Stdio::null())
         .stdout(std::fs::File::create(&out_path).unwrap())
         .stderr(std::fs::File::create(&err_path).unwrap())
@@ -88,13 +88,24 @@ fn the_official_a2a_sdk_client_drives_the_door_over_1_0_and_0_3() {
     drive("a2a-sdk", LIFECYCLE, None);
 }
 
+const TAKES: &str = "a2a:\n  input:\n    parts: [text, file, data]\n    media_types: [text/csv]\n  output:\n    dir: out/files\n";
+
 #[test]
 fn the_official_a2a_sdk_client_sends_a_file_and_receives_a_file_artifact_over_1_0_and_0_3() {
-    let takes = "a2a:\n  input:\n    parts: [text, file, data]\n    media_types: [text/csv]\n  output:\n    dir: out/files\n";
     drive_with(
         "a2a-sdk-files",
         ("tests/fixtures/files/capsule.wasm", "a2a_files.py"),
-        &format!("{LIFECYCLE}{takes}"),
+        &format!("{LIFECYCLE}{TAKES}"),
+        None,
+    );
+}
+
+#[test]
+fn the_official_a2a_sdk_client_reads_a_message_answer_holding_the_file_over_1_0_and_0_3() {
+    drive_with(
+        "a2a-sdk-message",
+        ("tests/fixtures/files/capsule.wasm", "a2a_files.py"),
+        &format!("{LIFECYCLE}{TAKES}  answer: message\n"),
         None,
     );
 }
@@ -145,7 +156,11 @@ fn drive_with(label: &str, (wasm, script): (&str, &str), extra: &str, credential
 
     let mut failures = Vec::new();
     for generation in ["1.0", "0.3"] {
-        let run = run_script(&t, (&python, script), &base, generation, token.as_deref());
+        let mut env: Vec<(&str, &str)> = token.iter().map(|t| ("A2A_DOOR_TOKEN", t.as_str())).collect();
+        if extra.contains("answer: message") {
+            env.push(("A2A_ANSWER", "message"));
+        }
+        let run = run_script(&t, (&python, script), &base, generation, &env);
         println!("--- {script} {generation}\n{}{}", run.stdout, run.stderr);
         if run.code != Some(0) {
             failures.push(format!(

@@ -17,7 +17,7 @@ use std::time::Duration;
 
 const FILES: &str = "tests/fixtures/files/capsule.wasm";
 const QUEUE: &str = "lifecycle:\n  task_acceptance: queue\n  after_task: sleep\n  queue_depth: 4\n";
-const TAKES: &str = "a2a:\n  input:\n    parts: [text, file, data]\n    media_types: [text/csv, text/plain]\n    max_bytes: 64\n  output:\n    dir: out/files\n    max_bytes: 1Mi\n";
+const TAKES: &str = "a2a:\n  input:\n    parts: [text, file, data]\n    media_types: [text/csv, text/plain]\n    max_bytes: 64\n  output:\n    dir: out/files\n    max_bytes: 512Ki\n";
 const CSV_B64: &str = "YSxiCjEsMgo=";
 const DATA_B64: &str = "ewogICJyb3dzIjogMgp9Cg==";
 
@@ -261,7 +261,7 @@ fn symlinks_and_files_past_the_bound_do_not_come_back() {
     assert_eq!(d.term().code(), Some(0));
     let log = std::fs::read_to_string(d.records.join("logs/bootstrap.log")).unwrap();
     assert!(
-        log.contains("output file left out: out/files/big.bin: larger than a2a.output.max_bytes (1048576)"),
+        log.contains("output file left out: out/files/big.bin: larger than a2a.output.max_bytes (524288)"),
         "{log}"
     );
 }

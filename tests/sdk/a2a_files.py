@@ -12,11 +12,16 @@ and `a2a.output.dir: out/files`. Through the SDK's public client API:
           bytes with mediaType text/csv and filename report.csv; GetTask holds it too
   data    a data part ({"rows": 2}) comes back as part-1.json, application/json
 
+With A2A_ANSWER=message in the environment the capsule declares `a2a.answer: message`: each
+send is answered with one Message of the agent (not a task) whose parts are the `response`
+text and the files, report.csv among them with its bytes, media type and name.
+
 One line per step on stdout; on any failure a `FAIL: ...` line on stderr and exit status 1.
 """
 
 import asyncio
 import json
+import os
 import sys
 
 import httpx
@@ -27,6 +32,15 @@ from google.protobuf import struct_pb2
 from a2a_client import Failure, card_for, check, state_name
 
 CSV = b"a,b\n1,2\n"
+
+
+MESSAGE = os.environ.get("A2A_ANSWER") == "message"
+
+
+def file_part(parts, name, what):
+    found = [p for p in parts if p.filename == name]
+    check(len(found) == 1, f"{what}: no one file part {name!r}: {[p.filename for p in parts]}")
+    return found[0]
 
 
 def file_artifact(task, name):
@@ -40,6 +54,11 @@ def file_artifact(task, name):
 async def send(client, parts, what):
     message = Message(message_id=f"sdk-files-{what}", role=Role.ROLE_USER, parts=parts)
     answers = [e async for e in client.send_message(SendMessageRequest(message=message))]
+    if MESSAGE:
+        check(len(answers) == 1 and answers[0].HasField("message"), f"{what}: expected one message, got {answers}")
+        answer = answers[0].message
+        check(answer.role == Role.ROLE_AGENT, f"{what}: the message's role is {answer.role}")
+        return answer
     check(len(answers) == 1 and answers[0].HasField("task"), f"{what}: expected one task, got {answers}")
     task = answers[0].task
     check(
@@ -66,10 +85,18 @@ async def main(base_url, generation):
                 [Part(text="here it is"), Part(raw=CSV, media_type="text/csv", filename="report.csv")],
                 f"file-{generation}",
             )
-            got = file_artifact(task, "report.csv")
+            if MESSAGE:
+                got = file_part(task.parts, "report.csv", "the message")
+                check(task.parts[0].text.startswith("files: "), f"the message's first part {task.parts[0]}")
+            else:
+                got = file_artifact(task, "report.csv")
             check(got.raw == CSV, f"report.csv holds {got.raw!r}")
             check(got.media_type == "text/csv", f"report.csv is {got.media_type!r}")
             check(got.filename == "report.csv", f"report.csv is named {got.filename!r}")
+            if MESSAGE:
+                print(f"[{generation}] send: a message returned report.csv ({got.media_type}, {len(got.raw)} bytes)")
+                print(f"[{generation}] ok")
+                return 0
             again = await client.get_task(GetTaskRequest(id=task.id))
             check(file_artifact(again, "report.csv").raw == CSV, "GetTask lost report.csv")
             print(f"[{generation}] send: task {task.id} returned report.csv ({got.media_type}, {len(got.raw)} bytes)")

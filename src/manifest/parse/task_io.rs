@@ -5,7 +5,9 @@
 //! that waits is answered with the Task or a Message (`answer`). Any other shape is
 //! E-MAN-003 naming the key.
 
-use super::super::model::{AnswerAs, InputParts, OutputFiles, TaskIo, DEFAULT_OUTPUT_MAX_BYTES};
+use super::super::model::{
+    AnswerAs, InputParts, OutputFiles, TaskIo, DEFAULT_OUTPUT_MAX_BYTES, MAX_OUTPUT_BYTES,
+};
 use super::super::read::{invalid, join, Node};
 use super::super::units;
 use super::{relative_path, R};
@@ -133,6 +135,12 @@ fn output(n: &Node<'_>) -> R<OutputFiles> {
         Some(v) => units::bytes(v).map_err(|why| invalid(&join(n.path, "max_bytes"), why))?,
         None => DEFAULT_OUTPUT_MAX_BYTES,
     };
+    if max_bytes > MAX_OUTPUT_BYTES {
+        return Err(invalid(
+            "a2a.output.max_bytes",
+            format!("must be at most {MAX_OUTPUT_BYTES} (640Ki: what one answer carries; export larger files with exports.files)"),
+        ));
+    }
     Ok(OutputFiles { dir, max_bytes })
 }
 
@@ -173,7 +181,7 @@ mod tests {
         assert_eq!((t.input.dir.as_str(), t.input.max_bytes), ("inbox", 64 << 10));
         assert_eq!(
             t.output.as_ref().map(|o| (o.dir.as_str(), o.max_bytes)),
-            Some(("out/files", 1 << 20))
+            Some(("out/files", 512 << 10))
         );
         assert_eq!(t.answer, AnswerAs::Message);
         assert_eq!(
@@ -200,6 +208,10 @@ mod tests {
             ("a2a:\n  input:\n    dir: ../up\n", "'..'"),
             ("a2a:\n  input:\n    dir: .\n", "not the workdir itself"),
             ("a2a:\n  output: {}\n", "missing required field 'dir'"),
+            (
+                "a2a:\n  output:\n    dir: o\n    max_bytes: 641Ki\n",
+                "must be at most 655360",
+            ),
             (
                 "a2a:\n  input:\n    parts: [file]\n  output:\n    dir: in/x\n",
                 "overlaps a2a.input.dir",

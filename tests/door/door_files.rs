@@ -258,6 +258,47 @@ fn symlinks_and_files_past_the_bound_do_not_come_back() {
         !d.workdir.join("out/files/ok.txt").exists(),
         "emptied before the task"
     );
+
+    // Up to the bound in all (600 KiB here), a stream read late still gets every file whole.
+    for method in ["SendStreamingMessage", "message/stream"] {
+        let params = if method == "message/stream" {
+            send03(json!([{"kind": "text", "text": "wide"}]))
+        } else {
+            send10(json!([{"text": "wide"}]))
+        };
+        let mut s = d.stream(method, params);
+        std::thread::sleep(Duration::from_secs(2));
+        let mut wide = 0;
+        loop {
+            let ev = s.result(Duration::from_secs(10));
+            let a = ev
+                .get("artifactUpdate")
+                .map(|u| &u["artifact"])
+                .or(ev.get("artifact"));
+            if let Some(a) = a {
+                let part = &a["parts"][0];
+                let b64 = part.get("raw").or(part["file"].get("bytes"));
+                if a["name"].as_str().unwrap().starts_with("wide-") {
+                    assert_eq!(
+                        b64.and_then(Value::as_str).map(str::len),
+                        Some(163_840),
+                        "{method}"
+                    );
+                    wide += 1;
+                }
+            }
+            let v10_done = ev["statusUpdate"]["status"]["state"] == "TASK_STATE_COMPLETED";
+            let v03_done = ev["kind"] == "status-update" && ev["final"] == true;
+            if v10_done || v03_done {
+                if v03_done {
+                    assert_eq!(ev["status"]["state"], "completed", "{ev}");
+                }
+                break;
+            }
+        }
+        assert_eq!(wide, 5, "{method}");
+        s.expect_end(Duration::from_secs(5));
+    }
     assert_eq!(d.term().code(), Some(0));
     let log = std::fs::read_to_string(d.records.join("logs/bootstrap.log")).unwrap();
     assert!(

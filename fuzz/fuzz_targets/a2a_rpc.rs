@@ -7,8 +7,8 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use murmur::a2a::rpc::{parse_call, result_response, to_body, Op, CODES, PARSE_ERROR};
 use murmur::a2a::parts::{land_names, Kind};
+use murmur::a2a::rpc::{parse_call, result_response, to_body, Op, CODES, PARSE_ERROR};
 use murmur::a2a::shapes::{
     render_answer_message, render_artifact_update, render_list, render_send_result, render_status_update,
     render_task, Artifact, FileBody, Msg, Role, State, Task, RESPONSE_ARTIFACT,

@@ -280,15 +280,6 @@ fn broadcast(subs: &[Sub], render: impl Fn(Generation) -> Value) {
     }
 }
 
-fn text_bytes(t: &Task) -> usize {
-    let m = t.status_message.as_ref().map_or(0, |m| m.text.len());
-    m + t.history.iter().map(|h| h.text.len()).sum::<usize>()
-        + t.artifacts
-            .iter()
-            .map(|a| a.text.len() + a.file.as_ref().map_or(0, |f| f.bytes.len() + f.name.len()))
-            .sum::<usize>()
-}
-
 impl Tasks {
     pub fn new(acceptance: Acceptance) -> Arc<Tasks> {
         let acceptance = match acceptance {
@@ -774,20 +765,12 @@ impl Tasks {
     }
 }
 
-/// The bytes the parts hold (their content and names).
-fn part_bytes(parts: &[Part]) -> usize {
-    parts
-        .iter()
-        .map(|p| p.bytes.len() + p.name.as_ref().map_or(0, String::len))
-        .sum()
-}
-
 #[path = "tasks_list.rs"]
 mod list;
 
 #[path = "tasks_settle.rs"]
 mod settle;
-use settle::{agent_msg, attach, settle};
+use settle::{agent_msg, attach, part_bytes, settle, text_bytes};
 
 #[cfg(test)]
 #[path = "tasks_tests.rs"]

@@ -1,5 +1,6 @@
 //! How a task-table entry ends and leaves: settling a task (its streams told, its waiters
-//! answered), attaching a watcher, and evicting what the table's bounds no longer hold.
+//! answered), attaching a watcher, and evicting what the table's bounds no longer hold (the
+//! bytes an entry is counted for).
 
 use super::*;
 
@@ -33,6 +34,24 @@ impl Tasks {
             inner.bytes = inner.bytes.saturating_sub(e.bytes);
         }
     }
+}
+
+/// The bytes a task holds: its messages' text and its artifacts (a file's bytes and name).
+pub(super) fn text_bytes(t: &Task) -> usize {
+    let m = t.status_message.as_ref().map_or(0, |m| m.text.len());
+    m + t.history.iter().map(|h| h.text.len()).sum::<usize>()
+        + t.artifacts
+            .iter()
+            .map(|a| a.text.len() + a.file.as_ref().map_or(0, |f| f.bytes.len() + f.name.len()))
+            .sum::<usize>()
+}
+
+/// The bytes the parts hold (their content and names).
+pub(super) fn part_bytes(parts: &[Part]) -> usize {
+    parts
+        .iter()
+        .map(|p| p.bytes.len() + p.name.as_ref().map_or(0, String::len))
+        .sum()
 }
 
 pub(super) fn agent_msg(text: &str) -> Msg {

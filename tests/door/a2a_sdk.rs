@@ -100,6 +100,45 @@ fn the_official_a2a_sdk_client_sends_a_file_and_receives_a_file_artifact_over_1_
     );
 }
 
+/// The 0.3 generation's own SDK reads the card a door serves without `A2A-Version` (the
+/// merged form: its AgentCard requires `url`) and sends a file and reads the file artifact.
+#[test]
+fn the_0_3_sdk_reads_the_default_card_and_gets_a_file_artifact_back() {
+    let python = common::sdk::python_03();
+    let t = TempDir::new("a2a-sdk03-files");
+    let dir = capsule(
+        &t,
+        "tests/fixtures/files/capsule.wasm",
+        &format!("{LIFECYCLE}{TAKES}"),
+    );
+    let (mut running, line) = serve(&t, &dir);
+    let base = format!(
+        "http://{}",
+        line["url"].as_str().unwrap().replace("localhost", "127.0.0.1")
+    );
+    let out = Command::new(python)
+        .arg(repo("tests/sdk/a2a_files_03.py"))
+        .arg(&base)
+        .env("PYTHONDONTWRITEBYTECODE", "1")
+        .env("NO_PROXY", "127.0.0.1,localhost")
+        .env("no_proxy", "127.0.0.1,localhost")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    sigterm(running.child.id());
+    let _ = running.child.wait();
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "--- stdout\n{stdout}--- stderr\n{stderr}"
+    );
+    assert!(stdout.contains("[0.3.26] send: task tsk_"), "{stdout}");
+}
+
 #[test]
 fn the_official_a2a_sdk_client_reads_a_message_answer_holding_the_file_over_1_0_and_0_3() {
     drive_with(

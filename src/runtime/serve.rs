@@ -299,7 +299,8 @@ fn tasks(
 }
 
 /// Run `task` with its files landed (`a2a.input`): the runner gets the task's text with
-/// the files named; a message whose files cannot land fails without running.
+/// the files named (traced as `task_files_in`); a message whose files cannot land (or whose
+/// output directory cannot be emptied) fails without running (`task_files_failed`).
 fn run_with_files(
     s: &mut Opened<'_>,
     runner: &mut dyn TaskRunner,
@@ -309,6 +310,9 @@ fn run_with_files(
         Ok(l) => l,
         Err(why) => {
             s.bootstrap.line(&format!("task {}: {why}", task.id));
+            s.trace
+                .event("task_files_failed", json!({"task_id": task.id, "error": why}))
+                .map_err(|e| trace_err(s, e))?;
             return Ok(Finished {
                 state: State::Failed,
                 answer: format!("error: {why}\n"),

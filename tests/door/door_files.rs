@@ -379,3 +379,35 @@ fn the_card_declares_the_modes_the_manifest_takes() {
     );
     assert_eq!(d.term().code(), Some(0));
 }
+
+/// A guest that planted a symlink at the input directory gets its next message's files
+/// nowhere: the task fails naming why, nothing is written through the link, and the trace
+/// says so (`task_files_failed`).
+#[test]
+fn a_symlink_planted_at_the_input_dir_fails_the_task_and_nothing_lands_through_it() {
+    let t = TempDir::new("files-planted");
+    let mut d = door(&t, TAKES);
+    let elsewhere = t.path().join("elsewhere");
+    std::fs::create_dir_all(&elsewhere).unwrap();
+    std::os::unix::fs::symlink(&elsewhere, d.workdir.join("in")).unwrap();
+    let r = d.result(
+        "SendMessage",
+        send10(json!([{"raw": CSV_B64, "mediaType": "text/csv", "filename": "r.csv"}])),
+    );
+    let task = task_of(&r);
+    assert_eq!(task["status"]["state"], "TASK_STATE_FAILED", "{task}");
+    let why = task["status"]["message"]["parts"][0]["text"].as_str().unwrap();
+    assert!(
+        why.starts_with("cannot land the message's files: refusing ")
+            && why.ends_with("it is a symbolic link"),
+        "{why}"
+    );
+    assert_eq!(
+        std::fs::read_dir(&elsewhere).unwrap().count(),
+        0,
+        "nothing landed through the link"
+    );
+    let id = task["id"].as_str().unwrap();
+    assert_eq!(d.event_of("task_files_failed", id)["error"], why);
+    assert_eq!(d.term().code(), Some(0));
+}

@@ -139,6 +139,20 @@ const APPROVALS: &[(&str, Shape)] = &[
     ("on_timeout", Leaf),
 ];
 
+const A2A: &[(&str, Shape)] = &[
+    (
+        "input",
+        Map(&[
+            ("parts", Leaf),
+            ("media_types", Leaf),
+            ("dir", Leaf),
+            ("max_bytes", Leaf),
+        ]),
+    ),
+    ("output", Map(&[("dir", Leaf), ("max_bytes", Leaf)])),
+    ("answer", Leaf),
+];
+
 const TOP: &[(&str, Shape)] = &[
     ("name", Leaf),
     ("version", Leaf),
@@ -151,6 +165,7 @@ const TOP: &[(&str, Shape)] = &[
     ("exports", Map(EXPORTS)),
     ("approvals", Map(APPROVALS)),
     ("ask", Map(&[("timeout_secs", Leaf)])),
+    ("a2a", Map(A2A)),
     ("network", Map(&[("internal_port", Leaf)])),
     ("requires_files", Leaf),
     ("runtime", Leaf),

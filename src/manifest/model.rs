@@ -47,6 +47,8 @@ pub struct Manifest {
     pub approvals: Option<Approvals>,
     /// `ask`: the `ask` tool (None: not offered).
     pub ask: Option<Ask>,
+    /// `a2a.*`: the part kinds a task takes, where its files land, what comes back.
+    pub a2a: TaskIo,
 }
 
 impl Manifest {
@@ -452,4 +454,67 @@ impl OnTimeout {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Ask {
     pub timeout_secs: u64,
+}
+
+/// `a2a.input.max_bytes`: the largest file or data part taken (decoded bytes).
+pub const DEFAULT_PART_MAX_BYTES: u64 = 512 << 10;
+/// `a2a.output.max_bytes`: the largest output file sent back whole.
+pub const DEFAULT_OUTPUT_MAX_BYTES: u64 = 512 << 10;
+/// The most output bytes one task sends back, all files together: base64 and all, one
+/// answer's events stay under the 1 MiB a stream may hold unread (larger files are for
+/// `exports.files`).
+pub const MAX_OUTPUT_BYTES: u64 = 640 << 10;
+/// `a2a.input.dir`: where a task's file and data parts land (per task, beneath it).
+pub const DEFAULT_INPUT_DIR: &str = "in";
+
+/// `a2a.input`: which part kinds a message may carry, and where files land.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InputParts {
+    pub text: bool,
+    pub file: bool,
+    pub data: bool,
+    /// The media types (or `type/*`, `*/*` ranges) file parts may have.
+    pub media_types: Vec<String>,
+    /// Relative to the accessible workdir; each task's parts land in `<dir>/<task id>/`.
+    pub dir: String,
+    pub max_bytes: u64,
+}
+
+impl Default for InputParts {
+    fn default() -> InputParts {
+        InputParts {
+            text: true,
+            file: false,
+            data: false,
+            media_types: Vec::new(),
+            dir: DEFAULT_INPUT_DIR.into(),
+            max_bytes: DEFAULT_PART_MAX_BYTES,
+        }
+    }
+}
+
+/// `a2a.output`: the directory whose files come back as file artifacts.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OutputFiles {
+    /// Relative to the accessible workdir.
+    pub dir: String,
+    pub max_bytes: u64,
+}
+
+/// `a2a.answer`: what a send that waits for the task gets when it completes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum AnswerAs {
+    /// The Task (the default).
+    #[default]
+    Task,
+    /// A Message holding the answer's parts (A2A lets an agent answer so).
+    Message,
+}
+
+/// `a2a.*`.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct TaskIo {
+    pub input: InputParts,
+    pub output: Option<OutputFiles>,
+    pub answer: AnswerAs,
 }

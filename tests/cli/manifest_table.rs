@@ -162,6 +162,13 @@ fn cases() -> Vec<(&'static str, String, Expect)> {
         ("operator export with a size in MiB", with_head("exports:\n  files: {root: out/, mode: read-only, max_bytes: 1MiB}\n"), Ok(|l| {
             assert_eq!(l.manifest.exports.files.as_ref().unwrap().max_bytes, 1_048_576);
         })),
+        ("a2a block: kinds, media types, dirs, answer", with_head("a2a:\n  input: {parts: [file, data], media_types: ['image/*'], dir: inbox, max_bytes: 4Ki}\n  output: {dir: out/files}\n  answer: message\n"), Ok(|l| {
+            let io = &l.manifest.a2a;
+            assert!(!io.input.text && io.input.file && io.input.data && l.warnings.is_empty());
+            assert_eq!((io.input.media_types.as_slice(), io.input.dir.as_str(), io.input.max_bytes), (&["image/*".to_string()][..], "inbox", 4096));
+            assert_eq!(io.output.as_ref().map(|o| (o.dir.as_str(), o.max_bytes)), Some(("out/files", 512 << 10)));
+            assert_eq!(io.answer, murmur::manifest::AnswerAs::Message);
+        })),
         ("peer export defaults", with_head("exports:\n  peer_files: {root: out}\n"), Ok(|l| {
             let p = l.manifest.exports.peer_files.as_ref().unwrap();
             assert_eq!((p.max_ttl_secs, p.max_bytes), (3600, 10_485_760));
@@ -227,6 +234,12 @@ fn cases() -> Vec<(&'static str, String, Expect)> {
         ("queue without room", with_head("lifecycle: {task_acceptance: queue, queue_depth: 0}\n"), Err("E-MAN-003", "lifecycle.queue_depth")),
         ("writable export", with_head("exports:\n  files: {root: out, mode: read-write}\n"), Err("E-MAN-003", "exports.files.mode")),
         ("escaping export root", with_head("exports:\n  files: {root: ../x, mode: read-only}\n"), Err("E-MAN-003", "exports.files.root")),
+        ("a2a part kind unknown", with_head("a2a:\n  input: {parts: [video]}\n"), Err("E-MAN-003", "a2a.input.parts")),
+        ("a2a media type malformed", with_head("a2a:\n  input: {parts: [file], media_types: ['text']}\n"), Err("E-MAN-003", "a2a.input.media_types")),
+        ("a2a part bound zero", with_head("a2a:\n  input: {max_bytes: 0}\n"), Err("E-MAN-003", "a2a.input.max_bytes")),
+        ("a2a output dir escaping", with_head("a2a:\n  output: {dir: ../x}\n"), Err("E-MAN-003", "a2a.output.dir")),
+        ("a2a output bound past one answer", with_head("a2a:\n  output: {dir: o, max_bytes: 1Mi}\n"), Err("E-MAN-003", "a2a.output.max_bytes")),
+        ("a2a answer unknown", with_head("a2a:\n  answer: file\n"), Err("E-MAN-003", "a2a.answer")),
         ("export size with a bad suffix", with_head("exports:\n  files: {root: out, mode: read-only, max_bytes: 10MB}\n"), Err("E-MAN-003", "exports.files.max_bytes")),
         ("sleeping capsule without a peer ttl", with_head("lifecycle: {after_task: sleep}\nexports:\n  peer_files: {root: out}\n"), Err("E-CAP-008", "exports.peer_files.max_ttl")),
         ("sleeping capsule with a long peer ttl", with_head("lifecycle: {after_task: sleep}\nexports:\n  peer_files: {root: out, max_ttl: 1h}\n"), Err("E-CAP-008", "exports.peer_files.max_ttl")),

@@ -42,6 +42,8 @@ pub struct A2a {
     pub gate: Option<Arc<Gate>>,
     /// The extended card (0.3 form, 1.0 form), served to authenticated callers.
     pub extended: Option<(Value, Value)>,
+    /// The parts the capsule's tasks take, and how a waiting send is answered.
+    pub takes: super::parts::Takes,
 }
 
 /// Who is calling, as the gate decided.
@@ -224,6 +226,9 @@ impl A2a {
         if let Some(m) = self.misaddressed(req, &origin) {
             return fail(COMPLETION_MISADDRESSED, m);
         }
+        if let Err((code, m)) = self.takes.check(&s.parts) {
+            return fail(code, m);
+        }
         if let Some(t) = &s.task_id {
             return self.follow_up(ex, (call, caller), (t, s), stream);
         }
@@ -240,6 +245,7 @@ impl A2a {
                 stream: ex.stream(),
                 id: id.clone(),
                 gen,
+                message: self.takes.message,
             };
             self.submit(s, origin, watch, &taken);
             return Reply::Stream(sse_head());
@@ -281,6 +287,7 @@ impl A2a {
             id: id.clone(),
             gen,
             history,
+            message: self.takes.message,
         };
         let t = self.submit(s, origin, watch, taken);
         let _ = task_id.set(t.id.clone());
@@ -517,6 +524,7 @@ mod tests {
             trace: None,
             gate: Some(Arc::new(Gate::new(&auth, "ses_1", false).unwrap())),
             extended: None,
+            takes: Default::default(),
         };
         a.tasks.completions.expect("dlg_a");
         let completion = |id: &str| {
@@ -548,6 +556,7 @@ mod tests {
             trace: None,
             gate: None,
             extended: None,
+            takes: Default::default(),
         };
         let r = req(&[
             ("x-murmur-task-origin", "completion"),

@@ -25,6 +25,7 @@ impl A2a {
                 stream: ex.stream(),
                 id: id.clone(),
                 gen,
+                message: self.takes.message,
             };
             return match self.tasks.give_input(task_id, who, s, watch, now_ms()) {
                 Ok(_) => Reply::Stream(sse_head()),
@@ -53,6 +54,7 @@ impl A2a {
             id: id.clone(),
             gen,
             history,
+            message: self.takes.message,
         };
         match self.tasks.give_input(task_id, who, s, watch, now_ms()) {
             Ok(_) => Reply::Later,

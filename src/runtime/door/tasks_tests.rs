@@ -5,6 +5,7 @@ fn send(text: &str) -> SendRequest {
     SendRequest {
         message_id: "m".into(),
         text: text.into(),
+        parts: Vec::new(),
         context_id: None,
         task_id: None,
         return_immediately: true,
@@ -29,6 +30,7 @@ fn done(text: &str) -> Outcome {
         state: State::Completed,
         answer: Some(text.into()),
         message: None,
+        files: Vec::new(),
     }
 }
 

@@ -14,8 +14,15 @@
 //!   one long task of the slow fixture, that keep-alive comments arrive on them, and that
 //!   they end when the task is canceled.
 //!
+//! - an agent capsule's blocking round trip with `approvals` configured and no approval
+//!   needed, against none configured ([`approvals`]).
+//!
 //! Run: `cargo bench --bench door` (`MURMUR_BENCH_MUR=PATH` measures another build of `mur`).
 
+#[path = "door_approvals.rs"]
+mod approvals;
+#[path = "../tests/common/provider.rs"]
+mod provider;
 mod support;
 
 use serde_json::{json, Value};
@@ -659,6 +666,7 @@ fn main() {
     let slow = launch(&base, "slow", "tests/fixtures/slow/capsule.wasm");
     streams(&slow);
     stop(slow, "slow", &base);
+    approvals::approvals(&base);
     let _ = std::fs::remove_dir_all(&base);
 }
 

@@ -1,12 +1,14 @@
 //! The cost of one contained spawn: the median over 50 spawns of `/bin/true`, from the
 //! call to the spawn function to the child's exit, for each class this host backs, beside a
 //! plain `std::process::Command`. Then `mur exec --containment CLASS -- true` from process
-//! start to exit, wall time and CPU of the whole process tree (`perf stat`'s task-clock), beside one
-//! `bwrap --unshare-all` run of `true` (bubblewrap installed with apt-get when missing), with
-//! the probe cached and not, and beside another build of `mur` when MURMUR_BASELINE_MUR names
-//! one, alternated in one run; run as root, also `mur exec` as an ordinary account (uid 4242,
-//! no pids cgroup of its own) beside root, both started through `setpriv` so that each
-//! carries the same extra exec. Printed, never asserted.
+//! start to exit, wall time and CPU of the whole process tree (`perf stat`'s task-clock),
+//! beside one `bwrap --unshare-all` run of `true` (bubblewrap installed with apt-get when
+//! missing), with the probe cached and not, beside another build of `mur` when
+//! MURMUR_BASELINE_MUR names one, and beside the static (musl) build `scripts/release.sh`
+//! left under the target directory (or MURMUR_STATIC_MUR names), alternated in one run, then
+//! both builds' sizes; run as root, also `mur exec` as an ordinary account (uid 4242, no pids
+//! cgroup of its own) beside root, both started through `setpriv` so that each carries the
+//! same extra exec. Printed, never asserted.
 //!
 //! `cargo bench --bench spawn`
 
@@ -129,9 +131,13 @@ fn exec_startup(work: &Path) {
         ));
     }
     let mur = env!("CARGO_BIN_EXE_mur").to_string();
+    let statically = static_mur();
     let mut bins = vec![("this build", mur)];
     if let Some(b) = &baseline {
         bins.push(("baseline", b.clone()));
+    }
+    if let Some(b) = &statically {
+        bins.push(("static (musl)", b.clone()));
     }
     for (label, bin) in &bins {
         for class in ["sealed", "scoped", "advisory"] {
@@ -187,6 +193,45 @@ fn exec_startup(work: &Path) {
                 println!("  {label:<44} {:>5.2}x", c / plain);
             }
         }
+    }
+    sizes(&dir, statically.as_deref());
+}
+
+/// The static build to set beside this one: `$MURMUR_STATIC_MUR`, else the `mur` that
+/// `scripts/release.sh` leaves under the target directory, when there is one.
+fn static_mur() -> Option<String> {
+    if let Ok(p) = std::env::var("MURMUR_STATIC_MUR") {
+        return Some(p);
+    }
+    let target = std::env::var("CARGO_TARGET_DIR")
+        .unwrap_or_else(|_| format!("{}/target", env!("CARGO_MANIFEST_DIR")));
+    let built = format!(
+        "{target}/{}-unknown-linux-musl/release/mur",
+        std::env::consts::ARCH
+    );
+    Path::new(&built).is_file().then_some(built)
+}
+
+/// Both builds' sizes, each stripped of symbols as the release profile strips them (the bench
+/// profile keeps them): this build's copied and `strip`ped, the static one as built.
+fn sizes(dir: &Path, statically: Option<&str>) {
+    let copy = dir.join("mur-glibc-stripped");
+    let stripped = std::fs::copy(env!("CARGO_BIN_EXE_mur"), &copy).is_ok()
+        && Command::new("strip")
+            .arg(&copy)
+            .status()
+            .is_ok_and(|s| s.success());
+    let size = |p: &Path| std::fs::metadata(p).map(|m| m.len()).ok();
+    println!("size of mur (symbols stripped)");
+    match stripped.then(|| size(&copy)).flatten() {
+        Some(n) => println!("  this build (glibc, dynamic)   {n:>12} bytes"),
+        None => println!("  this build (glibc, dynamic)   not measured: strip (binutils) failed"),
+    }
+    match statically.and_then(|p| size(Path::new(p))) {
+        Some(n) => println!("  static (musl)                 {n:>12} bytes"),
+        None => println!(
+            "  static (musl)                 not built: scripts/release.sh, or MURMUR_STATIC_MUR=PATH"
+        ),
     }
 }
 

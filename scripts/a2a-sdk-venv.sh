@@ -6,6 +6,10 @@
 #
 #     scripts/a2a-sdk-venv.sh [VENV_DIR]      # default: target/a2a-sdk-venv
 #
+# Beside it, VENV_DIR-0.3 holds the SDK's last 0.3 release (a2a-sdk 0.3.26), a client of the
+# 0.3 generation only that reads the agent card without an A2A-Version header, for the test
+# that the card a door serves by default is one a 0.3 client reads (tests/sdk/a2a_files_03.py).
+#
 # The SDK's client needs only its base requirements (httpx, protobuf, pydantic, json-rpc,
 # google-api-core, googleapis-common-protos, packaging, culsans); its extras are for the
 # server side (http-server, fastapi, grpc, sql ...) and are not installed; opentelemetry-proto
@@ -17,6 +21,7 @@ cd "$(dirname "$0")/.."
 venv="${1:-target/a2a-sdk-venv}"
 version=1.3.0
 otel_version=1.45.2
+version03=0.3.26
 python="${PYTHON:-python3}"
 
 installed() {
@@ -29,8 +34,28 @@ sys.exit(0 if (version("a2a-sdk"), version("opentelemetry-proto")) == tuple(sys.
 EOF
 }
 
+installed03() {
+    [ -x "$venv-0.3/bin/python3" ] && "$venv-0.3/bin/python3" - "$version03" <<'EOF' 2>/dev/null
+import sys
+from importlib.metadata import version
+import a2a.client  # noqa: F401
+sys.exit(0 if version("a2a-sdk") == sys.argv[1] else 1)
+EOF
+}
+
+# The 0.3 client in a venv of its own (made anew when it is not whole).
+sdk03() {
+    installed03 && { echo "a2a-sdk $version03 already in $venv-0.3"; return 0; }
+    rm -rf "$venv-0.3"
+    "$python" -m venv "$venv-0.3"
+    "$venv-0.3/bin/python3" -m pip install --quiet --disable-pip-version-check "a2a-sdk==$version03"
+    installed03 || { echo "error: a2a-sdk $version03 did not install into $venv-0.3" >&2; return 1; }
+    echo "a2a-sdk $version03 installed in $venv-0.3"
+}
+
 if installed; then
     echo "a2a-sdk $version and opentelemetry-proto $otel_version already in $venv"
+    sdk03
     exit 0
 fi
 if ! command -v "$python" >/dev/null; then
@@ -53,3 +78,4 @@ if ! installed; then
     exit 1
 fi
 echo "a2a-sdk $version and opentelemetry-proto $otel_version installed in $venv"
+sdk03

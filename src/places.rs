@@ -45,6 +45,23 @@ pub fn registry_root() -> PathBuf {
     home.join(".murmur").join("artifacts")
 }
 
+/// The system registry a package installs the drivers' and hooks' archives into, read when an
+/// artifact is absent from the user's registry (never when it is present but fails its check):
+/// `$MURMUR_SYSTEM_REGISTRY` when set to an absolute path (set but empty or relative: none),
+/// else `/usr/share/murmur/artifacts`.
+/// Same layout as the user's registry; `mur` only reads it.
+pub fn system_registry_root() -> Option<PathBuf> {
+    match std::env::var_os("MURMUR_SYSTEM_REGISTRY") {
+        Some(v) if v.is_empty() => None,
+        // A relative path would name a different registry in every working directory.
+        Some(v) => Some(PathBuf::from(v)).filter(|p| p.is_absolute()),
+        None => Some(PathBuf::from(SYSTEM_REGISTRY)),
+    }
+}
+
+/// Where the Debian package (`scripts/deb.sh`) puts the archives it carries.
+pub const SYSTEM_REGISTRY: &str = "/usr/share/murmur/artifacts";
+
 /// Where compiled components live: `$MURMUR_CACHE_DIR`, else
 /// `$XDG_CACHE_HOME/murmur/compiled`, else `$HOME/.cache/murmur/compiled`.
 pub fn cache_dir() -> Option<PathBuf> {

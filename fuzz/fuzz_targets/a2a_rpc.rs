@@ -1,14 +1,17 @@
 //! The A2A door's JSON-RPC layer on arbitrary bytes: the first byte picks the `A2A-Version`
 //! header, the rest is the request body. Invariants: nothing panics; an error is a valid
 //! JSON-RPC error response with one of the listed codes (and id null for -32700); a parsed
-//! call renders, in its own generation, without panicking and as valid JSON.
+//! call renders, in its own generation, without panicking and as valid JSON; a send's file
+//! and data parts land under names that are single safe path components (no dot first),
+//! distinct, and render back as file artifacts and a Message answer.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
+use murmur::a2a::parts::{land_names, Kind};
 use murmur::a2a::rpc::{parse_call, result_response, to_body, Op, CODES, PARSE_ERROR};
 use murmur::a2a::shapes::{
-    render_artifact_update, render_list, render_send_result, render_status_update, render_task, Artifact,
-    Msg, Role, State, Task, RESPONSE_ARTIFACT,
+    render_answer_message, render_artifact_update, render_list, render_send_result, render_status_update,
+    render_task, Artifact, FileBody, Msg, Role, State, Task, RESPONSE_ARTIFACT,
 };
 use serde_json::Value;
 
@@ -36,13 +39,35 @@ fuzz_target!(|data: &[u8]| {
         }
         Ok(c) => {
             let gen = c.generation;
+            let mut files = Vec::new();
+            if let Op::Send(s) | Op::Stream(s) = &c.op {
+                let parts: Vec<_> = s.parts.iter().filter(|p| p.kind != Kind::Text).cloned().collect();
+                let names = land_names(&parts);
+                assert_eq!(names.len(), parts.len());
+                for (i, n) in names.iter().enumerate() {
+                    assert_eq!(murmur::fsx::split(n).map(|c| c.len()).ok(), Some(1), "{n:?}");
+                    assert!(!n.starts_with('.') && !names[..i].contains(n), "{n:?}");
+                }
+                for (p, n) in parts.into_iter().zip(names) {
+                    files.push(Artifact {
+                        artifact_id: format!("art_{n}"),
+                        name: n.clone(),
+                        text: String::new(),
+                        file: Some(FileBody {
+                            name: n,
+                            media_type: p.media_type.unwrap_or_default(),
+                            bytes: p.bytes,
+                        }),
+                    });
+                }
+            }
             let (text, ctx, hl) = match &c.op {
                 Op::Send(s) | Op::Stream(s) => (s.text.clone(), s.context_id.clone(), s.history_length),
                 Op::Get(t) | Op::Cancel(t) | Op::Subscribe(t) => (t.id.clone(), None, t.history_length),
                 Op::List(l) => (String::new(), l.context_id.clone(), l.history_length),
                 Op::ExtendedCard => (String::new(), None, None),
             };
-            let task = Task {
+            let mut task = Task {
                 id: "tsk_f".into(),
                 context_id: ctx.unwrap_or_else(|| "ctx_f".into()),
                 state: State::Completed,
@@ -51,6 +76,7 @@ fuzz_target!(|data: &[u8]| {
                     artifact_id: "art_f".into(),
                     name: RESPONSE_ARTIFACT.into(),
                     text: text.clone(),
+                    file: None,
                 }],
                 history: vec![Msg {
                     message_id: "m".into(),
@@ -60,7 +86,9 @@ fuzz_target!(|data: &[u8]| {
                 created_ms: u64::from(sel) << 40,
                 updated_ms: u64::MAX >> (sel % 64),
             };
+            task.artifacts.extend(files);
             let results = [
+                render_answer_message(&task, gen),
                 render_send_result(&task, gen, hl),
                 render_task(&task, gen, hl),
                 render_status_update(&task, gen),

@@ -35,6 +35,10 @@ pub struct CardInfo<'a> {
     pub streaming: bool,
     /// The door takes bearer tokens (`capabilities.network.authentication`).
     pub auth: bool,
+    /// `defaultInputModes`: the media types of the parts the capsule's tasks take.
+    pub input_modes: Vec<String>,
+    /// `defaultOutputModes`: what its answers hold.
+    pub output_modes: Vec<String>,
 }
 
 /// The scheme's name in the cards' `securitySchemes`.
@@ -82,8 +86,8 @@ pub fn agent_card_v10(c: &CardInfo) -> Value {
             {"url": url, "protocolBinding": "JSONRPC", "protocolVersion": "1.0"},
             {"url": url, "protocolBinding": "JSONRPC", "protocolVersion": "0.3"},
         ],
-        "defaultInputModes": ["text/plain"],
-        "defaultOutputModes": ["text/plain"],
+        "defaultInputModes": c.input_modes,
+        "defaultOutputModes": c.output_modes,
         "skills": [{
             "id": "task",
             "name": "Task",
@@ -165,6 +169,8 @@ mod tests {
             network: false,
             streaming: true,
             auth: false,
+            input_modes: vec!["text/plain".into()],
+            output_modes: vec!["text/plain".into()],
         }
     }
 
@@ -287,6 +293,8 @@ mod tests {
             network: false,
             streaming: false,
             auth: false,
+            input_modes: vec!["text/plain".into()],
+            output_modes: vec!["text/plain".into()],
         };
         let v = agent_card(&bare);
         assert_required(&v);

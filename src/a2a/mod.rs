@@ -3,7 +3,9 @@
 //! No I/O, no threads, no clock: the door (issue 14) feeds it bytes, headers and `now_ms`.
 
 pub mod card;
+pub mod media;
 pub mod params;
+pub mod parts;
 pub mod rpc;
 pub mod shapes;
 #[cfg(test)]

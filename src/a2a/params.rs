@@ -1,6 +1,7 @@
 //! The typed params of the A2A methods (send, get/cancel/subscribe, list), read from an
 //! untrusted JSON object with caps and type checks; errors are `Invalid params` texts.
 
+use super::parts::{self, Kind, Part};
 use super::shapes::{parse_rfc3339, State};
 use super::Generation;
 use serde_json::{Map, Value};
@@ -15,17 +16,23 @@ pub const MAX_ID: usize = 256;
 pub const DEFAULT_PAGE_SIZE: u32 = 50;
 pub const MAX_PAGE_SIZE: u32 = 100;
 
-/// A message to send: its text parts joined with `\n`.
+/// A message to send: its text parts joined with `\n`, and every part as sent (whether
+/// the capsule takes it is the door's check).
 #[derive(Debug, Clone, PartialEq)]
 pub struct SendRequest {
     pub message_id: String,
     pub text: String,
+    pub parts: Vec<Part>,
     pub context_id: Option<String>,
     pub task_id: Option<String>,
     /// 1.0 `configuration.returnImmediately: true`, 0.3 `configuration.blocking: false`;
     /// otherwise the call holds until the task settles (the SDK server's default).
     pub return_immediately: bool,
     pub history_length: Option<u32>,
+    /// The data parts of a message that answers a task waiting for input (one that names
+    /// a `taskId`), in order: the answer, never landed as input (a new task's data parts
+    /// are in `parts`, taken only where the capsule declares them).
+    pub data: Vec<Value>,
 }
 
 /// get/cancel/subscribe: a task id (and for get, how much history).
@@ -70,8 +77,8 @@ pub struct Call {
     pub op: Op,
 }
 
-/// Why a send's params were refused: invalid (-32602), or a part of a kind the capsule
-/// does not take (-32005, ContentTypeNotSupported: it reads text only).
+/// Why a send's params were refused: invalid (-32602), or a content the door never takes
+/// (-32005, ContentTypeNotSupported: a file by reference).
 #[derive(Debug, Clone, PartialEq)]
 pub enum Refusal {
     Invalid(String),
@@ -148,19 +155,30 @@ pub(crate) fn send_params(p: &Map<String, Value>, gen: Generation) -> Result<Sen
     if parts.is_empty() || parts.len() > MAX_PARTS {
         return Err(format!("message must have 1 to {MAX_PARTS} parts").into());
     }
-    let mut text = String::new();
-    for (i, part) in parts.iter().enumerate() {
-        let t = part_text(part, gen)?;
-        if text.len() + t.len() + usize::from(i > 0) > MAX_TEXT {
-            return Err(format!("message text exceeds {MAX_TEXT} bytes").into());
-        }
-        if i > 0 {
-            text.push('\n');
-        }
-        text.push_str(t);
-    }
     let context_id = opt_str(msg, "contextId")?;
     let task_id = opt_str(msg, "taskId")?;
+    let mut text = String::new();
+    let mut data = Vec::new();
+    let mut read = Vec::with_capacity(parts.len());
+    for part in parts {
+        // A data part on a message that answers a waiting task is the answer, not input.
+        if let Some(d) = task_id.as_ref().and_then(|_| answer_data(part, gen)) {
+            data.push(d.clone());
+            continue;
+        }
+        let (t, p) = parts::part(part, gen)?;
+        if let Some(t) = t {
+            let sep = usize::from(read.iter().any(|p: &Part| p.kind == Kind::Text));
+            if text.len() + t.len() + sep > MAX_TEXT {
+                return Err(format!("message text exceeds {MAX_TEXT} bytes").into());
+            }
+            if sep == 1 {
+                text.push('\n');
+            }
+            text.push_str(t);
+        }
+        read.push(p);
+    }
     let (return_immediately, history_length) = match p.get("configuration") {
         None | Some(Value::Null) => (false, None),
         Some(Value::Object(c)) => {
@@ -175,45 +193,25 @@ pub(crate) fn send_params(p: &Map<String, Value>, gen: Generation) -> Result<Sen
     Ok(SendRequest {
         message_id,
         text,
+        parts: read,
         context_id,
         task_id,
         return_immediately,
         history_length,
+        data,
     })
 }
 
-/// The text of one part. 0.3: `kind` is required; `text` parts are read, `file` and `data`
-/// parts are a content type the capsule does not take. 1.0: a part is one of `text`, `raw`,
-/// `url`, `data`; only `text` is taken. Anything else is invalid.
-fn part_text(part: &Value, gen: Generation) -> Result<&str, Refusal> {
+/// A data part's value (0.3 `{"kind": "data", "data": …}`, 1.0 `{"data": …}`), taken only
+/// on a message that answers a waiting task.
+fn answer_data(part: &Value, gen: Generation) -> Option<&Value> {
     let Value::Object(part) = part else {
-        return Err("a part must be an object".into());
-    };
-    let other =
-        |what: &str| Refusal::ContentType(format!("a {what} part: this capsule reads text parts only"));
-    let text = || match part.get("text") {
-        Some(Value::String(t)) => Ok(t.as_str()),
-        _ => Err(Refusal::from("a text part's text must be a string")),
+        return None;
     };
     match gen {
-        Generation::V03 => match part.get("kind").and_then(Value::as_str) {
-            Some("text") => text(),
-            Some(k @ ("file" | "data")) => Err(other(k)),
-            Some(_) => Err("a part's kind must be text, file or data".into()),
-            None => Err("a part's kind is required".into()),
-        },
-        Generation::V10 => {
-            if part.contains_key("text") {
-                return text();
-            }
-            match ["raw", "url", "data", "file"]
-                .into_iter()
-                .find(|k| part.contains_key(*k))
-            {
-                Some(k) => Err(other(k)),
-                None => Err("a part must hold one of text, raw, url or data".into()),
-            }
-        }
+        Generation::V03 if part.get("kind").and_then(Value::as_str) != Some("data") => None,
+        _ if part.contains_key("text") => None,
+        _ => part.get("data"),
     }
 }
 

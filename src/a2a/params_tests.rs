@@ -165,42 +165,73 @@ fn a_message_needs_its_role_and_a_0_3_part_its_kind() {
 }
 
 #[test]
-fn parts_the_capsule_does_not_read_are_content_type_not_supported() {
+fn files_by_reference_are_content_type_not_supported_and_other_parts_are_read() {
     let cases = [
         (
             None,
             json!({"kind": "file", "file": {"uri": "http://x/y", "mimeType": "image/png"}}),
-            "file",
         ),
-        (None, json!({"kind": "data", "data": {"a": 1}}), "data"),
-        (
-            V1,
-            json!({"raw": "aGk=", "mediaType": "application/octet-stream"}),
-            "raw",
-        ),
-        (V1, json!({"url": "http://x/y"}), "url"),
-        (V1, json!({"data": {"a": 1}}), "data"),
+        (V1, json!({"url": "http://x/y"})),
     ];
-    for (gen, part, what) in cases {
-        let role = if gen.is_some() { "ROLE_USER" } else { "user" };
-        let method = if gen.is_some() {
-            "SendMessage"
+    for (gen, part) in cases {
+        let (role, method) = if gen.is_some() {
+            ("ROLE_USER", "SendMessage")
         } else {
-            "message/send"
+            ("user", "message/send")
         };
         let m = json!({"message": {"messageId": "m", "role": role,
             "parts": [{"kind": "text", "text": "x"}, part]}});
         let e = call(req(method, m), gen).unwrap_err();
-        assert_eq!(e.code, CONTENT_TYPE_NOT_SUPPORTED, "{what}");
+        assert_eq!(e.code, CONTENT_TYPE_NOT_SUPPORTED);
         assert_eq!(
             e.message,
-            format!("Content type not supported: a {what} part: this capsule reads text parts only")
+            "Content type not supported: a file part by reference (url/uri): the door fetches nothing; send the file's bytes inline"
         );
         let data = &e.to_json()["error"]["data"];
         if gen.is_some() {
-            assert_eq!(data[0]["reason"], "CONTENT_TYPE_NOT_SUPPORTED", "{what}");
+            assert_eq!(data[0]["reason"], "CONTENT_TYPE_NOT_SUPPORTED");
         } else {
             assert!(data.is_null(), "0.3 answers carry no ErrorInfo: {data}");
         }
+    }
+    let m = json!({"message": {"messageId": "m", "role": "ROLE_USER",
+        "parts": [{"text": "a"}, {"raw": "aGk=", "filename": "f"}, {"text": "b"}, {"data": {}}]}});
+    let Op::Send(s) = call(req("SendMessage", m), V1).unwrap().op else {
+        panic!("not a send")
+    };
+    assert_eq!(s.text, "a\nb");
+    let kinds: Vec<&str> = s.parts.iter().map(|p| p.kind.as_str()).collect();
+    assert_eq!(kinds, ["text", "file", "text", "data"]);
+}
+
+#[test]
+fn a_message_on_a_task_keeps_its_data_parts_for_the_waiting_task() {
+    for (gen, part, method, role) in [
+        (
+            None,
+            json!({"kind": "data", "data": {"approve": true}}),
+            "message/send",
+            "user",
+        ),
+        (V1, json!({"data": {"approve": true}}), "SendMessage", "ROLE_USER"),
+    ] {
+        let m = json!({"message": {"messageId": "m", "role": role, "taskId": "tsk_1",
+            "parts": [part.clone(), {"kind": "text", "text": "approve"}, {"kind": "text", "text": "b"}]}});
+        let c = call(req(method, m), gen).unwrap();
+        let Op::Send(s) = c.op else { panic!() };
+        assert_eq!(s.data, [json!({"approve": true})]);
+        assert_eq!(
+            (s.text.as_str(), s.task_id.as_deref()),
+            ("approve\nb", Some("tsk_1"))
+        );
+        assert!(s.parts.iter().all(|p| p.kind == Kind::Text), "{:?}", s.parts);
+        // Without a taskId the same part is input, whether the capsule takes it is the door's.
+        let m = json!({"message": {"messageId": "m", "role": role, "parts": [part]}});
+        let c = call(req(method, m), gen).unwrap();
+        let Op::Send(s) = c.op else { panic!() };
+        assert!(s.data.is_empty());
+        assert_eq!(s.parts.len(), 1);
+        assert_eq!(s.parts[0].kind, Kind::Data);
+        assert_eq!(s.parts[0].bytes, b"{\"approve\":true}\n");
     }
 }

@@ -100,12 +100,41 @@ pub struct Msg {
     pub text: String,
 }
 
-/// A text artifact.
+/// An artifact: text, or (when `file` is set) one file.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Artifact {
     pub artifact_id: String,
     pub name: String,
     pub text: String,
+    pub file: Option<FileBody>,
+}
+
+/// A file the task wrote, sent back inline.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FileBody {
+    /// Its path beneath the output directory.
+    pub name: String,
+    pub media_type: String,
+    pub bytes: Vec<u8>,
+}
+
+/// A file part: 1.0 `raw` (base64) with `mediaType` and `filename`; 0.3 `kind: file` with
+/// `file.bytes`, `file.mimeType` and `file.name`.
+fn file_part(gen: Generation, f: &FileBody) -> Value {
+    let b64 = crate::b64::encode_standard(&f.bytes);
+    match gen {
+        Generation::V10 => json!({"raw": b64, "mediaType": f.media_type, "filename": f.name}),
+        Generation::V03 => {
+            json!({"kind": "file", "file": {"bytes": b64, "mimeType": f.media_type, "name": f.name}})
+        }
+    }
+}
+
+fn artifact_part(gen: Generation, a: &Artifact) -> Value {
+    match &a.file {
+        Some(f) => file_part(gen, f),
+        None => text_part(gen, &a.text),
+    }
 }
 
 /// A task as the door keeps it.
@@ -149,8 +178,28 @@ pub fn render_artifact(a: &Artifact, gen: Generation) -> Value {
     json!({
         "artifactId": a.artifact_id,
         "name": a.name,
-        "parts": [text_part(gen, &a.text)],
+        "parts": [artifact_part(gen, a)],
     })
+}
+
+/// A completed task's answer as a Message of the agent (`a2a.answer: message`): the
+/// artifacts' parts in order, in the task's context. The result of a send: 1.0
+/// `{"message": Message}`, 0.3 the bare Message; and a stream's one event.
+pub fn render_answer_message(t: &Task, gen: Generation) -> Value {
+    let parts: Vec<Value> = t.artifacts.iter().map(|a| artifact_part(gen, a)).collect();
+    let mut m = json!({
+        "messageId": format!("msg_{}", t.id.trim_start_matches("tsk_")),
+        "role": Role::Agent.wire(gen),
+        "parts": parts,
+        "contextId": t.context_id,
+    });
+    match gen {
+        Generation::V10 => json!({"message": m}),
+        Generation::V03 => {
+            m["kind"] = json!("message");
+            m
+        }
+    }
 }
 
 /// A task's `TaskStatus`.

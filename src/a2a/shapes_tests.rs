@@ -13,6 +13,7 @@ fn task(state: State) -> Task {
             artifact_id: "art_1".into(),
             name: RESPONSE_ARTIFACT.into(),
             text: "the answer".into(),
+            file: None,
         }],
         history: vec![
             Msg {
@@ -256,4 +257,38 @@ fn http_dates_are_imf_fixdate() {
     assert_eq!(http_date(0), "Thu, 01 Jan 1970 00:00:00 GMT");
     assert_eq!(http_date(784_111_777_000), "Sun, 06 Nov 1994 08:49:37 GMT");
     assert_eq!(http_date(1_796_428_800_999), "Sat, 05 Dec 2026 00:00:00 GMT");
+}
+
+#[test]
+fn a_file_artifact_and_a_message_answer_in_both_generations() {
+    let mut t = task(State::Completed);
+    t.artifacts.push(Artifact {
+        artifact_id: "art_2".into(),
+        name: "r.csv".into(),
+        text: String::new(),
+        file: Some(FileBody {
+            name: "r.csv".into(),
+            media_type: "text/csv".into(),
+            bytes: b"hi".to_vec(),
+        }),
+    });
+    assert_eq!(
+        render_artifact(&t.artifacts[1], Generation::V10)["parts"],
+        json!([{"raw": "aGk=", "mediaType": "text/csv", "filename": "r.csv"}])
+    );
+    assert_eq!(
+        render_artifact(&t.artifacts[1], Generation::V03)["parts"],
+        json!([{"kind": "file", "file": {"bytes": "aGk=", "mimeType": "text/csv", "name": "r.csv"}}])
+    );
+    let m = render_answer_message(&t, Generation::V10);
+    assert_eq!(m["message"]["role"], "ROLE_AGENT");
+    assert_eq!(m["message"]["parts"][0], json!({"text": "the answer"}));
+    assert_eq!(m["message"]["parts"][1]["filename"], "r.csv");
+    assert_eq!(m["message"]["contextId"], t.context_id);
+    let m = render_answer_message(&t, Generation::V03);
+    assert_eq!(
+        (m["kind"].as_str(), m["role"].as_str()),
+        (Some("message"), Some("agent"))
+    );
+    assert_eq!(m["parts"][0], json!({"kind": "text", "text": "the answer"}));
 }

@@ -658,6 +658,16 @@ fn main() -> ExitCode {
     if args.first().map(String::as_str) == Some(murmur::containment::warden::SUBCOMMAND) {
         return ExitCode::from(murmur::containment::warden::main() as u8);
     }
+    // Hidden: a manual page rendered from the help text (the Debian package's `man mur`).
+    if let (Some("__man"), Some(page)) = (args.first().map(String::as_str), args.get(1)) {
+        return match murmur::commands::man::page(page, env!("CARGO_PKG_VERSION")) {
+            Some(text) => print(&text, 0),
+            None => {
+                eprintln!("{BIN}: no manual page named {page} (mur, mur-roost)");
+                ExitCode::from(2)
+            }
+        };
+    }
     #[cfg(feature = "runtime")]
     if args.first().map(String::as_str) == Some(murmur::runtime::delegation::completion::ORPHANED) {
         return ExitCode::from(murmur::runtime::delegation::completion::orphaned(&args[1..]) as u8);

@@ -177,6 +177,17 @@ fn kernel_release() -> String {
         .map_or_else(|_| "unknown".into(), |k| clean(k.trim(), 100))
 }
 
+/// The system registry a package fills (read when the user's lacks a version): its path, or
+/// null when `MURMUR_SYSTEM_REGISTRY` is set but empty.
+fn system_registry_json() -> Value {
+    let Some(root) = crate::places::system_registry_root() else {
+        return Value::Null;
+    };
+    let artifacts = count_artifacts(&root);
+    json!({"path": clean(&root.display().to_string(), 400), "exists": artifacts.is_some(),
+           "artifacts": artifacts.unwrap_or(0)})
+}
+
 /// Probe and gather everything as one JSON object; `met` is false when `--manifest` names
 /// a floor this host cannot meet.
 pub fn report(o: &DoctorOptions, exe: &Path) -> Result<(Value, bool), Diagnostic> {
@@ -198,6 +209,7 @@ pub fn report(o: &DoctorOptions, exe: &Path) -> Result<(Value, bool), Diagnostic
                               "complete": r.landlock.is_ok() && r.seccomp.is_ok()},
         "registry": {"path": clean(&registry.display().to_string(), 400), "exists": artifacts.is_some(),
                      "artifacts": artifacts.unwrap_or(0)},
+        "system_registry": system_registry_json(),
         "cache": cache_json(),
         "spend": spend_json(crate::clock::now_ms()),
         "manifest": null,

@@ -83,6 +83,14 @@ pub fn render(v: &Value) -> String {
         "does not exist yet".into()
     };
     out.push_str(&format!("  registry        {}: {held}\n", s(&reg["path"])));
+    let sys = &v["system_registry"];
+    if sys["exists"] == true {
+        out.push_str(&format!(
+            "  system registry {}: {} artifacts, read where yours lacks a version\n",
+            s(&sys["path"]),
+            s(&sys["artifacts"])
+        ));
+    }
     let cache = &v["cache"];
     let cached = if cache["exists"] == true {
         format!(

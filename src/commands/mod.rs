@@ -14,6 +14,7 @@ pub mod exec;
 pub mod help;
 pub mod install;
 pub mod lock;
+pub mod man;
 pub mod new;
 pub mod oci;
 pub mod ps;

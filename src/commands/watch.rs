@@ -32,6 +32,11 @@ const SHOWN: &[&str] = &[
     "trap",
     "spend_ceiling",
     "trace_dropped",
+    // A person in the loop: what the task waits for, and the answer.
+    "approval_requested",
+    "approval_answered",
+    "input_requested",
+    "input_received",
 ];
 
 /// Run `mur watch`: the lines as they come on `out`; the exit status.

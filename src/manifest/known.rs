@@ -131,6 +131,28 @@ const EXPORTS: &[(&str, Shape)] = &[
     ),
 ];
 
+const APPROVALS: &[(&str, Shape)] = &[
+    ("tools", Leaf),
+    ("shell", Leaf),
+    ("delegations", Leaf),
+    ("timeout_secs", Leaf),
+    ("on_timeout", Leaf),
+];
+
+const A2A: &[(&str, Shape)] = &[
+    (
+        "input",
+        Map(&[
+            ("parts", Leaf),
+            ("media_types", Leaf),
+            ("dir", Leaf),
+            ("max_bytes", Leaf),
+        ]),
+    ),
+    ("output", Map(&[("dir", Leaf), ("max_bytes", Leaf)])),
+    ("answer", Leaf),
+];
+
 const TOP: &[(&str, Shape)] = &[
     ("name", Leaf),
     ("version", Leaf),
@@ -141,6 +163,9 @@ const TOP: &[(&str, Shape)] = &[
     ("context", Map(&[("max_tokens", Leaf)])),
     ("lifecycle", Map(LIFECYCLE)),
     ("exports", Map(EXPORTS)),
+    ("approvals", Map(APPROVALS)),
+    ("ask", Map(&[("timeout_secs", Leaf)])),
+    ("a2a", Map(A2A)),
     ("network", Map(&[("internal_port", Leaf)])),
     ("requires_files", Leaf),
     ("runtime", Leaf),

@@ -43,6 +43,12 @@ pub struct Manifest {
     pub requires_files: Vec<String>,
     /// Top-level `runtime`: what kind of artifact this package is (None: a capsule).
     pub packaged_as: Option<String>,
+    /// `approvals`: calls that wait for a person's yes (None: none do).
+    pub approvals: Option<Approvals>,
+    /// `ask`: the `ask` tool (None: not offered).
+    pub ask: Option<Ask>,
+    /// `a2a.*`: the part kinds a task takes, where its files land, what comes back.
+    pub a2a: TaskIo,
 }
 
 impl Manifest {
@@ -400,4 +406,115 @@ pub struct PeerExport {
 pub struct Exports {
     pub files: Option<FileExport>,
     pub peer_files: Option<PeerExport>,
+}
+
+/// `approvals.timeout_secs` when the block does not say.
+pub const DEFAULT_APPROVAL_TIMEOUT_SECS: u64 = 300;
+/// `ask.timeout_secs` when the block does not say.
+pub const DEFAULT_ASK_TIMEOUT_SECS: u64 = 600;
+
+/// `approvals`: the calls of an agent's model that wait for a person's yes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Approvals {
+    /// Tool names (artifacts of runtime `tool` or `skill`, the peer tools).
+    pub tools: Vec<String>,
+    pub shell: Vec<ShellApproval>,
+    /// Capsule names `delegate-task` may name, or `*` for every delegation.
+    pub delegations: Vec<String>,
+    pub timeout_secs: u64,
+    pub on_timeout: OnTimeout,
+}
+
+/// One `approvals.shell` entry: a binary of `shell.allow`, and optionally a pattern its
+/// command must match (`*` any run of characters, `?` one) for the call to need approval.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ShellApproval {
+    pub binary: String,
+    pub pattern: Option<String>,
+}
+
+/// What a call that waited `approvals.timeout_secs` without an answer gets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum OnTimeout {
+    #[default]
+    Deny,
+    Approve,
+}
+
+impl OnTimeout {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            OnTimeout::Deny => "deny",
+            OnTimeout::Approve => "approve",
+        }
+    }
+}
+
+/// `ask`: the `ask` tool, by which the model puts a question to the task's caller.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Ask {
+    pub timeout_secs: u64,
+}
+
+/// `a2a.input.max_bytes`: the largest file or data part taken (decoded bytes).
+pub const DEFAULT_PART_MAX_BYTES: u64 = 512 << 10;
+/// `a2a.output.max_bytes`: the largest output file sent back whole.
+pub const DEFAULT_OUTPUT_MAX_BYTES: u64 = 512 << 10;
+/// The most output bytes one task sends back, all files together: base64 and all, one
+/// answer's events stay under the 1 MiB a stream may hold unread (larger files are for
+/// `exports.files`).
+pub const MAX_OUTPUT_BYTES: u64 = 640 << 10;
+/// `a2a.input.dir`: where a task's file and data parts land (per task, beneath it).
+pub const DEFAULT_INPUT_DIR: &str = "in";
+
+/// `a2a.input`: which part kinds a message may carry, and where files land.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InputParts {
+    pub text: bool,
+    pub file: bool,
+    pub data: bool,
+    /// The media types (or `type/*`, `*/*` ranges) file parts may have.
+    pub media_types: Vec<String>,
+    /// Relative to the accessible workdir; each task's parts land in `<dir>/<task id>/`.
+    pub dir: String,
+    pub max_bytes: u64,
+}
+
+impl Default for InputParts {
+    fn default() -> InputParts {
+        InputParts {
+            text: true,
+            file: false,
+            data: false,
+            media_types: Vec::new(),
+            dir: DEFAULT_INPUT_DIR.into(),
+            max_bytes: DEFAULT_PART_MAX_BYTES,
+        }
+    }
+}
+
+/// `a2a.output`: the directory whose files come back as file artifacts.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OutputFiles {
+    /// Relative to the accessible workdir.
+    pub dir: String,
+    pub max_bytes: u64,
+}
+
+/// `a2a.answer`: what a send that waits for the task gets when it completes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum AnswerAs {
+    /// The Task (the default).
+    #[default]
+    Task,
+    /// A Message holding the answer's parts (A2A lets an agent answer so).
+    Message,
+}
+
+/// `a2a.*`.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct TaskIo {
+    pub input: InputParts,
+    pub output: Option<OutputFiles>,
+    pub answer: AnswerAs,
 }

@@ -10,9 +10,11 @@ use serde_yaml::Value;
 
 type R<T> = Result<T, Diagnostic>;
 
+mod approvals;
 mod door_auth;
 mod entry_extras;
 mod interpreter_runtime;
+mod task_io;
 
 /// Build the manifest from an already-interpolated tree. `api_key` is how the key was
 /// written before interpolation (a variable name, or None for a literal).
@@ -79,6 +81,13 @@ pub fn manifest(root: &Value, api_key_var: Option<&str>, api_key_resolved: bool)
     let requires_files = top.strings("requires_files")?.unwrap_or_default();
     let description = top.string("description")?;
     let packaged_as = top.string("runtime")?;
+    let a2a = match top.mapping("a2a")? {
+        Some(v) => task_io::parse(Node {
+            value: v,
+            path: "a2a",
+        })?,
+        None => TaskIo::default(),
+    };
     if let Some(kind) = &packaged_as {
         if !["capsule", "tool", "driver", "hook", "skill"].contains(&kind.as_str()) {
             return Err(invalid(
@@ -87,7 +96,11 @@ pub fn manifest(root: &Value, api_key_var: Option<&str>, api_key_resolved: bool)
             ));
         }
     }
+    let approvals = approvals::approvals(&top, &artifacts, &capabilities, inference.is_some())?;
+    let ask = approvals::ask(&top, inference.is_some())?;
     Ok(Manifest {
+        approvals,
+        ask,
         name,
         version,
         description,
@@ -100,6 +113,7 @@ pub fn manifest(root: &Value, api_key_var: Option<&str>, api_key_resolved: bool)
         internal_port,
         requires_files,
         packaged_as,
+        a2a,
     })
 }
 

@@ -440,11 +440,7 @@ enum Bounded {
 /// agree, and parse the packed manifest (whose name must be the bare name asked for).
 pub fn resolve(root: &Path, full: &str, version: &str, resolve: Resolve<'_>) -> Result<Resolved, Diagnostic> {
     let name = coordinates(full, version)?;
-    let location = locate(root, &name, version);
-    let bytes = match read_capped(&location.archive) {
-        Ok(b) => b,
-        Err(e) => return Err(read_error(full, version, &location, e)),
-    };
+    let (location, bytes) = read_installed(root, &name, full, version)?;
     let sha256 = sha256_hex(&bytes);
     check_sidecar(full, version, &location, &sha256)?;
     let loaded = packed_manifest(&bytes, resolve)?;
@@ -456,6 +452,34 @@ pub fn resolve(root: &Path, full: &str, version: &str, resolve: Resolve<'_>) -> 
         sha256,
         loaded,
     })
+}
+
+/// The archive of `name@version` from `root`, else, only when `root` has no such archive, from
+/// the system registry ([`crate::places::system_registry_root`]): a package's drivers and hooks
+/// resolve without a publish step, and the user's own copy always wins. An archive the user's
+/// registry holds but cannot be read, or a system copy that fails its sidecar, is an error,
+/// never a reason to look elsewhere.
+fn read_installed(
+    root: &Path,
+    name: &ArtifactName,
+    full: &str,
+    version: &str,
+) -> Result<(Location, Vec<u8>), Diagnostic> {
+    let location = locate(root, name, version);
+    let missing = match read_capped(&location.archive) {
+        Ok(b) => return Ok((location, b)),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => read_error(full, version, &location, e),
+        Err(e) => return Err(read_error(full, version, &location, e)),
+    };
+    let system = match crate::places::system_registry_root() {
+        Some(s) if s != root => locate(&s, name, version),
+        _ => return Err(missing),
+    };
+    match read_capped(&system.archive) {
+        Ok(b) => Ok((system, b)),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Err(missing),
+        Err(e) => Err(read_error(full, version, &system, e)),
+    }
 }
 
 fn write_synced(path: &Path, bytes: &[u8]) -> std::io::Result<()> {

@@ -162,5 +162,6 @@ pub fn outcome(state: State, answer: String, fallback: &str) -> Outcome {
         state,
         answer: Some(answer),
         message,
+        files: Vec::new(),
     }
 }

@@ -17,6 +17,7 @@ pub mod records;
 pub mod serve;
 pub mod session;
 pub mod status;
+pub mod task_files;
 pub mod trace;
 pub mod wasm;
 

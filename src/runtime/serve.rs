@@ -11,6 +11,7 @@ use super::door_access::{self, Access};
 use super::lifecycle::{self, Lifecycle};
 use super::session::Layout;
 use super::status::{self, Status};
+use super::task_files;
 use super::trace::{Bootstrap, Trace};
 use crate::a2a::shapes::State;
 use crate::diag::{code, Diagnostic};
@@ -275,9 +276,12 @@ fn tasks(
     while let Some(task) = s.life.next_task() {
         served.tasks += 1;
         state("working", &task.id);
-        let f = runner.run(&task, &mut s.bootstrap)?;
-        s.life
-            .finish(&task, lifecycle::outcome(f.state, f.answer, &f.fallback));
+        let f = run_with_files(s, runner.as_mut(), &task)?;
+        let mut outcome = lifecycle::outcome(f.state, f.answer, &f.fallback);
+        if f.state == State::Completed {
+            outcome.files = output_files(s);
+        }
+        s.life.finish(&task, outcome);
         if s.stop.load(Ordering::SeqCst) == 0 {
             state("idle", &task.id);
         }
@@ -292,6 +296,56 @@ fn tasks(
     }
     served.signal = s.stop.load(Ordering::SeqCst);
     Ok((served, runner))
+}
+
+/// Run `task` with its files landed (`a2a.input`): the runner gets the task's text with
+/// the files named (traced as `task_files_in`); a message whose files cannot land (or whose
+/// output directory cannot be emptied) fails without running (`task_files_failed`).
+fn run_with_files(
+    s: &mut Opened<'_>,
+    runner: &mut dyn TaskRunner,
+    task: &Taken,
+) -> Result<Finished, Diagnostic> {
+    let landed = match task_files::prepare(&s.layout.preopen_dir, &s.manifest.a2a, task) {
+        Ok(l) => l,
+        Err(why) => {
+            s.bootstrap.line(&format!("task {}: {why}", task.id));
+            s.trace
+                .event("task_files_failed", json!({"task_id": task.id, "error": why}))
+                .map_err(|e| trace_err(s, e))?;
+            return Ok(Finished {
+                state: State::Failed,
+                answer: format!("error: {why}\n"),
+                fallback: why,
+            });
+        }
+    };
+    if !landed.files.is_empty() {
+        s.trace
+            .event(
+                "task_files_in",
+                json!({"task_id": task.id, "files": landed.files}),
+            )
+            .map_err(|e| trace_err(s, e))?;
+    }
+    if landed.text == task.text {
+        return runner.run(task, &mut s.bootstrap);
+    }
+    let with_files = Taken {
+        text: landed.text,
+        ..task.clone()
+    };
+    runner.run(&with_files, &mut s.bootstrap)
+}
+
+/// The files a completed task left in its output directory (`a2a.output`), as artifacts;
+/// what was left out is noted in the bootstrap log.
+fn output_files(s: &mut Opened<'_>) -> Vec<crate::a2a::shapes::FileBody> {
+    let (files, skipped) = task_files::collect(&s.layout.preopen_dir, &s.manifest.a2a);
+    for why in skipped {
+        s.bootstrap.line(&format!("output file left out: {why}"));
+    }
+    files
 }
 
 /// `session_end`'s `fields`, with `records: incomplete` and why when a records write failed.

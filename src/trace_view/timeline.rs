@@ -344,6 +344,39 @@ impl Timeline {
                     failure(o, "reason")
                 ),
             ),
+            // A person in the loop: what the task waits for, then the answer (`!` for a
+            // call that did not run, or a question left unanswered).
+            "approval_requested" => one(
+                '*',
+                i + 2,
+                format!(
+                    "approval asked for {} {} (waits up to {} s)",
+                    s(o, "kind"),
+                    s(o, "tool_name"),
+                    num(o, "timeout_secs")
+                ),
+            ),
+            "approval_answered" => one(
+                if s(o, "decision") == "approved" { '*' } else { '!' },
+                i + 2,
+                format!(
+                    "{} {} by {} after {} ms",
+                    s(o, "tool_name"),
+                    s(o, "decision"),
+                    s(o, "by"),
+                    num(o, "duration_ms")
+                ),
+            ),
+            "input_requested" => one(
+                '*',
+                i + 2,
+                format!("question asked (waits up to {} s)", num(o, "timeout_secs")),
+            ),
+            "input_received" => one(
+                if s(o, "outcome") == "answered" { '*' } else { '!' },
+                i + 2,
+                format!("question {} after {} ms", s(o, "outcome"), num(o, "duration_ms")),
+            ),
             "hook_error" => one(
                 '!',
                 i,
@@ -519,5 +552,27 @@ mod tests {
             "{text}"
         );
         assert!(!text.contains("more"), "{text}");
+    }
+
+    #[test]
+    fn a_persons_answers_show_what_waited_and_how_it_ended() {
+        let events = [
+            serde_json::json!({"event_type": "approval_requested", "timestamp": 1, "turn": 1, "tool_name": "bash",
+                "kind": "shell", "input": {"command": "rm x"}, "timeout_secs": 300}),
+            serde_json::json!({"event_type": "approval_answered", "timestamp": 9, "turn": 1, "tool_name": "bash",
+                "decision": "denied", "by": "caller", "credential": "alice", "duration_ms": 8}),
+            serde_json::json!({"event_type": "input_requested", "timestamp": 10, "question": "which?", "timeout_secs": 60}),
+            serde_json::json!({"event_type": "input_received", "timestamp": 12, "outcome": "answered", "duration_ms": 2}),
+        ];
+        let trace: String = events.iter().map(|e| format!("{e}\n")).collect();
+        let (text, _) = super::super::render_all(trace.as_bytes());
+        for line in [
+            "*     approval asked for shell bash (waits up to 300 s)",
+            "!     bash denied by caller after 8 ms",
+            "*     question asked (waits up to 60 s)",
+            "*     question answered after 2 ms",
+        ] {
+            assert!(text.lines().any(|l| l.ends_with(line)), "want {line:?}\n{text}");
+        }
     }
 }

@@ -483,3 +483,58 @@ fn a_file_task_is_traced_as_source_file_before_the_a2a_tasks() {
     ];
     assert_eq!(asked, ["from the file", "from the door"]);
 }
+
+// ---------------------------------------------------------------------------------------
+// 2. Files in and out (`a2a:`).
+// ---------------------------------------------------------------------------------------
+
+/// A file sent to an agent capsule lands in `in/<task id>/`, the model's first message names
+/// it, and the file the agent's shell wrote to the output directory comes back as a file
+/// artifact with its media type (1.0 GetTask).
+#[test]
+fn a_file_sent_to_an_agent_lands_is_named_to_the_model_and_its_output_file_comes_back() {
+    let p = Provider::start(vec![
+        Step::tool(
+            "c1",
+            "sh",
+            json!({"command": "mkdir -p out/files && cp in/*/notes.txt out/files/summary.md"}),
+        ),
+        Step::text("copied"),
+    ]);
+    let w = common::agent::World::new("door-files");
+    let mut spec = common::agent::Spec::new(common::agent::Drv::OpenAi, &p);
+    spec.shell = vec!["sh".into()];
+    let a2a = "a2a:\n  input:\n    parts: [text, file]\n    media_types: [text/plain]\n  output:\n    dir: out/files\n";
+    manifest(&w, &spec, &format!("{}{a2a}", queue_sleep(1)));
+    let mut s = w.serve(None, &[]);
+    let params = json!({
+        "message": {"messageId": "m-files", "role": "ROLE_USER", "parts": [
+            {"text": "summarise"},
+            {"raw": "b2sK", "mediaType": "text/plain", "filename": "../notes.txt"},
+        ]},
+        "configuration": {"returnImmediately": true},
+    });
+    let t = s.result("SendMessage", params, &[])["task"].clone();
+    let tid = id(&t);
+    let done = s.settled(&tid, SETTLE);
+    assert_eq!(done["status"]["state"], "TASK_STATE_COMPLETED", "{done}");
+    let landed = w.workdir(&s.sid).join("in").join(&tid).join("notes.txt");
+    assert_eq!(std::fs::read(&landed).unwrap(), b"ok\n");
+    let first = &p.model_requests()[0];
+    assert!(
+        last_user_text(first).ends_with(&format!(
+            "summarise\n\n## Files\n\n- in/{tid}/notes.txt (file part, text/plain, 3 bytes, sent as \"../notes.txt\")\n"
+        )),
+        "{}",
+        last_user_text(first)
+    );
+    let arts = done["artifacts"].as_array().unwrap();
+    assert_eq!(arts[0]["name"], "response");
+    assert_eq!(
+        arts[1],
+        json!({"artifactId": format!("{tid}-file-1"), "name": "summary.md",
+               "parts": [{"raw": "b2sK", "mediaType": "text/markdown", "filename": "summary.md"}]})
+    );
+    assert_eq!(arts.len(), 2, "{done}");
+    assert_eq!(s.stop(), Some(0), "{}", s.both());
+}

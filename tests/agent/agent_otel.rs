@@ -556,3 +556,69 @@ fn a_failed_compaction_is_a_compaction_event_and_a_failed_task_and_session() {
 fn a_queue_session_halted_by_a_failed_compaction_ends_failed_in_the_trace_and_the_spans() {
     failed_compaction("otel-compaction-queue", true);
 }
+
+/// A person in the loop on the span tree: the `ask` tool's wait for the caller's answer is
+/// its `execute_tool ask` span, as long as the wait (after the `requested` mark).
+#[test]
+fn the_wait_for_a_persons_answer_is_a_span_as_long_as_the_wait() {
+    let collector = Provider::start_sink();
+    let origin = format!("http://127.0.0.1:{}", collector.port());
+    let p = super::agent_person::model();
+    let w = world(
+        "otel-person",
+        &p,
+        &origin,
+        entry(&origin, true, true, ""),
+        &format!(
+            "{}{}",
+            lifecycle_yaml("queue", Some("exit"), Some(2)),
+            super::agent_person::PERSON
+        ),
+    );
+    let mut s = w.serve(None, &[("MURMUR_A2A_TIMEOUT_SECS", "2")]);
+    let sent = s.result("SendMessage", send_params_10("ask away", true), &[]);
+    let task = sent["task"].clone();
+    s.wait_state(
+        task["id"].as_str().unwrap(),
+        "TASK_STATE_INPUT_REQUIRED",
+        Duration::from_secs(60),
+    );
+    std::thread::sleep(Duration::from_millis(1200));
+    let mut answer = send_params_10("blue", true);
+    answer["message"]["taskId"] = task["id"].clone();
+    answer["message"]["contextId"] = task["contextId"].clone();
+    let resumed = s.result("SendMessage", answer, &[]);
+    assert_eq!(
+        resumed["task"]["status"]["state"], "TASK_STATE_WORKING",
+        "{resumed}"
+    );
+    let ended = s.wait_exit(Duration::from_secs(60));
+    assert_eq!(ended.and_then(|e| e.code()), Some(0), "{}", s.both());
+    let bodies = collector.requests();
+    assert_eq!(
+        bodies.len(),
+        2,
+        "{}",
+        log_text(&w, &s.sid, "hook-murmur-hook-otel.log")
+    );
+    let spans = spans_of(&parsed(&w, &bodies)[0], &s.sid);
+    let names: Vec<&str> = spans.iter().map(|s| s["name"].as_str().unwrap()).collect();
+    assert_eq!(
+        names,
+        [
+            "mur.task",
+            &format!("chat {MODEL}"),
+            "execute_tool ask",
+            "execute_tool ask",
+            &format!("chat {MODEL}")
+        ]
+    );
+    let length = |s: &Value| s["end"].as_u64().unwrap() - s["start"].as_u64().unwrap();
+    assert!(
+        length(&spans[2]) < 100_000_000,
+        "the request is a mark: {}",
+        spans[2]
+    );
+    assert!(length(&spans[3]) >= 1_200_000_000, "the wait: {}", spans[3]);
+    assert!(within(&spans[3], &spans[0]), "{} {}", spans[3], spans[0]);
+}

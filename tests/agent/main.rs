@@ -21,6 +21,7 @@ mod agent_hooks;
 mod agent_lock;
 mod agent_new;
 mod agent_otel;
+mod agent_person;
 mod agent_reopen;
 mod agent_security;
 mod agent_spend;

@@ -4,7 +4,7 @@
 use crate::common;
 
 use murmur::manifest::{
-    parse, AfterTask, ApiKey, ArtifactRuntime, Containment, Loaded, Resolve, TaskAcceptance,
+    parse, AfterTask, ApiKey, ArtifactRuntime, Containment, Loaded, OnTimeout, Resolve, TaskAcceptance,
 };
 use murmur::resources::check_export_roots;
 use std::process::Command;
@@ -24,6 +24,9 @@ fn runtime(yaml: &str) -> Result<Loaded, murmur::diag::Diagnostic> {
 }
 
 const HEAD: &str = "name: cap\nversion: 0.1.0\n";
+
+/// An agent capsule's artifacts (tool `t`, skill `s`, the driver), shell, spawn and model.
+const AGENT: &str = "artifacts:\n  - {name: t, version: 1.0.0}\n  - {name: local/s, version: 1.0.0, runtime: skill}\n  - {name: drv, version: 1.0.0, runtime: driver}\ncapabilities: {shell: {allow: [rm, git]}, spawn: {allow: [worker]}}\ninference: {endpoint: 'http://127.0.0.1:8080', model: m, driver: {artifact: drv}}\n";
 
 fn with_head(body: &str) -> String {
     format!("{HEAD}{body}")
@@ -111,6 +114,38 @@ fn cases() -> Vec<(&'static str, String, Expect)> {
             assert_eq!(i.model.as_deref(), Some("model-from-env"));
             assert_eq!((i.max_turns, i.max_task_reopens, i.max_tokens, i.compaction_threshold), (10, 1, 8192, 0.98));
         })),
+        ("approvals and ask", with_head(&format!("{AGENT}approvals:\n  tools: [t, s, share-file]\n  shell: [rm, 'git push *']\n  delegations: [worker]\n  timeout_secs: 60\n  on_timeout: approve\nask: {{timeout_secs: 90}}\n")), Ok(|l| {
+            let a = l.manifest.approvals.as_ref().unwrap();
+            assert_eq!(a.tools, ["t", "s", "share-file"]);
+            let shell: Vec<_> = a.shell.iter().map(|r| (r.binary.as_str(), r.pattern.as_deref())).collect();
+            assert_eq!(shell, [("rm", None), ("git", Some("push *"))]);
+            assert_eq!((a.delegations.as_slice(), a.timeout_secs, a.on_timeout), (&["worker".to_string()][..], 60, OnTimeout::Approve));
+            assert_eq!(l.manifest.ask.map(|a| a.timeout_secs), Some(90));
+            assert!(l.warnings.is_empty(), "{:?}", l.warnings);
+        })),
+        ("approvals and ask defaults", with_head(&format!("{AGENT}approvals: {{delegations: ['*']}}\nask: true\n")), Ok(|l| {
+            let a = l.manifest.approvals.as_ref().unwrap();
+            assert_eq!((a.timeout_secs, a.on_timeout), (300, OnTimeout::Deny));
+            assert_eq!(l.manifest.ask.map(|a| a.timeout_secs), Some(600));
+        })),
+        ("ask false offers nothing", with_head(&format!("{AGENT}ask: false\n")), Ok(|l| {
+            assert!(l.manifest.ask.is_none() && l.manifest.approvals.is_none());
+        })),
+        ("approvals without a model", with_head("capabilities: {shell: {allow: [rm]}}\napprovals: {shell: [rm]}\n"), Err("E-MAN-003", "approvals")),
+        ("ask without a model", with_head("ask: true\n"), Err("E-MAN-003", "ask")),
+        ("ask not a flag or block", with_head(&format!("{AGENT}ask: yes please\n")), Err("E-MAN-003", "ask")),
+        ("approvals naming nothing", with_head(&format!("{AGENT}approvals: {{timeout_secs: 5}}\n")), Err("E-MAN-003", "approvals")),
+        ("approval of an undeclared tool", with_head(&format!("{AGENT}approvals: {{tools: [t, typo]}}\n")), Err("E-MAN-003", "approvals.tools[1]")),
+        ("approval of delegate-task as a tool", with_head(&format!("{AGENT}approvals: {{tools: [delegate-task]}}\n")), Err("E-MAN-003", "approvals.tools[0]")),
+        ("approval of a binary outside shell allow", with_head(&format!("{AGENT}approvals: {{shell: [rm, curl]}}\n")), Err("E-MAN-003", "approvals.shell[1]")),
+        ("approval of an undeclared delegation", with_head(&format!("{AGENT}approvals: {{delegations: [other]}}\n")), Err("E-MAN-003", "approvals.delegations[0]")),
+        ("approval timeout of zero", with_head(&format!("{AGENT}approvals: {{shell: [rm], timeout_secs: 0}}\n")), Err("E-MAN-003", "approvals.timeout_secs")),
+        ("approval timeout past a day", with_head(&format!("{AGENT}approvals: {{shell: [rm], timeout_secs: 86401}}\n")), Err("E-MAN-003", "approvals.timeout_secs")),
+        ("unknown on_timeout", with_head(&format!("{AGENT}approvals: {{shell: [rm], on_timeout: ask}}\n")), Err("E-MAN-003", "approvals.on_timeout")),
+        ("ask timeout of zero", with_head(&format!("{AGENT}ask: {{timeout_secs: 0}}\n")), Err("E-MAN-003", "ask.timeout_secs")),
+        ("unknown approvals key", with_head(&format!("{AGENT}approvals: {{shell: [rm], timeout: 5}}\n")), Ok(|l| {
+            assert_eq!(l.warnings.iter().map(|w| w.key.as_str()).collect::<Vec<_>>(), ["approvals.timeout"]);
+        })),
         ("context max tokens", with_head("context: {max_tokens: 64000}\n"), Ok(|l| {
             assert_eq!(l.manifest.context_max_tokens, Some(64000));
         })),
@@ -126,6 +161,13 @@ fn cases() -> Vec<(&'static str, String, Expect)> {
         })),
         ("operator export with a size in MiB", with_head("exports:\n  files: {root: out/, mode: read-only, max_bytes: 1MiB}\n"), Ok(|l| {
             assert_eq!(l.manifest.exports.files.as_ref().unwrap().max_bytes, 1_048_576);
+        })),
+        ("a2a block: kinds, media types, dirs, answer", with_head("a2a:\n  input: {parts: [file, data], media_types: ['image/*'], dir: inbox, max_bytes: 4Ki}\n  output: {dir: out/files}\n  answer: message\n"), Ok(|l| {
+            let io = &l.manifest.a2a;
+            assert!(!io.input.text && io.input.file && io.input.data && l.warnings.is_empty());
+            assert_eq!((io.input.media_types.as_slice(), io.input.dir.as_str(), io.input.max_bytes), (&["image/*".to_string()][..], "inbox", 4096));
+            assert_eq!(io.output.as_ref().map(|o| (o.dir.as_str(), o.max_bytes)), Some(("out/files", 512 << 10)));
+            assert_eq!(io.answer, murmur::manifest::AnswerAs::Message);
         })),
         ("peer export defaults", with_head("exports:\n  peer_files: {root: out}\n"), Ok(|l| {
             let p = l.manifest.exports.peer_files.as_ref().unwrap();
@@ -192,6 +234,12 @@ fn cases() -> Vec<(&'static str, String, Expect)> {
         ("queue without room", with_head("lifecycle: {task_acceptance: queue, queue_depth: 0}\n"), Err("E-MAN-003", "lifecycle.queue_depth")),
         ("writable export", with_head("exports:\n  files: {root: out, mode: read-write}\n"), Err("E-MAN-003", "exports.files.mode")),
         ("escaping export root", with_head("exports:\n  files: {root: ../x, mode: read-only}\n"), Err("E-MAN-003", "exports.files.root")),
+        ("a2a part kind unknown", with_head("a2a:\n  input: {parts: [video]}\n"), Err("E-MAN-003", "a2a.input.parts")),
+        ("a2a media type malformed", with_head("a2a:\n  input: {parts: [file], media_types: ['text']}\n"), Err("E-MAN-003", "a2a.input.media_types")),
+        ("a2a part bound zero", with_head("a2a:\n  input: {max_bytes: 0}\n"), Err("E-MAN-003", "a2a.input.max_bytes")),
+        ("a2a output dir escaping", with_head("a2a:\n  output: {dir: ../x}\n"), Err("E-MAN-003", "a2a.output.dir")),
+        ("a2a output bound past one answer", with_head("a2a:\n  output: {dir: o, max_bytes: 1Mi}\n"), Err("E-MAN-003", "a2a.output.max_bytes")),
+        ("a2a answer unknown", with_head("a2a:\n  answer: file\n"), Err("E-MAN-003", "a2a.answer")),
         ("export size with a bad suffix", with_head("exports:\n  files: {root: out, mode: read-only, max_bytes: 10MB}\n"), Err("E-MAN-003", "exports.files.max_bytes")),
         ("sleeping capsule without a peer ttl", with_head("lifecycle: {after_task: sleep}\nexports:\n  peer_files: {root: out}\n"), Err("E-CAP-008", "exports.peer_files.max_ttl")),
         ("sleeping capsule with a long peer ttl", with_head("lifecycle: {after_task: sleep}\nexports:\n  peer_files: {root: out, max_ttl: 1h}\n"), Err("E-CAP-008", "exports.peer_files.max_ttl")),

@@ -466,3 +466,87 @@ fn build_and_publish_name_a_spawn_allow_capsule_that_takes_no_task() {
         "{err}"
     );
 }
+
+/// `mur` with HOME (so the default registry) at `home` and the system registry at `system`.
+fn mur_with_system(home: &Path, system: &str, args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(MUR)
+        .args(args)
+        .env("HOME", home)
+        .env("MURMUR_SYSTEM_REGISTRY", system)
+        .output()
+        .unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into(),
+        String::from_utf8_lossy(&out.stderr).into(),
+    )
+}
+
+#[test]
+fn an_artifact_absent_from_the_users_registry_resolves_from_the_system_one_and_only_then() {
+    let tmp = TempDir::new("registry-system");
+    let dir = capsule_dir(tmp.path());
+    let zip = tmp.path().join("w.mur.zip");
+    let system = tmp.path().join("usr-share-murmur-artifacts");
+    let home = tmp.path().join("home");
+    std::fs::create_dir_all(&home).unwrap();
+    assert_eq!(mur(&["build", s(&dir), "-o", s(&zip)]).0, 0);
+    assert_eq!(mur(&["publish", s(&zip), "--registry-path", s(&system)]).0, 0);
+    let system_sha = registry::sha256_hex(&std::fs::read(&zip).unwrap());
+    let inspect = ["inspect", "worker-a@0.1.0", "--json"];
+
+    // 1. Nothing in the user's registry: the package's copy, no publish step.
+    let (code, out, err) = mur_with_system(&home, s(&system), &inspect);
+    assert_eq!(code, 0, "{err}");
+    let shown: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(shown["sha256"], system_sha.as_str());
+
+    // 2. The system registry turned off (set but empty): not installed, as before.
+    let (code, _, err) = mur_with_system(&home, "", &inspect);
+    assert_eq!(code, 1);
+    assert!(
+        err.starts_with("error[E-RUN-008]: artifact worker-a@0.1.0 is not installed"),
+        "{err}"
+    );
+
+    // 3. The user's own copy of the same coordinates wins over the system's.
+    std::fs::write(
+        dir.join("murmur.yaml"),
+        "name: worker-a\nversion: 0.1.0\ndescription: the user's own\nrequires_files: [prompts/system.md]\n",
+    )
+    .unwrap();
+    let own = tmp.path().join("own.mur.zip");
+    assert_eq!(mur(&["build", s(&dir), "-o", s(&own)]).0, 0);
+    let (code, _, err) = mur_with_system(&home, s(&system), &["publish", s(&own)]);
+    assert_eq!(code, 0, "{err}");
+    let own_sha = registry::sha256_hex(&std::fs::read(&own).unwrap());
+    assert_ne!(own_sha, system_sha);
+    let (code, out, err) = mur_with_system(&home, s(&system), &inspect);
+    assert_eq!(code, 0, "{err}");
+    let shown: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(shown["sha256"], own_sha.as_str());
+
+    // 4. The user's copy failing its check is an error, never a reason to read the system's.
+    let filed = home.join(".murmur/artifacts/worker-a/0.1.0/worker-a-0.1.0.sha256");
+    std::fs::write(&filed, system_sha.as_bytes()).unwrap();
+    let (code, _, err) = mur_with_system(&home, s(&system), &inspect);
+    assert_eq!(code, 1);
+    assert!(
+        err.starts_with("error[E-REG-002]: integrity check failed for worker-a@0.1.0"),
+        "{err}"
+    );
+
+    // 5. A tampered system copy is refused as one (its sidecar still applies).
+    std::fs::remove_dir_all(home.join(".murmur/artifacts/worker-a")).unwrap();
+    let sys_zip = system.join("worker-a/0.1.0/worker-a-0.1.0.mur.zip");
+    let mut bytes = std::fs::read(&sys_zip).unwrap();
+    let last = bytes.len() - 30;
+    bytes[last] ^= 0x55;
+    std::fs::write(&sys_zip, &bytes).unwrap();
+    let (code, _, err) = mur_with_system(&home, s(&system), &inspect);
+    assert_eq!(code, 1);
+    assert!(
+        err.starts_with("error[E-REG-002]: integrity check failed for worker-a@0.1.0"),
+        "{err}"
+    );
+}

@@ -117,11 +117,29 @@ fn registry_and_cache_are_counted() {
     let (_, v) = doctor(
         json_cmd()
             .args(["--registry-path", reg.to_str().unwrap()])
-            .env("MURMUR_CACHE_DIR", t.path().join("cache")),
+            .env("MURMUR_CACHE_DIR", t.path().join("cache"))
+            .env("MURMUR_SYSTEM_REGISTRY", reg.join("local")),
     );
     assert_eq!(v["registry"]["artifacts"], 2);
     assert_eq!(v["cache"]["entries"], 1);
     assert_eq!(v["cache"]["bytes"], 1000);
+    assert_eq!(
+        v["system_registry"],
+        serde_json::json!({"path": reg.join("local").to_str().unwrap(), "exists": true, "artifacts": 1})
+    );
+    let text = Command::new(MUR)
+        .arg("doctor")
+        .env("MURMUR_SYSTEM_REGISTRY", reg.join("local"))
+        .output()
+        .unwrap();
+    let text = String::from_utf8(text.stdout).unwrap();
+    let line = format!(
+        "  system registry {}: 1 artifacts, read where yours lacks a version\n",
+        reg.join("local").display()
+    );
+    assert!(text.contains(&line), "{text}");
+    let (_, v) = doctor(json_cmd().env("MURMUR_SYSTEM_REGISTRY", ""));
+    assert_eq!(v["system_registry"], serde_json::Value::Null);
 }
 
 #[test]

@@ -5,7 +5,9 @@
 //! auth options (AuthInterceptor and a CredentialService holding a token `mur token` prints,
 //! handed over in the environment). The SDK lives in a virtualenv made by
 //! `scripts/a2a-sdk-venv.sh`; its python is `$MURMUR_A2A_SDK_PYTHON`, else
-//! `target/a2a-sdk-venv/bin/python3`. Without it the test fails, it never skips.
+//! `target/a2a-sdk-venv/bin/python3`. Without it the test fails, it never skips. The same
+//! SDK also sends a file in and receives a file artifact with its media type, in both
+//! generations, through tests/sdk/a2a_files.py against a tests/fixtures/files capsule.
 
 use crate::common;
 
@@ -25,20 +27,26 @@ struct ScriptRun {
     timed_out: bool,
 }
 
-/// `python tests/sdk/a2a_client.py BASE GENERATION`, its output kept in files under `t` (no
+/// `python tests/sdk/<script> BASE GENERATION`, its output kept in files under `t` (no
 /// pipe to fill), killed past the deadline.
-fn run_script(t: &TempDir, python: &Path, base: &str, generation: &str, token: Option<&str>) -> ScriptRun {
+fn run_script(
+    t: &TempDir,
+    (python, script): (&Path, &str),
+    base: &str,
+    generation: &str,
+    env: &[(&str, &str)],
+) -> ScriptRun {
     let out_path = t.path().join(format!("sdk-{generation}.stdout"));
     let err_path = t.path().join(format!("sdk-{generation}.stderr"));
     let mut child = Command::new(python)
-        .arg(repo("tests/sdk/a2a_client.py"))
+        .arg(repo(&format!("tests/sdk/{script}")))
         .args([base, generation])
         .env("PYTHONUNBUFFERED", "1")
         .env("PYTHONDONTWRITEBYTECODE", "1")
         // httpx honours proxy variables; the door is on loopback.
         .env("NO_PROXY", "127.0.0.1,localhost")
         .env("no_proxy", "127.0.0.1,localhost")
-        .envs(token.map(|t| ("A2A_DOOR_TOKEN", t)))
+        .envs(env.iter().copied())
         .stdin(Stdio::null())
         .stdout(std::fs::File::create(&out_path).unwrap())
         .stderr(std::fs::File::create(&err_path).unwrap())
@@ -80,6 +88,67 @@ fn the_official_a2a_sdk_client_drives_the_door_over_1_0_and_0_3() {
     drive("a2a-sdk", LIFECYCLE, None);
 }
 
+const TAKES: &str = "a2a:\n  input:\n    parts: [text, file, data]\n    media_types: [text/csv]\n  output:\n    dir: out/files\n";
+
+#[test]
+fn the_official_a2a_sdk_client_sends_a_file_and_receives_a_file_artifact_over_1_0_and_0_3() {
+    drive_with(
+        "a2a-sdk-files",
+        ("tests/fixtures/files/capsule.wasm", "a2a_files.py"),
+        &format!("{LIFECYCLE}{TAKES}"),
+        None,
+    );
+}
+
+/// The 0.3 generation's own SDK reads the card a door serves without `A2A-Version` (the
+/// merged form: its AgentCard requires `url`) and sends a file and reads the file artifact.
+#[test]
+fn the_0_3_sdk_reads_the_default_card_and_gets_a_file_artifact_back() {
+    let python = common::sdk::python_03();
+    let t = TempDir::new("a2a-sdk03-files");
+    let dir = capsule(
+        &t,
+        "tests/fixtures/files/capsule.wasm",
+        &format!("{LIFECYCLE}{TAKES}"),
+    );
+    let (mut running, line) = serve(&t, &dir);
+    let base = format!(
+        "http://{}",
+        line["url"].as_str().unwrap().replace("localhost", "127.0.0.1")
+    );
+    let out = Command::new(python)
+        .arg(repo("tests/sdk/a2a_files_03.py"))
+        .arg(&base)
+        .env("PYTHONDONTWRITEBYTECODE", "1")
+        .env("NO_PROXY", "127.0.0.1,localhost")
+        .env("no_proxy", "127.0.0.1,localhost")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    sigterm(running.child.id());
+    let _ = running.child.wait();
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "--- stdout\n{stdout}--- stderr\n{stderr}"
+    );
+    assert!(stdout.contains("[0.3.26] send: task tsk_"), "{stdout}");
+}
+
+#[test]
+fn the_official_a2a_sdk_client_reads_a_message_answer_holding_the_file_over_1_0_and_0_3() {
+    drive_with(
+        "a2a-sdk-message",
+        ("tests/fixtures/files/capsule.wasm", "a2a_files.py"),
+        &format!("{LIFECYCLE}{TAKES}  answer: message\n"),
+        None,
+    );
+}
+
 #[test]
 fn the_official_a2a_sdk_client_authenticates_with_its_own_auth_options() {
     let auth = "capabilities:\n  network:\n    authentication:\n      scheme: bearer\n      credentials:\n        - {name: client, scopes: ['*']}\n";
@@ -89,9 +158,19 @@ fn the_official_a2a_sdk_client_authenticates_with_its_own_auth_options() {
 /// Serve the slow capsule with `extra` manifest YAML and run the script over both
 /// generations, with the token of `credential` (printed by `mur token`) when named.
 fn drive(label: &str, extra: &str, credential: Option<&str>) {
+    drive_with(
+        label,
+        ("tests/fixtures/slow/capsule.wasm", "a2a_client.py"),
+        extra,
+        credential,
+    );
+}
+
+/// [`drive`] of `script` against a capsule of `wasm`.
+fn drive_with(label: &str, (wasm, script): (&str, &str), extra: &str, credential: Option<&str>) {
     let python = common::sdk::python();
     let t = TempDir::new(label);
-    let dir = capsule(&t, "tests/fixtures/slow/capsule.wasm", extra);
+    let dir = capsule(&t, wasm, extra);
     let (mut running, line) = serve(&t, &dir);
     let token = credential.map(|name| {
         let sid = line["session_id"].as_str().unwrap();
@@ -116,11 +195,15 @@ fn drive(label: &str, extra: &str, credential: Option<&str>) {
 
     let mut failures = Vec::new();
     for generation in ["1.0", "0.3"] {
-        let run = run_script(&t, &python, &base, generation, token.as_deref());
-        println!("--- a2a_client.py {generation}\n{}{}", run.stdout, run.stderr);
+        let mut env: Vec<(&str, &str)> = token.iter().map(|t| ("A2A_DOOR_TOKEN", t.as_str())).collect();
+        if extra.contains("answer: message") {
+            env.push(("A2A_ANSWER", "message"));
+        }
+        let run = run_script(&t, (&python, script), &base, generation, &env);
+        println!("--- {script} {generation}\n{}{}", run.stdout, run.stderr);
         if run.code != Some(0) {
             failures.push(format!(
-                "a2a_client.py {base} {generation} {}\n--- stdout\n{}--- stderr\n{}",
+                "{script} {base} {generation} {}\n--- stdout\n{}--- stderr\n{}",
                 if run.timed_out {
                     format!("was killed after {}s", SCRIPT_DEADLINE.as_secs())
                 } else {

@@ -59,7 +59,7 @@ fn a2a_errors_of_1_0_calls_carry_error_info_and_unread_parts_are_content_type_er
         (&e["code"], &e["message"], &e["data"]),
         (
             &json!(-32005),
-            &json!("Content type not supported: a raw part: this capsule reads text parts only"),
+            &json!("Content type not supported: part 1 (file): this capsule takes text parts only (its card's defaultInputModes: text/plain)"),
             &info("CONTENT_TYPE_NOT_SUPPORTED")
         )
     );
@@ -69,7 +69,7 @@ fn a2a_errors_of_1_0_calls_carry_error_info_and_unread_parts_are_content_type_er
         d.error("message/send", file),
         (
             -32005,
-            "Content type not supported: a file part: this capsule reads text parts only".into()
+            "Content type not supported: a file part by reference (url/uri): the door fetches nothing; send the file's bytes inline".into()
         )
     );
     // Nothing of a refused message became a task.

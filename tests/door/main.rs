@@ -9,6 +9,7 @@ mod a2a_sdk;
 mod door_a2a;
 mod door_auth;
 mod door_errors;
+mod door_files;
 mod door_http;
 mod door_lifecycle;
 mod door_streams;

@@ -383,6 +383,7 @@ fn session(
         halted: false,
         spend,
         spent: false,
+        person: super::person::Person::of(m, &s.life.tasks),
     })
 }
 
@@ -696,6 +697,7 @@ fn runtime_tools(
         specs.push(tool.spec());
         toolbox.delegate = Some(tool);
     }
+    specs.extend(m.ask.map(|_| super::person::ask_spec()));
     Ok(specs)
 }
 

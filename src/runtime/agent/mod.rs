@@ -11,6 +11,7 @@ pub mod grants;
 pub mod hooks;
 pub mod murmur_md;
 pub mod peer;
+pub mod person;
 pub mod preflight;
 pub mod runner;
 pub mod shell;

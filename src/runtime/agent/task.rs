@@ -126,6 +126,8 @@ pub struct Session {
     pub spend: Meter,
     /// A spend ceiling refused a call: no further task (a ceiling stays reached).
     pub spent: bool,
+    /// `approvals` and `ask`: the task's caller in the loop (None: neither declared).
+    pub person: Option<super::person::Person>,
 }
 
 fn input_for_trace(input: &Value) -> Value {
@@ -227,6 +229,14 @@ impl Session {
         }
         // A shell or native call in progress is killed when this task is canceled.
         self.tools.runner.cancel = task.cancel.clone();
+        if let Some(p) = self.person.as_mut() {
+            let who = if task.origin == "completion" {
+                "completion"
+            } else {
+                task.source
+            };
+            p.task = (task.id.clone(), who);
+        }
         let mut text = task.text.clone();
         let mut reopens = 0u64;
         let end = loop {
@@ -475,7 +485,10 @@ impl Session {
     /// One tool call of the model's: run, traced (`tool_call`, and `shell` for a shell
     /// binary), its hook fired; the tool message the model reads next.
     fn call_tool(&mut self, turn: u64, id: &str, name: &str, input: &Value, totals: &mut Totals) -> Message {
-        let mut called = self.tools.call(name, input, &self.records);
+        let mut called = match self.consult(turn, name, input) {
+            Some(answered) => answered,
+            None => self.tools.call(name, input, &self.records),
+        };
         totals.tool_calls += 1;
         // A call with no exit of its own while the session was stopping or its task was
         // canceled was killed for that: it is `interrupted`, not a call that went fine.

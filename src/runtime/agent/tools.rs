@@ -24,6 +24,10 @@ pub enum Kind {
     Peer,
     /// `delegate-task`, run by the runtime itself.
     Delegate,
+    /// A call a person denied (or whose approval ran out): it did not run.
+    Denied,
+    /// The `ask` tool: the caller's answer.
+    Ask,
     Unknown,
 }
 
@@ -36,6 +40,8 @@ impl Kind {
             Kind::Wasm => "wasm",
             Kind::Peer => "peer",
             Kind::Delegate => "delegate",
+            Kind::Denied => "denied",
+            Kind::Ask => "ask",
             Kind::Unknown => "unknown",
         }
     }

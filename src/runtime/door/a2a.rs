@@ -3,7 +3,8 @@
 //! read them only from a 2xx), except what the HTTP layer refuses before the body is read
 //! (413, 431, the loopback guard), a body not declared as JSON (415, its body still a
 //! JSON-RPC error: -32005), and on an authenticated door a caller without a good token (401)
-//! or calling outside its credential's scopes (403): see [`super::auth`].
+//! or calling outside its credential's scopes (403): see [`super::auth`]. A message that
+//! names its `taskId` answers a task waiting for input (`a2a_follow.rs`).
 
 use super::auth::{Denied, Gate};
 use super::tasks::{self, answer, Origin, Tasks, Viewer, Watch};
@@ -41,6 +42,8 @@ pub struct A2a {
     pub gate: Option<Arc<Gate>>,
     /// The extended card (0.3 form, 1.0 form), served to authenticated callers.
     pub extended: Option<(Value, Value)>,
+    /// The parts the capsule's tasks take, and how a waiting send is answered.
+    pub takes: super::parts::Takes,
 }
 
 /// Who is calling, as the gate decided.
@@ -223,14 +226,11 @@ impl A2a {
         if let Some(m) = self.misaddressed(req, &origin) {
             return fail(COMPLETION_MISADDRESSED, m);
         }
+        if let Err((code, m)) = self.takes.check(&s.parts) {
+            return fail(code, m);
+        }
         if let Some(t) = &s.task_id {
-            return match self.tasks.get(t, caller.viewer()) {
-                None => fail(rpc::TASK_NOT_FOUND, "Task not found".into()),
-                Some(_) => fail(
-                    UNSUPPORTED_OPERATION,
-                    "Unsupported operation: a task takes no further messages; send a new message without taskId".into(),
-                ),
-            };
+            return self.follow_up(ex, (call, caller), (t, s), stream);
         }
         if stream && !self.tasks.stream_room() {
             return too_many_streams(gen, id);
@@ -245,6 +245,7 @@ impl A2a {
                 stream: ex.stream(),
                 id: id.clone(),
                 gen,
+                message: self.takes.message,
             };
             self.submit(s, origin, watch, &taken);
             return Reply::Stream(sse_head());
@@ -266,12 +267,36 @@ impl A2a {
         origin: Origin,
         taken: &Option<String>,
     ) -> Reply {
-        let (tasks, rid, history) = (self.tasks.clone(), id.clone(), s.history_length);
+        let history = s.history_length;
         let task_id = Arc::new(std::sync::OnceLock::<String>::new());
-        let tid = task_id.clone();
-        let ticket = ex.defer_or(BLOCKING_WAIT, move || {
-            let t = tid.get().and_then(|t| tasks.sent(t));
-            match t {
+        let ticket = self.held_answer(ex, (id, gen), history, task_id.clone());
+        let watch = Watch::Wait {
+            ticket,
+            id: id.clone(),
+            gen,
+            history,
+            message: self.takes.message,
+        };
+        let t = self.submit(s, origin, watch, taken);
+        let _ = task_id.set(t.id.clone());
+        if t.state.is_terminal() {
+            return ok(id, shapes::render_send_result(&t, gen, history));
+        }
+        Reply::Later
+    }
+
+    /// The ticket of a send held for its task ([`BLOCKING_WAIT`] at most): when it fires, the
+    /// task `task_id` names by then, as it stands, or an internal error if it is gone.
+    pub(super) fn held_answer(
+        &self,
+        ex: &Exchange<'_>,
+        (id, gen): (&Value, Generation),
+        history: Option<u32>,
+        task_id: Arc<std::sync::OnceLock<String>>,
+    ) -> crate::http::Ticket {
+        let (tasks, rid) = (self.tasks.clone(), id.clone());
+        ex.defer_or(BLOCKING_WAIT, move || {
+            match task_id.get().and_then(|t| tasks.sent(t)) {
                 Some(t) => answer(&rpc::result_response(
                     &rid,
                     shapes::render_send_result(&t, gen, history),
@@ -280,19 +305,7 @@ impl A2a {
                     &RpcError::new(&rid, rpc::INTERNAL_ERROR, "Internal error: the task is gone").to_json(),
                 ),
             }
-        });
-        let watch = Watch::Wait {
-            ticket,
-            id: id.clone(),
-            gen,
-            history,
-        };
-        let t = self.submit(s, origin, watch, taken);
-        let _ = task_id.set(t.id.clone());
-        if t.state.is_terminal() {
-            return ok(id, shapes::render_send_result(&t, gen, history));
-        }
-        Reply::Later
+        })
     }
 
     fn call(&self, req: &Request, ex: &Exchange<'_>, call: Call, caller: &Caller) -> Reply {
@@ -443,6 +456,9 @@ impl Route for A2a {
     }
 }
 
+#[path = "a2a_follow.rs"]
+mod follow;
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -519,6 +535,7 @@ mod tests {
             trace: None,
             gate: Some(Arc::new(Gate::new(&auth, "ses_1", false).unwrap())),
             extended: None,
+            takes: Default::default(),
         };
         a.tasks.completions.expect("dlg_a");
         let completion = |id: &str| {
@@ -550,6 +567,7 @@ mod tests {
             trace: None,
             gate: None,
             extended: None,
+            takes: Default::default(),
         };
         let r = req(&[
             ("x-murmur-task-origin", "completion"),

@@ -14,6 +14,7 @@ pub mod a2a;
 pub mod auth;
 pub mod card;
 pub mod completions;
+pub mod parts;
 pub mod peer;
 pub mod reading;
 pub mod resources;
@@ -104,6 +105,7 @@ impl Bound {
     pub fn open(self, s: Setup<'_>) -> Result<Door, Diagnostic> {
         let m = s.manifest;
         let caps = &m.capabilities;
+        let takes = parts::Takes::of(&m.a2a);
         let info = CardInfo {
             name: &m.name,
             version: &m.version,
@@ -114,6 +116,8 @@ impl Bound {
             network: !caps.network_allow.is_empty(),
             streaming: true,
             auth: s.gate.is_some(),
+            input_modes: takes.input_modes(),
+            output_modes: takes.output_modes(),
         };
         let (full, full_v10) = (agent_card(&info), agent_card_v10(&info));
         // Without a token only the public card; the whole one is the extended card.
@@ -155,6 +159,7 @@ impl Bound {
             trace: a2a_trace,
             gate: s.gate,
             extended,
+            takes,
         };
         self.serve(vec![Box::new(card), Box::new(a2a), Box::new(planes)])
     }

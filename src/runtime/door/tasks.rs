@@ -1,7 +1,8 @@
 //! The door's task table: every task the capsule was given (over A2A or from its `task.md`),
 //! the queue of accepted tasks, who waits on each (a blocking send, streams), and the
 //! lifecycle's acceptance rule. The door thread submits, reads and cancels; the session
-//! thread takes the next task and reports its end. One mutex, held only to update the
+//! thread takes the next task and reports its end (and, in `tasks_input.rs`, has it wait
+//! for its caller's input, which the door thread delivers). One mutex, held only to update the
 //! table and hand rendered bytes to the HTTP loop's channel: nothing here blocks on I/O.
 //!
 //! Bounded: at most [`MAX_QUEUE`] waiting tasks, [`MAX_STREAMS`] open streams, and finished
@@ -11,8 +12,9 @@
 pub use super::wire::{answer, frame};
 use super::wire::{framed, id_of};
 use crate::a2a::params::{ListRequest, SendRequest};
+use crate::a2a::parts::{Kind, Part};
 use crate::a2a::rpc::{self, TASK_NOT_CANCELABLE, TASK_NOT_FOUND, UNSUPPORTED_OPERATION};
-use crate::a2a::shapes::{self, Artifact, Msg, Role, State, Task, RESPONSE_ARTIFACT};
+use crate::a2a::shapes::{self, Artifact, FileBody, Msg, Role, State, Task, RESPONSE_ARTIFACT};
 use crate::a2a::Generation;
 use crate::http::{Stream, Ticket};
 use serde_json::Value;
@@ -93,6 +95,8 @@ pub struct Taken {
     pub origin: Origin,
     /// Set when the task is canceled: the loop stops at its next safe point.
     pub cancel: Arc<AtomicBool>,
+    /// The message's file and data parts, to land in the task's input directory.
+    pub files: Vec<Part>,
 }
 
 /// What [`Tasks::next`] found.
@@ -114,6 +118,8 @@ pub struct Outcome {
     pub answer: Option<String>,
     /// The status message (why it failed).
     pub message: Option<String>,
+    /// Files the task wrote to its output directory, each a file artifact after `response`.
+    pub files: Vec<FileBody>,
 }
 
 /// Who hears of a task's progress.
@@ -125,12 +131,16 @@ pub enum Watch {
         id: Value,
         gen: Generation,
         history: Option<u32>,
+        /// A completed task is answered with a Message (`a2a.answer: message`).
+        message: bool,
     },
-    /// A stream: every event, then the end.
+    /// A stream: every event, then the end; with `message`, a completed task's one
+    /// Message and the end (A2A: a Message stream holds exactly one Message).
     Stream {
         stream: Stream,
         id: Value,
         gen: Generation,
+        message: bool,
     },
 }
 
@@ -138,6 +148,8 @@ struct Sub {
     stream: Stream,
     id: Value,
     gen: Generation,
+    /// Hears nothing until the task settles: a Message if it completed, else the task.
+    message: bool,
 }
 
 struct Waiter {
@@ -145,6 +157,16 @@ struct Waiter {
     id: Value,
     gen: Generation,
     history: Option<u32>,
+    message: bool,
+}
+
+/// What a waiting task holds until the session takes it.
+struct Run {
+    text: String,
+    message_id: Option<String>,
+    source: &'static str,
+    origin: Origin,
+    files: Vec<Part>,
 }
 
 struct Entry {
@@ -153,8 +175,8 @@ struct Entry {
     subs: Vec<Sub>,
     waiters: Vec<Waiter>,
     cancel: Arc<AtomicBool>,
-    /// Until the session takes it: the text and where it came from.
-    run: Option<(String, Option<String>, &'static str, Origin)>,
+    /// Until the session takes it: the text, the files and where they came from.
+    run: Option<Run>,
     bytes: usize,
     /// The session's own task (`task.md`): it holds the slot, but no client sees it.
     file: bool,
@@ -216,7 +238,7 @@ fn take_by_lane(inner: &mut Inner) -> Option<String> {
             .entries
             .get(id)
             .and_then(|e| e.run.as_ref())
-            .is_none_or(|(_, _, _, origin)| origin.origin != "completion")
+            .is_none_or(|r| r.origin.origin != "completion")
     });
     inner.pending.remove(foreground.unwrap_or(0))
 }
@@ -243,13 +265,15 @@ pub struct Tasks {
     delegated: AtomicBool,
     /// The door is authenticated: each task is its sender's alone.
     guarded: AtomicBool,
+    /// The running task's wait for its caller's input, if it waits (see [`input`]).
+    input: input::Inputs,
 }
 
 /// Send one event to every subscriber still listening, its JSON rendered once per
 /// protocol generation and each frame built only when its stream has room for it.
 fn broadcast(subs: &[Sub], render: impl Fn(Generation) -> Value) {
     let mut cache: [Option<Vec<u8>>; 2] = [None, None];
-    for s in subs.iter().filter(|s| !s.stream.is_closed()) {
+    for s in subs.iter().filter(|s| !s.stream.is_closed() && !s.message) {
         let slot = usize::from(s.gen == Generation::V10);
         let result = cache[slot]
             .get_or_insert_with(|| serde_json::to_vec(&render(s.gen)).unwrap_or_else(|_| b"null".to_vec()));
@@ -257,12 +281,6 @@ fn broadcast(subs: &[Sub], render: impl Fn(Generation) -> Value) {
         let (len, build) = framed(&id, result);
         s.stream.send_with(len, build);
     }
-}
-
-fn text_bytes(t: &Task) -> usize {
-    let m = t.status_message.as_ref().map_or(0, |m| m.text.len());
-    m + t.history.iter().map(|h| h.text.len()).sum::<usize>()
-        + t.artifacts.iter().map(|a| a.text.len()).sum::<usize>()
 }
 
 impl Tasks {
@@ -294,6 +312,7 @@ impl Tasks {
             generation: AtomicU64::new(0),
             on_cancel: Mutex::new(None),
             on_change: Mutex::new(None),
+            input: input::Inputs::default(),
         })
     }
 
@@ -336,16 +355,10 @@ impl Tasks {
         }
     }
 
-    fn insert(
-        &self,
-        inner: &mut Inner,
-        task: Task,
-        run: Option<(String, Option<String>, &'static str, Origin)>,
-        who: (Option<String>, bool),
-    ) {
+    fn insert(&self, inner: &mut Inner, task: Task, run: Option<Run>, who: (Option<String>, bool)) {
         inner.seq += 1;
         // A waiting task holds its text twice: in its history and to run.
-        let bytes = text_bytes(&task) + run.as_ref().map_or(0, |r| r.0.len());
+        let bytes = text_bytes(&task) + run.as_ref().map_or(0, |r| r.text.len() + part_bytes(&r.files));
         inner.bytes += bytes;
         let id = task.id.clone();
         if task.state == State::Rejected {
@@ -408,6 +421,7 @@ impl Tasks {
             source: "file",
             origin: Origin::file(),
             cancel,
+            files: Vec::new(),
         }
     }
 
@@ -433,7 +447,13 @@ impl Tasks {
         let mut inner = self.lock();
         let who = (origin.owner.clone(), self.guarded.load(Ordering::Relaxed));
         // Room is made only for a send that will be taken: a refused one evicts nothing.
-        let need = 2 * req.text.len();
+        let files: Vec<Part> = req
+            .parts
+            .iter()
+            .filter(|p| p.kind != Kind::Text)
+            .cloned()
+            .collect();
+        let need = 2 * req.text.len() + part_bytes(&files);
         let refusal = self.refusal(&inner).or_else(|| {
             self.evict(&mut inner, need);
             (inner.bytes + need > MAX_TABLE_BYTES).then_some(BUSY)
@@ -461,14 +481,20 @@ impl Tasks {
             self.insert(&mut inner, task.clone(), None, who);
             self.generation.fetch_add(1, Ordering::SeqCst);
             self.evict(&mut inner, 0);
-            if let Watch::Stream { stream, id, gen } = watch {
+            if let Watch::Stream { stream, id, gen, .. } = watch {
                 stream.send(frame(&id, shapes::render_send_result(&task, gen, None)));
                 stream.send(frame(&id, shapes::render_status_update(&task, gen)));
                 stream.end();
             }
             return task;
         }
-        let run = Some((req.text.clone(), Some(req.message_id.clone()), "a2a", origin));
+        let run = Some(Run {
+            text: req.text.clone(),
+            message_id: Some(req.message_id.clone()),
+            source: "a2a",
+            origin,
+            files,
+        });
         self.insert(&mut inner, task.clone(), run, who);
         inner.accepted += 1;
         inner.pending.push_back(id.clone());
@@ -556,7 +582,12 @@ impl Tasks {
             ));
         }
         stream.send(frame(&id, shapes::render_send_result(&e.task, gen, None)));
-        e.subs.push(Sub { stream, id, gen });
+        e.subs.push(Sub {
+            stream,
+            id,
+            gen,
+            message: false,
+        });
         Ok(())
     }
 
@@ -584,7 +615,7 @@ impl Tasks {
         settle(
             e,
             State::Canceled,
-            None,
+            (None, Vec::new()),
             Some(agent_msg("canceled by request")),
             now_ms,
         );
@@ -616,7 +647,7 @@ impl Tasks {
                 let Some(e) = inner.entries.get_mut(&id) else {
                     continue;
                 };
-                let Some((text, message_id, source, origin)) = e.run.take() else {
+                let Some(run) = e.run.take() else {
                     continue;
                 };
                 e.task.state = State::Working;
@@ -626,11 +657,12 @@ impl Tasks {
                 let taken = Taken {
                     id: id.clone(),
                     context_id: e.task.context_id.clone(),
-                    message_id,
-                    text,
-                    source,
-                    origin,
+                    message_id: run.message_id,
+                    text: run.text,
+                    source: run.source,
+                    origin: run.origin,
                     cancel: e.cancel.clone(),
+                    files: run.files,
                 };
                 inner.running = Some(id);
                 return Next::Task(Box::new(taken));
@@ -695,7 +727,7 @@ impl Tasks {
         settle(
             e,
             outcome.state,
-            outcome.answer,
+            (outcome.answer, outcome.files),
             outcome.message.map(|m| agent_msg(&m)),
             now_ms,
         );
@@ -719,7 +751,13 @@ impl Tasks {
             if let Some(e) = inner.entries.get_mut(&id) {
                 e.run = None;
                 let before = e.bytes;
-                settle(e, State::Rejected, None, Some(agent_msg(ENDED)), now_ms);
+                settle(
+                    e,
+                    State::Rejected,
+                    (None, Vec::new()),
+                    Some(agent_msg(ENDED)),
+                    now_ms,
+                );
                 let after = e.bytes;
                 inner.bytes = inner.bytes.saturating_sub(before) + after;
                 inner.finished(&id);
@@ -736,7 +774,10 @@ mod list;
 
 #[path = "tasks_settle.rs"]
 mod settle;
-use settle::{agent_msg, attach, settle};
+use settle::{agent_msg, attach, part_bytes, settle, text_bytes};
+
+#[path = "tasks_input.rs"]
+pub mod input;
 
 #[cfg(test)]
 #[path = "tasks_tests.rs"]

@@ -1,5 +1,6 @@
 //! How a task-table entry ends and leaves: settling a task (its streams told, its waiters
-//! answered), attaching a watcher, and evicting what the table's bounds no longer hold.
+//! answered), attaching a watcher, and evicting what the table's bounds no longer hold (the
+//! bytes an entry is counted for).
 
 use super::*;
 
@@ -35,6 +36,24 @@ impl Tasks {
     }
 }
 
+/// The bytes a task holds: its messages' text and its artifacts (a file's bytes and name).
+pub(super) fn text_bytes(t: &Task) -> usize {
+    let m = t.status_message.as_ref().map_or(0, |m| m.text.len());
+    m + t.history.iter().map(|h| h.text.len()).sum::<usize>()
+        + t.artifacts
+            .iter()
+            .map(|a| a.text.len() + a.file.as_ref().map_or(0, |f| f.bytes.len() + f.name.len()))
+            .sum::<usize>()
+}
+
+/// The bytes the parts hold (their content and names).
+pub(super) fn part_bytes(parts: &[Part]) -> usize {
+    parts
+        .iter()
+        .map(|p| p.bytes.len() + p.name.as_ref().map_or(0, String::len))
+        .sum()
+}
+
 pub(super) fn agent_msg(text: &str) -> Msg {
     Msg {
         message_id: id_of("msg"),
@@ -51,22 +70,43 @@ pub(super) fn attach(e: &mut Entry, watch: Watch) {
             id,
             gen,
             history,
+            message,
         } => e.waiters.push(Waiter {
             ticket,
             id,
             gen,
             history,
+            message,
         }),
-        Watch::Stream { stream, id, gen } => {
-            stream.send(frame(&id, shapes::render_send_result(&e.task, gen, None)));
-            e.subs.push(Sub { stream, id, gen });
+        Watch::Stream {
+            stream,
+            id,
+            gen,
+            message,
+        } => {
+            if !message {
+                stream.send(frame(&id, shapes::render_send_result(&e.task, gen, None)));
+            }
+            e.subs.push(Sub {
+                stream,
+                id,
+                gen,
+                message,
+            });
         }
     }
 }
 
-/// Move `e` to a terminal `state`, tell its streams (the answer, then the final status,
-/// then the end) and answer its waiters.
-pub(super) fn settle(e: &mut Entry, state: State, text: Option<String>, message: Option<Msg>, now_ms: u64) {
+/// Move `e` to a terminal `state` with its answer (the `response` text, then one artifact
+/// per output file), tell its streams (the artifacts, then the final status, then the end;
+/// a Message stream of a completed task its one Message) and answer its waiters.
+pub(super) fn settle(
+    e: &mut Entry,
+    state: State,
+    (text, files): (Option<String>, Vec<FileBody>),
+    message: Option<Msg>,
+    now_ms: u64,
+) {
     let t = &mut e.task;
     t.state = state;
     t.updated_ms = now_ms;
@@ -76,6 +116,15 @@ pub(super) fn settle(e: &mut Entry, state: State, text: Option<String>, message:
             artifact_id: format!("{}-response", t.id),
             name: RESPONSE_ARTIFACT.into(),
             text,
+            file: None,
+        });
+    }
+    for (i, f) in files.into_iter().enumerate() {
+        t.artifacts.push(Artifact {
+            artifact_id: format!("{}-file-{}", t.id, i + 1),
+            name: f.name.clone(),
+            text: String::new(),
+            file: Some(f),
         });
     }
     e.bytes = text_bytes(t);
@@ -83,11 +132,23 @@ pub(super) fn settle(e: &mut Entry, state: State, text: Option<String>, message:
         broadcast(&e.subs, |g| shapes::render_artifact_update(t, a, g));
     }
     broadcast(&e.subs, |g| shapes::render_status_update(t, g));
+    let as_message = state == State::Completed;
     for s in e.subs.drain(..) {
+        if s.message && as_message {
+            s.stream
+                .send(frame(&s.id, shapes::render_answer_message(t, s.gen)));
+        } else if s.message {
+            s.stream
+                .send(frame(&s.id, shapes::render_send_result(t, s.gen, None)));
+        }
         s.stream.end();
     }
     for w in e.waiters.drain(..) {
-        let v = rpc::result_response(&w.id, shapes::render_send_result(t, w.gen, w.history));
-        w.ticket.complete(answer(&v));
+        let result = if w.message && as_message {
+            shapes::render_answer_message(t, w.gen)
+        } else {
+            shapes::render_send_result(t, w.gen, w.history)
+        };
+        w.ticket.complete(answer(&rpc::result_response(&w.id, result)));
     }
 }

@@ -5,10 +5,12 @@ fn send(text: &str) -> SendRequest {
     SendRequest {
         message_id: "m".into(),
         text: text.into(),
+        parts: Vec::new(),
         context_id: None,
         task_id: None,
         return_immediately: true,
         history_length: None,
+        data: Vec::new(),
     }
 }
 
@@ -28,6 +30,7 @@ fn done(text: &str) -> Outcome {
         state: State::Completed,
         answer: Some(text.into()),
         message: None,
+        files: Vec::new(),
     }
 }
 

@@ -1,0 +1,225 @@
+//! `a2a`: the part kinds a capsule's tasks take (`input.parts`: `text`, `file`, `data`;
+//! `input.media_types` for file parts), where a task's file and data parts land
+//! (`input.dir`, each part at most `input.max_bytes`), the directory whose files come back
+//! as file artifacts (`output.dir`, each at most `output.max_bytes`), and whether a send
+//! that waits is answered with the Task or a Message (`answer`). Any other shape is
+//! E-MAN-003 naming the key.
+
+use super::super::model::{
+    AnswerAs, InputParts, OutputFiles, TaskIo, DEFAULT_OUTPUT_MAX_BYTES, MAX_OUTPUT_BYTES,
+};
+use super::super::read::{invalid, join, Node};
+use super::super::units;
+use super::{relative_path, R};
+use crate::a2a::media;
+use crate::diag::Diagnostic;
+
+/// The most media types one capsule declares.
+const MAX_MEDIA_TYPES: usize = 32;
+
+/// The `a2a` block `node`.
+pub fn parse(node: Node<'_>) -> R<TaskIo> {
+    let input = match node.mapping("input")? {
+        Some(v) => input(&Node {
+            value: v,
+            path: "a2a.input",
+        })?,
+        None => InputParts::default(),
+    };
+    let output = match node.mapping("output")? {
+        Some(v) => Some(output(&Node {
+            value: v,
+            path: "a2a.output",
+        })?),
+        None => None,
+    };
+    let answer = match node.string("answer")?.as_deref() {
+        None | Some("task") => AnswerAs::Task,
+        Some("message") => AnswerAs::Message,
+        Some(other) => {
+            return Err(invalid(
+                "a2a.answer",
+                format!(
+                    "unknown value '{}' (expected task or message)",
+                    other.escape_debug()
+                ),
+            ))
+        }
+    };
+    if let (Some(o), true) = (&output, input.file || input.data) {
+        let under = |a: &str, b: &str| a == b || a.starts_with(&format!("{b}/"));
+        if under(&o.dir, &input.dir) || under(&input.dir, &o.dir) {
+            return Err(invalid(
+                "a2a.output.dir",
+                "overlaps a2a.input.dir: a task's own inputs would come back as its answer",
+            ));
+        }
+    }
+    Ok(TaskIo {
+        input,
+        output,
+        answer,
+    })
+}
+
+fn input(n: &Node<'_>) -> R<InputParts> {
+    let mut p = InputParts {
+        text: false,
+        ..InputParts::default()
+    };
+    let kinds = n.strings("parts")?.unwrap_or_else(|| vec!["text".into()]);
+    if kinds.is_empty() {
+        return Err(invalid(
+            "a2a.input.parts",
+            "must list at least one of text, file, data",
+        ));
+    }
+    for k in &kinds {
+        match k.as_str() {
+            "text" => p.text = true,
+            "file" => p.file = true,
+            "data" => p.data = true,
+            other => {
+                return Err(invalid(
+                    "a2a.input.parts",
+                    format!(
+                        "unknown part kind '{}' (expected text, file or data)",
+                        other.escape_debug()
+                    ),
+                ))
+            }
+        }
+    }
+    let types = n.strings("media_types")?;
+    if types.is_some() && !p.file {
+        return Err(invalid(
+            "a2a.input.media_types",
+            "is for file parts; add file to a2a.input.parts",
+        ));
+    }
+    let types = types.unwrap_or_else(|| vec!["*/*".into()]);
+    if types.is_empty() || types.len() > MAX_MEDIA_TYPES {
+        return Err(invalid(
+            "a2a.input.media_types",
+            format!("must list 1 to {MAX_MEDIA_TYPES} media types"),
+        ));
+    }
+    if p.file {
+        for t in &types {
+            let r = media::range(t).ok_or_else(|| {
+                invalid(
+                    "a2a.input.media_types",
+                    format!("'{}' is not a media type, type/* or */*", t.escape_debug()),
+                )
+            })?;
+            if !p.media_types.contains(&r) {
+                p.media_types.push(r);
+            }
+        }
+    }
+    if let Some(dir) = n.string("dir")? {
+        p.dir = nonempty_dir(&dir, "a2a.input.dir")?;
+    }
+    if let Some(v) = n.raw("max_bytes") {
+        p.max_bytes = units::bytes(v).map_err(|why| invalid(&join(n.path, "max_bytes"), why))?;
+    }
+    Ok(p)
+}
+
+fn output(n: &Node<'_>) -> R<OutputFiles> {
+    let dir = match n.string("dir")? {
+        Some(d) => nonempty_dir(&d, "a2a.output.dir")?,
+        None => return Err(invalid("a2a.output.dir", "missing required field 'dir'")),
+    };
+    let max_bytes = match n.raw("max_bytes") {
+        Some(v) => units::bytes(v).map_err(|why| invalid(&join(n.path, "max_bytes"), why))?,
+        None => DEFAULT_OUTPUT_MAX_BYTES,
+    };
+    if max_bytes > MAX_OUTPUT_BYTES {
+        return Err(invalid(
+            "a2a.output.max_bytes",
+            format!("must be at most {MAX_OUTPUT_BYTES} (640Ki: what one answer carries; export larger files with exports.files)"),
+        ));
+    }
+    Ok(OutputFiles { dir, max_bytes })
+}
+
+/// A directory beneath the workdir, not the workdir itself.
+fn nonempty_dir(raw: &str, key: &str) -> Result<String, Diagnostic> {
+    match relative_path(raw) {
+        Ok(d) if d.is_empty() => Err(invalid(
+            key,
+            "must name a directory beneath the workdir, not the workdir itself",
+        )),
+        Ok(d) => Ok(d),
+        Err(why) => Err(invalid(key, why)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::manifest::model::{AnswerAs, TaskIo};
+    use crate::manifest::{parse, Resolve};
+
+    fn io(block: &str) -> Result<TaskIo, String> {
+        let text = format!("name: x\nversion: 0.1.0\n{block}");
+        parse(&text, Resolve::Nothing)
+            .map(|l| {
+                assert!(l.warnings.is_empty(), "{:?}", l.warnings);
+                l.manifest.a2a
+            })
+            .map_err(|d| d.message)
+    }
+
+    #[test]
+    fn the_block_reads_with_its_defaults_and_refuses_what_is_wrong() {
+        let d = io("").unwrap();
+        assert_eq!(d, TaskIo::default());
+        assert!(d.input.text && !d.input.file && !d.input.data && d.output.is_none());
+        let t = io("a2a:\n  input:\n    parts: [text, file, data]\n    media_types: [text/CSV, 'image/*']\n    dir: ./inbox/\n    max_bytes: 64Ki\n  output:\n    dir: out/files\n  answer: message\n").unwrap();
+        assert_eq!(t.input.media_types, ["text/csv", "image/*"]);
+        assert_eq!((t.input.dir.as_str(), t.input.max_bytes), ("inbox", 64 << 10));
+        assert_eq!(
+            t.output.as_ref().map(|o| (o.dir.as_str(), o.max_bytes)),
+            Some(("out/files", 512 << 10))
+        );
+        assert_eq!(t.answer, AnswerAs::Message);
+        assert_eq!(
+            io("a2a:\n  input:\n    parts: [file]\n")
+                .unwrap()
+                .input
+                .media_types,
+            ["*/*"]
+        );
+        for (bad, says) in [
+            (
+                "a2a:\n  input:\n    parts: [video]\n",
+                "unknown part kind 'video'",
+            ),
+            ("a2a:\n  input:\n    parts: []\n", "must list at least one"),
+            (
+                "a2a:\n  input:\n    media_types: [text/csv]\n",
+                "is for file parts",
+            ),
+            (
+                "a2a:\n  input:\n    parts: [file]\n    media_types: ['text/csv; q=1']\n",
+                "is not a media type",
+            ),
+            ("a2a:\n  input:\n    dir: ../up\n", "'..'"),
+            ("a2a:\n  input:\n    dir: .\n", "not the workdir itself"),
+            ("a2a:\n  output: {}\n", "missing required field 'dir'"),
+            (
+                "a2a:\n  output:\n    dir: o\n    max_bytes: 641Ki\n",
+                "must be at most 655360",
+            ),
+            (
+                "a2a:\n  input:\n    parts: [file]\n  output:\n    dir: in/x\n",
+                "overlaps a2a.input.dir",
+            ),
+            ("a2a:\n  answer: maybe\n", "expected task or message"),
+        ] {
+            let e = io(bad).unwrap_err();
+            assert!(e.contains(says), "{bad}: {e}");
+        }
+    }
+}

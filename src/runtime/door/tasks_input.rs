@@ -155,6 +155,7 @@ impl Tasks {
         t.status_message = Some(msg);
         e.bytes = text_bytes(t);
         broadcast(&e.subs, |g| shapes::render_status_update(t, g));
+        super::super::push::status(&e.hooks, t);
         for s in e.subs.drain(..) {
             s.stream.end();
         }
@@ -183,6 +184,7 @@ impl Tasks {
             t.status_message = None;
             t.updated_ms = crate::clock::now_ms();
             broadcast(&e.subs, |g| shapes::render_status_update(t, g));
+            super::super::push::status(&e.hooks, t);
         }
     }
 
@@ -253,6 +255,7 @@ impl Tasks {
         e.bytes = text_bytes(t);
         let t = &e.task;
         broadcast(&e.subs, |g| shapes::render_status_update(t, g));
+        super::super::push::status(&e.hooks, t);
         attach(e, watch);
         let (task, after) = (e.task.clone(), e.bytes);
         inner.bytes = inner.bytes.saturating_sub(before) + after;

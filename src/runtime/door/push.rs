@@ -2,13 +2,14 @@
 //! to destinations `a2a.push.allow` covers (checked when the config is made; a loopback
 //! address is reached only through a rule that names loopback itself, so a listed host name
 //! that resolves to 127.0.0.1 is not a way in). The task table hands each update to
-//! [`Hook`]s as rendered bytes; one worker thread of the door delivers them through the
-//! project's HTTP client, so neither the task's thread nor the door's event loop ever waits
-//! on a webhook. Bounded everywhere: [`MAX_QUEUED_PER_TASK`] updates wait per task (the
-//! oldest is dropped, and traced, beyond it), [`ATTEMPTS`] tries with doubling backoff,
-//! [`TIMEOUT`] per request, no redirect followed (a 3xx is a failure), at most
-//! [`MAX_RESPONSE`] bytes of answer read. Each delivery is traced (`push_sent`,
-//! `push_failed`) by task, config id and URL without its query: never a token or credential.
+//! [`Hook`]s as rendered bytes; [`WORKERS`] threads of the door deliver them through the
+//! project's HTTP client (each webhook's updates in order), so neither the task's thread nor
+//! the door's event loop ever waits on a webhook. Bounded everywhere: [`MAX_QUEUED_PER_TASK`]
+//! updates wait per task, [`MAX_QUEUED`] and [`MAX_QUEUED_BYTES`] in all (the oldest is
+//! dropped, and traced, beyond them), [`ATTEMPTS`] tries with doubling backoff, [`TIMEOUT`]
+//! per request, no redirect followed (a 3xx is a failure), at most [`MAX_RESPONSE`] bytes of
+//! answer read. Each delivery is traced (`push_sent`, `push_retry`, `push_failed`) by task,
+//! config id and URL without its query: never a token or credential.
 //!
 //! Payloads, per the generation the config was made in: 1.0 a `StreamResponse` (`task`,
 //! `statusUpdate`, `artifactUpdate`), 0.3 the Task as it stands, on each status change.
@@ -31,6 +32,10 @@ pub const MAX_HOOKS: usize = 8;
 pub const MAX_QUEUED_PER_TASK: usize = 32;
 /// The most updates waiting in all.
 pub const MAX_QUEUED: usize = 1024;
+/// The most bytes of updates waiting in all (a task's with its file artifacts is large).
+pub const MAX_QUEUED_BYTES: usize = 64 << 20;
+/// Deliveries under way at once (one slow webhook does not hold up the others).
+pub const WORKERS: usize = 2;
 /// Tries per update.
 pub const ATTEMPTS: u32 = 3;
 /// The wait before the second try, doubled before each later one.
@@ -61,8 +66,10 @@ struct Job {
 #[derive(Default)]
 struct State {
     jobs: VecDeque<Job>,
-    /// A delivery is under way.
-    busy: bool,
+    /// The bytes of the waiting jobs' bodies.
+    bytes: usize,
+    /// The webhooks (task, config id) a delivery is under way to: their next update waits.
+    inflight: Vec<(String, String)>,
     /// The session is closing: nothing more is taken.
     stopped: bool,
 }
@@ -97,11 +104,13 @@ impl Pusher {
             trace: trace.map(Mutex::new),
             tls: OnceLock::new(),
         }));
-        let worker = p.clone();
-        std::thread::Builder::new()
-            .name("door-push".into())
-            .spawn(move || worker.run())
-            .map_err(|e| format!("cannot start the push thread: {e}"))?;
+        for _ in 0..WORKERS {
+            let worker = p.clone();
+            std::thread::Builder::new()
+                .name("door-push".into())
+                .spawn(move || worker.run())
+                .map_err(|e| format!("cannot start the push thread: {e}"))?;
+        }
         Ok(p)
     }
 
@@ -141,6 +150,7 @@ impl Pusher {
     }
 
     fn enqueue(&self, job: Job) {
+        let full = "queue full: the oldest update was dropped";
         let mut dropped = Vec::new();
         {
             let mut st = self.lock();
@@ -150,19 +160,19 @@ impl Pusher {
                 let same = st.jobs.iter().filter(|j| j.task_id == job.task_id).count();
                 if same >= MAX_QUEUED_PER_TASK {
                     if let Some(i) = st.jobs.iter().position(|j| j.task_id == job.task_id) {
-                        dropped.extend(
-                            st.jobs
-                                .remove(i)
-                                .map(|j| (j, "queue full: the oldest update was dropped")),
-                        );
+                        dropped.extend(st.jobs.remove(i).map(|j| (j, full)));
                     }
-                } else if st.jobs.len() >= MAX_QUEUED {
-                    dropped.extend(
-                        st.jobs
-                            .pop_front()
-                            .map(|j| (j, "queue full: the oldest update was dropped")),
-                    );
                 }
+                st.bytes = st.jobs.iter().map(|j| j.body.len()).sum();
+                while !st.jobs.is_empty()
+                    && (st.jobs.len() >= MAX_QUEUED || st.bytes + job.body.len() > MAX_QUEUED_BYTES)
+                {
+                    if let Some(j) = st.jobs.pop_front() {
+                        st.bytes -= j.body.len();
+                        dropped.push((j, full));
+                    }
+                }
+                st.bytes += job.body.len();
                 st.jobs.push_back(job);
             }
         }
@@ -183,11 +193,11 @@ impl Pusher {
     /// The first job due now whose webhook has no earlier job waiting (a task's updates
     /// reach each webhook in order); else how long until one may be.
     fn ready(st: &mut State, now: Instant) -> Result<Job, Duration> {
-        let mut seen = HashSet::new();
+        let mut seen: HashSet<(String, String)> = st.inflight.iter().cloned().collect();
         let mut next = Duration::from_secs(1);
         let mut pick = None;
         for (i, j) in st.jobs.iter().enumerate() {
-            if !seen.insert((j.task_id.as_str(), j.hook_id.as_str())) {
+            if !seen.insert((j.task_id.clone(), j.hook_id.clone())) {
                 continue;
             }
             if j.due <= now {
@@ -197,22 +207,23 @@ impl Pusher {
             next = next.min(j.due - now);
         }
         match pick.and_then(|i| st.jobs.remove(i)) {
-            Some(j) => Ok(j),
+            Some(j) => {
+                st.bytes = st.bytes.saturating_sub(j.body.len());
+                st.inflight.push((j.task_id.clone(), j.hook_id.clone()));
+                Ok(j)
+            }
             None => Err(next),
         }
     }
 
-    /// The worker: deliver, retry, trace; until the session closes and nothing waits.
+    /// A worker: deliver, retry, trace; until the session closes and nothing waits.
     fn run(&self) {
         loop {
             let mut job = {
                 let mut st = self.lock();
                 loop {
                     match Self::ready(&mut st, Instant::now()) {
-                        Ok(j) => {
-                            st.busy = true;
-                            break j;
-                        }
+                        Ok(j) => break j,
                         Err(_) if st.stopped && st.jobs.is_empty() => return,
                         Err(wait) => {
                             st = self
@@ -226,6 +237,7 @@ impl Pusher {
                 }
             };
             job.attempts += 1;
+            let job_key = (job.task_id.clone(), job.hook_id.clone());
             let outcome = self.deliver(&job);
             let mut again = None;
             match outcome {
@@ -246,13 +258,14 @@ impl Pusher {
                 Err((why, _)) => self.failed(&job, &why),
             }
             let mut st = self.lock();
-            st.busy = false;
+            st.inflight.retain(|k| *k != job_key);
             if let Some(j) = again {
                 if st.stopped {
                     drop(st);
                     self.failed(&j, "the session ended before a retry");
                 } else {
                     // Still first of its webhook's updates.
+                    st.bytes += j.body.len();
                     st.jobs.push_front(j);
                 }
             }
@@ -290,11 +303,11 @@ impl Pusher {
     }
 
     /// The session is closing: wait up to `grace` for the waiting updates to go out, then
-    /// drop (and trace) whatever is left. The worker ends once nothing waits.
+    /// drop (and trace) whatever is left. The workers end once nothing waits.
     pub fn drain(&self, grace: Duration) {
         let until = Instant::now() + grace;
         let mut st = self.lock();
-        while !st.jobs.is_empty() || st.busy {
+        while !st.jobs.is_empty() || !st.inflight.is_empty() {
             let left = until.saturating_duration_since(Instant::now());
             if left.is_zero() {
                 break;
@@ -308,6 +321,7 @@ impl Pusher {
         }
         st.stopped = true;
         let left: Vec<Job> = st.jobs.drain(..).collect();
+        st.bytes = 0;
         drop(st);
         self.0.cv.notify_all();
         for j in &left {
@@ -429,5 +443,69 @@ mod tests {
             loopback_name("127.0.0.1") && loopback_name("localhost") && !loopback_name("hooks.example.com")
         );
         p.drain(Duration::ZERO);
+    }
+
+    fn idle() -> Pusher {
+        Pusher(Arc::new(Shared {
+            rules: Vec::new(),
+            state: Mutex::new(State::default()),
+            cv: Condvar::new(),
+            trace: None,
+            tls: OnceLock::new(),
+        }))
+    }
+
+    fn job(task: &str, n: usize, len: usize) -> Job {
+        Job {
+            task_id: task.into(),
+            hook_id: "h".into(),
+            url: Url::parse("http://127.0.0.1:9/").unwrap(),
+            shown: String::new(),
+            loopback: true,
+            headers: Vec::new(),
+            body: vec![b'x'; len.max(1)],
+            attempts: n as u32,
+            due: Instant::now(),
+        }
+    }
+
+    #[test]
+    fn the_queue_drops_a_tasks_oldest_update_and_stays_under_its_byte_bound() {
+        let p = idle();
+        for n in 0..MAX_QUEUED_PER_TASK + 8 {
+            p.enqueue(job("a", n, 1));
+        }
+        p.enqueue(job("b", 0, 1));
+        {
+            let st = p.lock();
+            let a: Vec<u32> = st
+                .jobs
+                .iter()
+                .filter(|j| j.task_id == "a")
+                .map(|j| j.attempts)
+                .collect();
+            assert_eq!(a.len(), MAX_QUEUED_PER_TASK);
+            assert_eq!(a[0], 8, "the oldest were dropped");
+            assert_eq!(st.bytes, MAX_QUEUED_PER_TASK + 1);
+        }
+        p.enqueue(job("c", 0, MAX_QUEUED_BYTES - 4));
+        let st = p.lock();
+        assert!(st.bytes <= MAX_QUEUED_BYTES, "{}", st.bytes);
+        assert_eq!(st.jobs.back().map(|j| j.task_id.as_str()), Some("c"));
+        assert_eq!(st.bytes, st.jobs.iter().map(|j| j.body.len()).sum::<usize>());
+    }
+
+    #[test]
+    fn a_webhooks_next_update_waits_for_the_one_under_way() {
+        let p = idle();
+        p.enqueue(job("a", 0, 1));
+        p.enqueue(job("a", 1, 1));
+        p.enqueue(job("b", 0, 1));
+        let mut st = p.lock();
+        let first = Pusher::ready(&mut st, Instant::now()).ok().unwrap();
+        assert_eq!((first.task_id.as_str(), first.attempts), ("a", 0));
+        let second = Pusher::ready(&mut st, Instant::now()).ok().unwrap();
+        assert_eq!(second.task_id, "b", "a's second update waits for its first");
+        assert!(Pusher::ready(&mut st, Instant::now()).is_err());
     }
 }

@@ -207,6 +207,10 @@ pub const DOOR_SCOPES: &[&str] = &[
     "CancelTask",
     "SubscribeToTask",
     "GetExtendedAgentCard",
+    "CreateTaskPushNotificationConfig",
+    "GetTaskPushNotificationConfig",
+    "ListTaskPushNotificationConfigs",
+    "DeleteTaskPushNotificationConfig",
     "resources.files",
 ];
 

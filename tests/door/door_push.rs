@@ -4,7 +4,7 @@
 //! generation set, get, list and delete; a destination the manifest does not list is
 //! refused when configured and never called; a door without the block answers -32003; a
 //! dead webhook does not slow the task, and its bounded tries are in the trace, which never
-//! holds a credential.
+//! holds a credential; on an authenticated door a task's configs are its sender's alone.
 
 use crate::common;
 
@@ -316,4 +316,58 @@ fn a_dead_webhook_does_not_slow_the_task_and_its_tries_are_bounded_and_traced() 
     assert_eq!(retries.len(), 8, "two retries for each of 4 updates: {retries:?}");
     let trace = serde_json::to_string(&d.trace()).unwrap();
     assert!(!trace.contains(SECRET));
+}
+
+#[test]
+fn on_an_authenticated_door_a_tasks_configs_are_its_senders_and_need_their_scopes() {
+    let t = TempDir::new("push-auth");
+    let hook = Webhook::start();
+    let mut yaml = lifecycle(&["task_acceptance: queue", "after_task: sleep", "queue_depth: 4"]);
+    yaml.push_str(&format!(
+        "capabilities:\n  network:\n    authentication:\n      scheme: bearer\n      credentials:\n\
+         \x20       - name: ops\n          scopes: ['*']\n\
+         \x20       - name: other\n          scopes: ['*']\n\
+         \x20       - name: sender\n          scopes: [SendMessage, GetTask]\n\
+         a2a:\n  push:\n    allow: [http://127.0.0.1:{}]\n",
+        hook.port
+    ));
+    let dir = capsule(&t, SLOW, &yaml);
+    let d = start(&t, &dir, &[], &[]);
+    let tokens: Value =
+        serde_json::from_slice(&std::fs::read(d.records.join("door-tokens.json")).unwrap()).unwrap();
+    let tok = |n: &str| format!("Bearer {}", tokens["tokens"][n].as_str().unwrap());
+    let (ops, other, sender) = (tok("ops"), tok("other"), tok("sender"));
+    let r = d.call_with(
+        "SendMessage",
+        send_params("SendMessage", "sleep 2", json!({"returnImmediately": true})),
+        &[("authorization", &ops)],
+    );
+    let id = task_of(&r["result"])["id"].as_str().unwrap().to_string();
+    let create = json!({"taskId": id, "id": "c", "url": hook.url("/ops")});
+    // Another credential does not see the task, so neither its configs.
+    let e = d.call_with(
+        "CreateTaskPushNotificationConfig",
+        create.clone(),
+        &[("authorization", &other)],
+    );
+    assert_eq!(e["error"]["code"], -32001, "{e}");
+    let e = d.call_with(
+        "ListTaskPushNotificationConfigs",
+        json!({"taskId": id}),
+        &[("authorization", &other)],
+    );
+    assert_eq!(e["error"]["code"], -32001, "{e}");
+    // A credential without the method's scope is refused before anything is read.
+    let (_, body) = d.envelope("CreateTaskPushNotificationConfig", &create);
+    let answer = d.post(&body, &[("authorization", &sender), ("A2A-Version", "1.0")]);
+    assert_eq!(common::status_of(&answer), 403, "{answer}");
+    let r = d.call_with(
+        "CreateTaskPushNotificationConfig",
+        create,
+        &[("authorization", &ops)],
+    );
+    assert_eq!(r["result"]["id"], "c", "{r}");
+    hook.wait("/ops", Duration::from_secs(10), |h| {
+        state10(h) == Some("TASK_STATE_COMPLETED")
+    });
 }

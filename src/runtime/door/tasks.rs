@@ -507,8 +507,7 @@ impl Tasks {
         if let Some(e) = inner.entries.get_mut(&id) {
             attach(e, watch);
             if let (Some(c), Some(p)) = (&req.push, self.pusher.get()) {
-                let hook_id = c.id.clone().unwrap_or_else(|| id_of("psh"));
-                e.hooks.push(p.hook(hook_id, c.clone()));
+                push_configs::add_hook(e, p, c);
                 super::push::task(&e.hooks, &e.task);
             }
         }

@@ -257,6 +257,10 @@ impl Tasks {
         broadcast(&e.subs, |g| shapes::render_status_update(t, g));
         super::super::push::status(&e.hooks, t);
         attach(e, watch);
+        // A config on the answering message joins the task's webhooks from here on.
+        if let (Some(c), Some(p)) = (&req.push, self.pusher.get()) {
+            super::push_configs::add_hook(e, p, c);
+        }
         let (task, after) = (e.task.clone(), e.bytes);
         inner.bytes = inner.bytes.saturating_sub(before) + after;
         Ok(task)

@@ -25,23 +25,16 @@ impl Tasks {
         };
         let shown = |h: &super::super::push::Hook| wire::render(task_id, &h.id, &h.config, gen);
         match op {
-            Op::Set { config, .. } => {
-                let id = config.id.clone().unwrap_or_else(|| id_of("psh"));
-                e.hooks.retain(|h| h.id != id);
-                if e.hooks.len() >= super::super::push::MAX_HOOKS {
-                    return Err((
-                        INVALID_PARAMS,
-                        format!(
-                            "Invalid params: a task has at most {} push notification configs",
-                            super::super::push::MAX_HOOKS
-                        ),
-                    ));
-                }
-                let hook = pusher.hook(id, config.clone());
-                let v = shown(&hook);
-                e.hooks.push(hook);
-                Ok(v)
-            }
+            Op::Set { config, .. } => match add_hook(e, pusher, config) {
+                Some(hook) => Ok(shown(hook)),
+                None => Err((
+                    INVALID_PARAMS,
+                    format!(
+                        "Invalid params: a task has at most {} push notification configs",
+                        super::super::push::MAX_HOOKS
+                    ),
+                )),
+            },
             Op::Get { id, .. } => {
                 let found = match id {
                     Some(id) => e.hooks.iter().find(|h| &h.id == id),
@@ -58,4 +51,20 @@ impl Tasks {
             }
         }
     }
+}
+
+/// `config` as one of `e`'s webhooks (replacing one of the same id; absent, an id is minted);
+/// None when `e` has [`super::super::push::MAX_HOOKS`] others already.
+pub(super) fn add_hook<'e>(
+    e: &'e mut Entry,
+    pusher: &super::super::push::Pusher,
+    config: &wire::Config,
+) -> Option<&'e super::super::push::Hook> {
+    let id = config.id.clone().unwrap_or_else(|| id_of("psh"));
+    e.hooks.retain(|h| h.id != id);
+    if e.hooks.len() >= super::super::push::MAX_HOOKS {
+        return None;
+    }
+    e.hooks.push(pusher.hook(id, config.clone()));
+    e.hooks.last()
 }

@@ -371,3 +371,35 @@ fn on_an_authenticated_door_a_tasks_configs_are_its_senders_and_need_their_scope
         state10(h) == Some("TASK_STATE_COMPLETED")
     });
 }
+
+#[test]
+fn a_session_that_ends_with_its_task_delivers_the_last_update_before_its_trace_ends() {
+    let t = TempDir::new("push-single");
+    let hook = Webhook::start();
+    let yaml = format!(
+        "{}a2a:\n  push:\n    allow: [http://127.0.0.1:{}]\n",
+        lifecycle(&["task_acceptance: single"]),
+        hook.port
+    );
+    let dir = capsule(&t, SLOW, &yaml);
+    let mut d = start(&t, &dir, &[], &[]);
+    let config = json!({"taskPushNotificationConfig": {"url": hook.url("/last")}});
+    let r = d.result("SendMessage", send_params("SendMessage", "hello", config));
+    assert_eq!(task_of(&r)["status"]["state"], "TASK_STATE_COMPLETED");
+    let status = d.wait_exit(Duration::from_secs(20));
+    assert!(status.success(), "{status}");
+    let hits = hook.on("/last");
+    assert_eq!(
+        hits.last().and_then(state10),
+        Some("TASK_STATE_COMPLETED"),
+        "{hits:#?}"
+    );
+    let kinds: Vec<String> = d
+        .trace()
+        .iter()
+        .map(|e| e["event_type"].as_str().unwrap().to_string())
+        .filter(|k| k.starts_with("push_") || k == "session_end")
+        .collect();
+    assert_eq!(kinds.last().map(String::as_str), Some("session_end"), "{kinds:?}");
+    assert_eq!(kinds.iter().filter(|k| *k == "push_sent").count(), 4, "{kinds:?}");
+}

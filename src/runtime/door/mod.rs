@@ -1,6 +1,8 @@
 //! The capsule's door: its own loopback HTTP listener, on its own thread, open while the
 //! session lives. Routes are a list: the agent card, the A2A task interface (`a2a`) on the
-//! task table (`tasks`), and the `/resources/` planes beside them.
+//! task table (`tasks`), and the `/resources/` planes beside them; a task's updates go to the
+//! webhooks its caller configured through the door's push workers (`push`), when the
+//! manifest allows any.
 //!
 //! Every route sits behind the HTTP layer's loopback guard (the same one the roost uses):
 //! `host` must name `127.0.0.1:P` or `localhost:P` for the door's own port, and a request

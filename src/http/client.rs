@@ -503,6 +503,20 @@ mod tests {
     }
 
     #[test]
+    fn refuse_loopback_connects_to_no_address_of_this_host() {
+        use std::net::TcpListener;
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        for host in ["127.0.0.1", "localhost", "[::ffff:127.0.0.1]", "0.0.0.0"] {
+            let url = Url::parse(&format!("http://{host}:{port}/")).unwrap();
+            let got = connect(&url, Duration::from_secs(1), true);
+            assert!(matches!(got, Err(ClientError::Connect(_))), "{host}: {got:?}");
+        }
+        let url = Url::parse(&format!("http://127.0.0.1:{port}/")).unwrap();
+        assert!(connect(&url, Duration::from_secs(1), false).is_ok());
+    }
+
+    #[test]
     fn a_server_declaring_u64_max_gets_an_error_not_a_panic() {
         use std::net::TcpListener;
         for length in [u64::MAX.to_string(), usize::MAX.to_string()] {

@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 /// The capsules' common manifest: the OpenAI driver, the `note` skill, shell `true`.
 fn manifest(mock: &Provider, approvals: &str) -> String {
     format!(
-        "name: bench-agent\nversion: 0.1.0\nartifacts:\n  - {{name: murmur-driver-openai, version: 1.0.0, runtime: driver}}\n  - {{name: note, version: 1.0.0, runtime: skill}}\ncapabilities:\n  network: {{allow: [\"http://127.0.0.1:{}\"]}}\n  shell: {{allow: [\"true\"]}}\ninference:\n  endpoint: {}\n  model: mock\n  driver: {{artifact: murmur-driver-openai}}\n  max_turns: 4\nlifecycle: {{task_acceptance: queue, after_task: sleep, queue_depth: 1024}}\n{approvals}",
+        "name: bench-agent\nversion: 0.1.0\nartifacts:\n  - {{name: murmur-driver-openai, version: 1.0.0, runtime: driver}}\n  - {{name: note, version: 1.0.0, runtime: skill}}\ncapabilities:\n  network: {{allow: [\"http://127.0.0.1:{}\"]}}\n  shell: {{allow: [\"true\"]}}\ninference:\n  endpoint: {}\n  model: mock\n  driver: {{artifact: murmur-driver-openai}}\n  max_turns: 4\n  max_session_tokens: 1000000000000\nlifecycle: {{task_acceptance: queue, after_task: sleep, queue_depth: 1024}}\n{approvals}",
         mock.port(),
         mock.base_openai()
     )
@@ -57,6 +57,7 @@ fn launch(base: &Path, label: &str, yaml: &str, registry: &Path) -> Capsule {
         .env("MURMUR_CACHE_DIR", base.join("cache"))
         .env("MURMUR_RECORDS_DIR", base.join("records"))
         .env("MURMUR_SPEND_DIR", base.join("spend"))
+        .env("XDG_CONFIG_HOME", base.join("config"))
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(stderr)
@@ -124,6 +125,13 @@ pub fn approvals(base: &Path) {
         }
     });
     let registry = registry(base);
+    // The mock's usage grows with every request: no ceiling may end a session mid-figure.
+    std::fs::create_dir_all(base.join("config/murmur")).unwrap();
+    std::fs::write(
+        base.join("config/murmur/config.yaml"),
+        "spend:\n  machine_tokens_per_day: 1000000000000\n",
+    )
+    .unwrap();
     let configured = "approvals:\n  tools: []\n  shell: ['true *never*']\n";
     let plain = launch(base, "agent-plain", &manifest(&mock, ""), &registry);
     let guarded = launch(base, "agent-approvals", &manifest(&mock, configured), &registry);
@@ -140,7 +148,7 @@ pub fn approvals(base: &Path) {
             let (mut times, odd) = sends(c, RUN_FOR);
             let count = times.len();
             println!(
-                "  round {round}, {label}: {count} round trips ({:.1}/s), p50 {}, p99 {}{}",
+                "  round {round}, {label}: {count} round trips ({:.1}/s), p50 {:.2} ms, p99 {:.2} ms{}",
                 count as f64 / RUN_FOR.as_secs_f64(),
                 super::ms(pct(&mut times, 0.5)),
                 super::ms(pct(&mut times, 0.99)),

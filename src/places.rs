@@ -47,12 +47,14 @@ pub fn registry_root() -> PathBuf {
 
 /// The system registry a package installs the drivers' and hooks' archives into, read when an
 /// artifact is absent from the user's registry (never when it is present but fails its check):
-/// `$MURMUR_SYSTEM_REGISTRY` when set (set but empty: none), else `/usr/share/murmur/artifacts`.
+/// `$MURMUR_SYSTEM_REGISTRY` when set to an absolute path (set but empty or relative: none),
+/// else `/usr/share/murmur/artifacts`.
 /// Same layout as the user's registry; `mur` only reads it.
 pub fn system_registry_root() -> Option<PathBuf> {
     match std::env::var_os("MURMUR_SYSTEM_REGISTRY") {
         Some(v) if v.is_empty() => None,
-        Some(v) => Some(PathBuf::from(v)),
+        // A relative path would name a different registry in every working directory.
+        Some(v) => Some(PathBuf::from(v)).filter(|p| p.is_absolute()),
         None => Some(PathBuf::from(SYSTEM_REGISTRY)),
     }
 }

@@ -232,6 +232,6 @@ fn a_message_on_a_task_keeps_its_data_parts_for_the_waiting_task() {
         assert!(s.data.is_empty());
         assert_eq!(s.parts.len(), 1);
         assert_eq!(s.parts[0].kind, Kind::Data);
-        assert_eq!(s.parts[0].bytes, b"{\n  \"approve\": true\n}\n");
+        assert_eq!(s.parts[0].bytes, b"{\"approve\":true}\n");
     }
 }

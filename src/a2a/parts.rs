@@ -71,8 +71,10 @@ fn base64(text: &str, key: &str) -> Result<Vec<u8>, Refusal> {
     crate::b64::decode_standard(&t).map_err(|_| Refusal::from(format!("a file part's {key} is not base64")))
 }
 
+/// A data part as it lands: compact JSON and a newline, never larger than the request's
+/// own text of it (pretty-printing a deeply nested value would multiply it).
 fn data_bytes(v: &Value) -> Vec<u8> {
-    let mut b = serde_json::to_vec_pretty(v).unwrap_or_default();
+    let mut b = serde_json::to_vec(v).unwrap_or_default();
     b.push(b'\n');
     b
 }

@@ -6,7 +6,8 @@
 //! (symlinks refused, each read through the resource plane's confined resolver, at most
 //! `a2a.output.max_bytes` each, [`MAX_OUTPUT_FILES`] and [`MAX_OUTPUT_BYTES`] in all) come
 //! back as file artifacts with a media type by extension. Before each A2A task the output
-//! directory is emptied, so each task's artifacts are its own.
+//! and input directories are emptied, so each task's artifacts are its own and no task sees
+//! an earlier one's files.
 
 use super::door::tasks::Taken;
 use crate::a2a::media;
@@ -33,7 +34,11 @@ pub struct Landed {
 /// A2A task's); the error names the step that failed.
 pub fn prepare(work: &Dir, io: &TaskIo, task: &Taken) -> Result<Landed, String> {
     if task.source == "a2a" {
-        clear_output(work, io).map_err(|e| format!("cannot empty the output directory: {e}"))?;
+        if let Some(out) = &io.output {
+            clear(work, &out.dir).map_err(|e| format!("cannot empty the output directory: {e}"))?;
+        }
+        // An earlier task's files (another caller's, perhaps) are gone before this one's land.
+        clear(work, &io.input.dir).map_err(|e| format!("cannot empty the input directory: {e}"))?;
     }
     if task.files.is_empty() {
         return Ok(Landed {
@@ -44,14 +49,12 @@ pub fn prepare(work: &Dir, io: &TaskIo, task: &Taken) -> Result<Landed, String> 
     land(work, io, task).map_err(|e| format!("cannot land the message's files: {e}"))
 }
 
-/// Remove the output directory and all beneath it (nothing there already is fine).
-fn clear_output(work: &Dir, io: &TaskIo) -> Result<(), crate::fsx::FsError> {
-    let Some(out) = &io.output else {
-        return Ok(());
-    };
-    let removed = match out.dir.rsplit_once('/') {
+/// Remove the directory `dir` (relative to the workdir) and all beneath it, through fsx
+/// (nothing there already is fine).
+fn clear(work: &Dir, dir: &str) -> Result<(), crate::fsx::FsError> {
+    let removed = match dir.rsplit_once('/') {
         Some((p, l)) => work.sub(p).and_then(|d| d.remove_tree(l)),
-        None => work.remove_tree(&out.dir),
+        None => work.remove_tree(dir),
     };
     match removed {
         Err(crate::fsx::FsError::Io { err, .. }) if err.kind() == std::io::ErrorKind::NotFound => Ok(()),
@@ -136,7 +139,9 @@ pub fn collect(work: &Dir, io: &TaskIo) -> (Vec<FileBody>, Vec<String>) {
     };
     let mut total = 0u64;
     for e in entries {
-        let why = if e.size > out.max_bytes {
+        let why = if e.path.chars().any(char::is_control) {
+            Some("a name with control characters is not sent back".to_string())
+        } else if e.size > out.max_bytes {
             Some(format!("larger than a2a.output.max_bytes ({})", out.max_bytes))
         } else if files.len() >= MAX_OUTPUT_FILES {
             Some(format!("past the first {MAX_OUTPUT_FILES} files"))
@@ -146,12 +151,18 @@ pub fn collect(work: &Dir, io: &TaskIo) -> (Vec<FileBody>, Vec<String>) {
             None
         };
         if let Some(why) = why {
-            skipped.push(format!("{}/{}: {why}", out.dir, e.path));
+            skipped.push(format!("{}/{}: {why}", out.dir, e.path.escape_debug()));
             continue;
         }
         let read = open::open_file(root.as_fd(), &e.path, Symlinks::Refuse, out.max_bytes)
             .and_then(|o| body::read_small(&o.file, o.size));
         match read {
+            // A file that grew since it was listed is held to the bound by what was read.
+            Ok(bytes) if total + bytes.len() as u64 > MAX_OUTPUT_BYTES => skipped.push(format!(
+                "{}/{}: past {MAX_OUTPUT_BYTES} bytes of files in all",
+                out.dir,
+                e.path.escape_debug()
+            )),
             Ok(bytes) => {
                 total += bytes.len() as u64;
                 files.push(FileBody {
@@ -160,7 +171,7 @@ pub fn collect(work: &Dir, io: &TaskIo) -> (Vec<FileBody>, Vec<String>) {
                     bytes,
                 });
             }
-            Err(r) => skipped.push(format!("{}/{}: {}", out.dir, e.path, r.message())),
+            Err(r) => skipped.push(format!("{}/{}: {}", out.dir, e.path.escape_debug(), r.message())),
         }
     }
     (files, skipped)

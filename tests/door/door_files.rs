@@ -19,7 +19,7 @@ const FILES: &str = "tests/fixtures/files/capsule.wasm";
 const QUEUE: &str = "lifecycle:\n  task_acceptance: queue\n  after_task: sleep\n  queue_depth: 4\n";
 const TAKES: &str = "a2a:\n  input:\n    parts: [text, file, data]\n    media_types: [text/csv, text/plain]\n    max_bytes: 64\n  output:\n    dir: out/files\n    max_bytes: 512Ki\n";
 const CSV_B64: &str = "YSxiCjEsMgo=";
-const DATA_B64: &str = "ewogICJyb3dzIjogMgp9Cg==";
+const DATA_B64: &str = "eyJyb3dzIjoyfQo=";
 
 fn door(t: &TempDir, a2a: &str) -> Door {
     let dir = capsule(t, FILES, &format!("{QUEUE}{a2a}"));
@@ -74,7 +74,7 @@ fn file_and_data_parts_land_in_the_input_dir_and_files_come_back_in_both_generat
     let landed = d.workdir.join("in").join(id);
     let on_disk = |n: &str| std::fs::read(landed.join(n)).unwrap_or_else(|e| panic!("in/{id}/{n}: {e}"));
     assert_eq!(on_disk("report.csv"), b"a,b\n1,2\n");
-    assert_eq!(on_disk("part-2.json"), b"{\n  \"rows\": 2\n}\n");
+    assert_eq!(on_disk("part-2.json"), b"{\"rows\":2}\n");
     assert_eq!(on_disk("report-2.csv"), b"xx");
     assert_eq!(on_disk("_bashrc"), b"ok\n");
     let mut listed: Vec<String> = std::fs::read_dir(&landed)
@@ -87,7 +87,7 @@ fn file_and_data_parts_land_in_the_input_dir_and_files_come_back_in_both_generat
     let task_md = format!(
         "hello\n\n## Files\n\n\
          - in/{id}/report.csv (file part, text/csv, 8 bytes, sent as \"../../evil/report.csv\")\n\
-         - in/{id}/part-2.json (data part, application/json, 16 bytes)\n\
+         - in/{id}/part-2.json (data part, application/json, 11 bytes)\n\
          - in/{id}/report-2.csv (file part, text/plain, 2 bytes, sent as \"report.csv\")\n\
          - in/{id}/_bashrc (file part, text/plain, 3 bytes, sent as \".bashrc\")\n"
     );
@@ -151,6 +151,12 @@ fn file_and_data_parts_land_in_the_input_dir_and_files_come_back_in_both_generat
     );
     let got = d.result("tasks/get", json!({"id": id03}));
     assert_eq!(got["artifacts"], r["artifacts"]);
+    // The input directory holds the running task's parts only: the first task's are gone.
+    assert!(!landed.exists(), "in/{id} outlived its task");
+    assert_eq!(
+        std::fs::read(d.workdir.join("in").join(id03).join("r.csv")).unwrap(),
+        b"a,b\n1,2\n"
+    );
 
     // The stream carries each file artifact before the final status.
     let mut s = d.stream(
@@ -381,8 +387,8 @@ fn the_card_declares_the_modes_the_manifest_takes() {
 }
 
 /// A guest that planted a symlink at the input directory gets its next message's files
-/// nowhere: the task fails naming why, nothing is written through the link, and the trace
-/// says so (`task_files_failed`).
+/// nowhere: the task fails naming why, nothing is written or removed through the link, and
+/// the trace says so (`task_files_failed`).
 #[test]
 fn a_symlink_planted_at_the_input_dir_fails_the_task_and_nothing_lands_through_it() {
     let t = TempDir::new("files-planted");
@@ -397,10 +403,16 @@ fn a_symlink_planted_at_the_input_dir_fails_the_task_and_nothing_lands_through_i
     let task = task_of(&r);
     assert_eq!(task["status"]["state"], "TASK_STATE_FAILED", "{task}");
     let why = task["status"]["message"]["parts"][0]["text"].as_str().unwrap();
+    // Emptying the input directory before the task refuses the link (it is no directory),
+    // so nothing beneath it is removed or written.
     assert!(
-        why.starts_with("cannot land the message's files: refusing ")
-            && why.ends_with("it is a symbolic link"),
+        why.starts_with("cannot empty the input directory: ")
+            && why.ends_with("Not a directory (os error 20)"),
         "{why}"
+    );
+    assert!(
+        d.workdir.join("in").is_symlink(),
+        "the link is left for the operator to see"
     );
     assert_eq!(
         std::fs::read_dir(&elsewhere).unwrap().count(),

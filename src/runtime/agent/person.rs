@@ -35,8 +35,17 @@ pub struct Person {
     pub tasks: Arc<Tasks>,
     pub approvals: Option<Approvals>,
     pub ask: Option<Ask>,
-    /// The running task: its id and source (`file` has no caller to ask).
+    /// The running task: its id and who may answer it: `a2a` (the credential that sent it),
+    /// else nobody (`file`: `task.md`; `completion`: a delegation's report, which no caller
+    /// can see or answer).
     pub task: (String, &'static str),
+}
+
+impl Person {
+    /// Whether the running task has nobody to ask: its waits are denied at once.
+    fn nobody_to_ask(&self) -> bool {
+        self.task.1 != "a2a"
+    }
 }
 
 /// The `ask` tool's spec.
@@ -82,15 +91,13 @@ impl Person {
         if native || !tools.runner.allows(name) {
             return None;
         }
+        let mut rules = a.shell.iter().filter(|r| r.binary == name).peekable();
+        rules.peek()?;
         let command = input.get("command").and_then(Value::as_str).unwrap_or("");
-        let command = command.trim_start();
-        let args = command
-            .strip_prefix(name)
-            .filter(|rest| rest.is_empty() || rest.starts_with(char::is_whitespace))
-            .map_or(command, str::trim_start);
-        a.shell
-            .iter()
-            .filter(|r| r.binary == name)
+        let Some(args) = shell_subject(name, command) else {
+            return Some("shell");
+        };
+        rules
             .any(|r| match &r.pattern {
                 None => true,
                 Some(_) if args.len() > MAX_MATCHED => true,
@@ -98,6 +105,19 @@ impl Person {
             })
             .then_some("shell")
     }
+}
+
+/// What an `approvals.shell` pattern is matched against for `binary`'s `command`: what
+/// runs, not how the model spelled it: the words the runner splits the command into (quotes
+/// and backslashes gone, a leading `binary` dropped) one space apart, or a shell's script as
+/// it is. None when the command does not split (then the call is asked about).
+pub fn shell_subject(binary: &str, command: &str) -> Option<String> {
+    if super::shell::SHELLS.contains(&binary) {
+        return Some(command.to_string());
+    }
+    super::shell::Runner::argv(binary, command)
+        .ok()
+        .map(|w| w.join(" "))
 }
 
 /// Whether `text` matches `pattern` whole: `*` any run of bytes, `?` one byte, anything
@@ -147,7 +167,7 @@ impl Session {
         let Some(p) = self.person.as_ref() else {
             return Awaited::Canceled;
         };
-        if p.task.1 == "file" {
+        if p.nobody_to_ask() {
             return Awaited::TimedOut;
         }
         let cancel = self.tools.runner.cancel.clone();
@@ -234,7 +254,7 @@ impl Session {
     /// Wait for the caller's decision on `prompt`: (decision, by, credential).
     fn decide(&self, a: &Approvals, prompt: &str) -> (&'static str, &'static str, Option<String>) {
         let awaited = self.wait_for(Waits::Approval, prompt, a.timeout_secs);
-        let no_caller = self.person.as_ref().is_some_and(|p| p.task.1 == "file");
+        let no_caller = self.person.as_ref().is_some_and(Person::nobody_to_ask);
         match awaited {
             Awaited::TimedOut if no_caller => ("denied", "no_caller", None),
             Awaited::Answered(r) if r.decision() == Some(true) => ("approved", "caller", r.by),
@@ -262,21 +282,27 @@ impl Session {
             .as_ref()
             .and_then(|p| p.ask)
             .map_or(0, |a| a.timeout_secs);
+        // A peer handle (a credential) in the question reaches no trace, hook or caller.
+        let redacted = redact_value(input);
+        let question = redacted
+            .get("question")
+            .and_then(Value::as_str)
+            .unwrap_or(question);
         let shown = sanitize::one_line(question, MAX_SHOWN);
         let task_id = self.task_id();
         self.event(
             "input_requested",
             json!({"task_id": task_id, "turn": turn, "question": cut(&Value::from(question)), "timeout_secs": secs}),
         );
-        self.person_hook(turn, (ASK, input), "requested", Duration::ZERO);
+        self.person_hook(turn, (ASK, &redacted), "requested", Duration::ZERO);
         let awaited = self.wait_for(Waits::Question, &shown, secs);
         let waited = started.elapsed();
         let (outcome, credential, text, is_error) = match awaited {
             Awaited::Answered(r) => ("answered", r.by.clone(), r.answer(), false),
-            Awaited::TimedOut if self.person.as_ref().is_some_and(|p| p.task.1 == "file") => (
+            Awaited::TimedOut if self.person.as_ref().is_some_and(Person::nobody_to_ask) => (
                 "no_caller",
                 None,
-                "error: this task came from task.md: there is nobody to ask".into(),
+                "error: this task came from task.md or a delegation's report: there is nobody to ask".into(),
                 true,
             ),
             Awaited::TimedOut => (
@@ -336,7 +362,31 @@ fn person_called(kind: Kind, text: String, is_error: bool, duration: Duration) -
 
 #[cfg(test)]
 mod tests {
-    use super::glob;
+    use super::{glob, shell_subject};
+
+    /// A pattern is matched against what runs, however the model quoted or spaced it.
+    #[test]
+    fn a_pattern_sees_the_words_that_run_not_their_spelling() {
+        for spelled in [
+            "push --force",
+            "git push --force",
+            "git \"push\" --force",
+            "git p\\ush --force",
+            "\"git\" push --force",
+            "git  push   --force",
+            "'push' '--force'",
+        ] {
+            let subject = shell_subject("git", spelled).unwrap();
+            assert_eq!(subject, "push --force", "{spelled}");
+            assert!(glob(b"push*", subject.as_bytes()), "{spelled}");
+        }
+        // A command that does not split is asked about (None), a shell's script is as it is.
+        assert_eq!(shell_subject("git", "push \"unterminated"), None);
+        assert_eq!(
+            shell_subject("bash", "echo 'a'  b").as_deref(),
+            Some("echo 'a'  b")
+        );
+    }
 
     #[test]
     fn a_glob_matches_whole_commands() {

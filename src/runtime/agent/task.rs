@@ -230,7 +230,12 @@ impl Session {
         // A shell or native call in progress is killed when this task is canceled.
         self.tools.runner.cancel = task.cancel.clone();
         if let Some(p) = self.person.as_mut() {
-            p.task = (task.id.clone(), task.source);
+            let who = if task.origin == "completion" {
+                "completion"
+            } else {
+                task.source
+            };
+            p.task = (task.id.clone(), who);
         }
         let mut text = task.text.clone();
         let mut reopens = 0u64;

@@ -275,21 +275,9 @@ impl A2a {
         origin: Origin,
         taken: &Option<String>,
     ) -> Reply {
-        let (tasks, rid, history) = (self.tasks.clone(), id.clone(), s.history_length);
+        let history = s.history_length;
         let task_id = Arc::new(std::sync::OnceLock::<String>::new());
-        let tid = task_id.clone();
-        let ticket = ex.defer_or(BLOCKING_WAIT, move || {
-            let t = tid.get().and_then(|t| tasks.sent(t));
-            match t {
-                Some(t) => answer(&rpc::result_response(
-                    &rid,
-                    shapes::render_send_result(&t, gen, history),
-                )),
-                None => answer(
-                    &RpcError::new(&rid, rpc::INTERNAL_ERROR, "Internal error: the task is gone").to_json(),
-                ),
-            }
-        });
+        let ticket = self.held_answer(ex, (id, gen), history, task_id.clone());
         let watch = Watch::Wait {
             ticket,
             id: id.clone(),
@@ -303,6 +291,29 @@ impl A2a {
             return ok(id, shapes::render_send_result(&t, gen, history));
         }
         Reply::Later
+    }
+
+    /// The ticket of a send held for its task ([`BLOCKING_WAIT`] at most): when it fires, the
+    /// task `task_id` names by then, as it stands, or an internal error if it is gone.
+    pub(super) fn held_answer(
+        &self,
+        ex: &Exchange<'_>,
+        (id, gen): (&Value, Generation),
+        history: Option<u32>,
+        task_id: Arc<std::sync::OnceLock<String>>,
+    ) -> crate::http::Ticket {
+        let (tasks, rid) = (self.tasks.clone(), id.clone());
+        ex.defer_or(BLOCKING_WAIT, move || {
+            match task_id.get().and_then(|t| tasks.sent(t)) {
+                Some(t) => answer(&rpc::result_response(
+                    &rid,
+                    shapes::render_send_result(&t, gen, history),
+                )),
+                None => answer(
+                    &RpcError::new(&rid, rpc::INTERNAL_ERROR, "Internal error: the task is gone").to_json(),
+                ),
+            }
+        })
     }
 
     fn call(&self, req: &Request, ex: &Exchange<'_>, call: Call, caller: &Caller) -> Reply {

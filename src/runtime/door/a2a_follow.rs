@@ -38,17 +38,8 @@ impl A2a {
                 Err(e) => fail(e),
             };
         }
-        let (tasks, rid, history) = (self.tasks.clone(), id.clone(), s.history_length);
-        let tid = task_id.to_string();
-        let ticket = ex.defer_or(BLOCKING_WAIT, move || match tasks.sent(&tid) {
-            Some(t) => answer(&rpc::result_response(
-                &rid,
-                shapes::render_send_result(&t, gen, history),
-            )),
-            None => answer(
-                &RpcError::new(&rid, rpc::INTERNAL_ERROR, "Internal error: the task is gone").to_json(),
-            ),
-        });
+        let history = s.history_length;
+        let ticket = self.held_answer(ex, (id, gen), history, Arc::new(task_id.to_string().into()));
         let watch = Watch::Wait {
             ticket,
             id: id.clone(),

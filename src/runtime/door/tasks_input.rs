@@ -109,11 +109,18 @@ impl Tasks {
         let until = Instant::now() + wait;
         let mut slots = self.input.lock();
         loop {
-            if let Some(reply) = slots.get_mut(id).and_then(|s| s.reply.take()) {
+            // A cancel wins over an answer that arrived beside it: nothing runs for a
+            // canceled task.
+            let canceled = cancel.load(Ordering::SeqCst);
+            if let Some(reply) = slots
+                .get_mut(id)
+                .filter(|_| !canceled)
+                .and_then(|s| s.reply.take())
+            {
                 slots.remove(id);
                 return Awaited::Answered(reply);
             }
-            let ended = if cancel.load(Ordering::SeqCst) {
+            let ended = if canceled {
                 Some(Awaited::Canceled)
             } else if stop.load(Ordering::SeqCst) != 0 {
                 Some(Awaited::Stopped)
@@ -157,6 +164,12 @@ impl Tasks {
         broadcast(&e.subs, |g| shapes::render_status_update(t, g));
         super::super::push::status(&e.hooks, t);
         for s in e.subs.drain(..) {
+            // A stream that waits for a Message answer gets the waiting task, so its
+            // caller sees what to answer.
+            if s.message {
+                s.stream
+                    .send(frame(&s.id, shapes::render_send_result(t, s.gen, None)));
+            }
             s.stream.end();
         }
         for w in e.waiters.drain(..) {
@@ -221,6 +234,14 @@ impl Tasks {
                     "Invalid params: task {id} belongs to context {}",
                     e.task.context_id
                 ),
+            ));
+        }
+        // An answer is given once: a retried or replayed message (its id already in the
+        // history) never answers the wait that follows the one it was sent for.
+        if e.task.history.iter().any(|m| m.message_id == req.message_id) {
+            return Err((
+                rpc::INVALID_PARAMS,
+                format!("Invalid params: this messageId was already sent on task {id}; each answer is a new message"),
             ));
         }
         let reply = Reply {

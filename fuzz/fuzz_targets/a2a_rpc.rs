@@ -66,6 +66,18 @@ fuzz_target!(|data: &[u8]| {
                 Op::Get(t) | Op::Cancel(t) | Op::Subscribe(t) => (t.id.clone(), None, t.history_length),
                 Op::List(l) => (String::new(), l.context_id.clone(), l.history_length),
                 Op::ExtendedCard => (String::new(), None, None),
+                Op::Push(op) => {
+                    if let murmur::a2a::push::Op::Set { config, .. } = op {
+                        let secrets = [
+                            config.token.as_deref(),
+                            config.auth.as_ref().and_then(|a| a.credentials.as_deref()),
+                        ];
+                        for s in secrets.into_iter().flatten() {
+                            assert!(!s.contains(['\r', '\n']), "{s:?}");
+                        }
+                    }
+                    (op.task_id().to_string(), None, None)
+                }
             };
             let mut task = Task {
                 id: "tsk_f".into(),

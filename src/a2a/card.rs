@@ -39,6 +39,8 @@ pub struct CardInfo<'a> {
     pub input_modes: Vec<String>,
     /// `defaultOutputModes`: what its answers hold.
     pub output_modes: Vec<String>,
+    /// The manifest allows push-notification webhooks (`a2a.push.allow`).
+    pub push: bool,
 }
 
 /// The scheme's name in the cards' `securitySchemes`.
@@ -74,7 +76,7 @@ pub fn agent_card_v10(c: &CardInfo) -> Value {
         "description": description,
         "capabilities": {
             "streaming": c.streaming,
-            "pushNotifications": false,
+            "pushNotifications": c.push,
             "extensions": [{
                 "uri": CAPSULE_EXTENSION,
                 "description": "What the capsule's manifest grants it: its model-visible tools, shell and network.",
@@ -171,6 +173,7 @@ mod tests {
             auth: false,
             input_modes: vec!["text/plain".into()],
             output_modes: vec!["text/plain".into()],
+            push: false,
         }
     }
 
@@ -295,6 +298,7 @@ mod tests {
             auth: false,
             input_modes: vec!["text/plain".into()],
             output_modes: vec!["text/plain".into()],
+            push: false,
         };
         let v = agent_card(&bare);
         assert_required(&v);

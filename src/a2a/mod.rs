@@ -6,6 +6,7 @@ pub mod card;
 pub mod media;
 pub mod params;
 pub mod parts;
+pub mod push;
 pub mod rpc;
 pub mod shapes;
 #[cfg(test)]

@@ -33,6 +33,9 @@ pub struct SendRequest {
     /// a `taskId`), in order: the answer, never landed as input (a new task's data parts
     /// are in `parts`, taken only where the capsule declares them).
     pub data: Vec<Value>,
+    /// `configuration`'s push-notification config (1.0 `taskPushNotificationConfig`, 0.3
+    /// `pushNotificationConfig`): the task's first webhook.
+    pub push: Option<super::push::Config>,
 }
 
 /// get/cancel/subscribe: a task id (and for get, how much history).
@@ -67,6 +70,8 @@ pub enum Op {
     List(ListRequest),
     /// `GetExtendedAgentCard` (0.3: `agent/getAuthenticatedExtendedCard`); no params read.
     ExtendedCard,
+    /// A push-notification config method.
+    Push(super::push::Op),
 }
 
 /// A fully parsed request.
@@ -179,14 +184,14 @@ pub(crate) fn send_params(p: &Map<String, Value>, gen: Generation) -> Result<Sen
         }
         read.push(p);
     }
-    let (return_immediately, history_length) = match p.get("configuration") {
-        None | Some(Value::Null) => (false, None),
+    let (return_immediately, history_length, push) = match p.get("configuration") {
+        None | Some(Value::Null) => (false, None, None),
         Some(Value::Object(c)) => {
             let ri = match gen {
                 Generation::V10 => opt_bool(c, "returnImmediately")? == Some(true),
                 Generation::V03 => opt_bool(c, "blocking")? == Some(false),
             };
-            (ri, opt_u32(c, "historyLength")?)
+            (ri, opt_u32(c, "historyLength")?, super::push::in_send(c, gen)?)
         }
         Some(_) => return Err("configuration must be an object".into()),
     };
@@ -199,6 +204,7 @@ pub(crate) fn send_params(p: &Map<String, Value>, gen: Generation) -> Result<Sen
         return_immediately,
         history_length,
         data,
+        push,
     })
 }
 

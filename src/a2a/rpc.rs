@@ -5,6 +5,7 @@
 use super::params::{list_params, send_params, task_params, Refusal};
 pub use super::params::{Call, ListRequest, Op, SendRequest, TaskRequest};
 pub use super::params::{DEFAULT_PAGE_SIZE, MAX_ID, MAX_PAGE_SIZE, MAX_PARTS, MAX_TEXT};
+use super::push::Kind as PushKind;
 use super::Generation;
 use serde_json::{json, Value};
 
@@ -207,6 +208,8 @@ pub enum Method {
     List,
     /// The extended agent card (served only by an authenticated door).
     ExtendedCard,
+    /// A push-notification config method.
+    Push(super::push::Kind),
 }
 
 impl Method {
@@ -221,12 +224,19 @@ impl Method {
             Method::Subscribe => "SubscribeToTask",
             Method::List => "ListTasks",
             Method::ExtendedCard => "GetExtendedAgentCard",
+            Method::Push(k) => match k {
+                PushKind::Set => "CreateTaskPushNotificationConfig",
+                PushKind::Get => "GetTaskPushNotificationConfig",
+                PushKind::List => "ListTaskPushNotificationConfigs",
+                PushKind::Delete => "DeleteTaskPushNotificationConfig",
+            },
         }
     }
 }
 
-/// The method table: `Ok` for a served method, `Err(code, message)` otherwise
-/// (push-notification config -32003, unknown -32601).
+/// The method table: `Ok` for a method the door knows, `Err(code, message)` otherwise
+/// (unknown -32601). The push-notification config methods are known here; a door whose
+/// capsule allows no webhook answers them -32003 itself.
 pub fn classify(method: &str) -> Result<(Generation, Method), (i64, &'static str)> {
     use Generation::*;
     Ok(match method {
@@ -241,16 +251,18 @@ pub fn classify(method: &str) -> Result<(Generation, Method), (i64, &'static str
         "CancelTask" => (V10, Method::Cancel),
         "ListTasks" => (V10, Method::List),
         "SubscribeToTask" => (V10, Method::Subscribe),
-        m if m.starts_with("tasks/pushNotificationConfig/")
-            || matches!(
-                m,
-                "CreateTaskPushNotificationConfig"
-                    | "GetTaskPushNotificationConfig"
-                    | "ListTaskPushNotificationConfigs"
-                    | "DeleteTaskPushNotificationConfig"
-            ) =>
-        {
-            return Err((PUSH_NOT_SUPPORTED, "Push notifications are not supported"))
+        "tasks/pushNotificationConfig/set" => (V03, Method::Push(PushKind::Set)),
+        "tasks/pushNotificationConfig/get" => (V03, Method::Push(PushKind::Get)),
+        "tasks/pushNotificationConfig/list" => (V03, Method::Push(PushKind::List)),
+        "tasks/pushNotificationConfig/delete" => (V03, Method::Push(PushKind::Delete)),
+        "CreateTaskPushNotificationConfig" => (V10, Method::Push(PushKind::Set)),
+        "GetTaskPushNotificationConfig" => (V10, Method::Push(PushKind::Get)),
+        "ListTaskPushNotificationConfigs" | "ListTaskPushNotificationConfig" => {
+            (V10, Method::Push(PushKind::List))
+        }
+        "DeleteTaskPushNotificationConfig" => (V10, Method::Push(PushKind::Delete)),
+        m if m.starts_with("tasks/pushNotificationConfig/") => {
+            return Err((METHOD_NOT_FOUND, "Method not found"))
         }
         "agent/getAuthenticatedExtendedCard" => (V03, Method::ExtendedCard),
         "GetExtendedAgentCard" => (V10, Method::ExtendedCard),
@@ -340,6 +352,7 @@ fn call(env: Envelope, a2a_version: Option<&str>) -> Result<Call, RpcError> {
         Method::Subscribe => Op::Subscribe(task_params(&p).map_err(bad)?),
         Method::List => Op::List(list_params(&p).map_err(bad)?),
         Method::ExtendedCard => Op::ExtendedCard,
+        Method::Push(k) => Op::Push(super::push::params(k, &p, generation).map_err(bad)?),
     };
     Ok(Call { id, generation, op })
 }

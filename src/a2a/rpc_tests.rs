@@ -192,8 +192,14 @@ fn method_table_codes() {
         "ListTaskPushNotificationConfigs",
         "DeleteTaskPushNotificationConfig",
     ] {
-        assert_eq!(code(req(m, json!({})), V1).0, PUSH_NOT_SUPPORTED, "{m}");
+        // Known methods: the door answers -32003 itself when its capsule allows no webhook.
+        assert!(matches!(classify(m), Ok((_, Method::Push(_)))), "{m}");
+        assert_eq!(code(req(m, json!({})), V1).0, INVALID_PARAMS, "{m}");
     }
+    assert_eq!(
+        code(req("tasks/pushNotificationConfig/other", json!({})), V1).0,
+        METHOD_NOT_FOUND
+    );
     // The extended card is a served method: the door decides whether it has one.
     // No version header and no params needed: it is answered before both checks.
     for m in ["GetExtendedAgentCard", "agent/getAuthenticatedExtendedCard"] {
@@ -335,12 +341,12 @@ fn a_1_0_a2a_error_carries_error_info_and_a_0_3_one_does_not() {
     for c in CODES.iter().filter(|c| (-32099..=-32001).contains(*c)) {
         assert!(error_reason(*c).is_some(), "{c}");
     }
-    let e = call(req("CreateTaskPushNotificationConfig", json!({})), Some("1.0")).unwrap_err();
+    let e = RpcError::new(&json!(1), PUSH_NOT_SUPPORTED, "no").answering(V10);
     assert_eq!(
         e.to_json()["error"]["data"][0]["reason"],
         "PUSH_NOTIFICATION_NOT_SUPPORTED"
     );
-    let e = call(req("tasks/pushNotificationConfig/set", json!({})), None).unwrap_err();
+    let e = RpcError::new(&json!(1), PUSH_NOT_SUPPORTED, "no").answering(V03);
     assert!(e.to_json()["error"].get("data").is_none());
     let e = call(req("GetTask", json!({"id": "t"})), None).unwrap_err();
     assert_eq!(e.to_json()["error"]["data"][0]["reason"], "VERSION_NOT_SUPPORTED");

@@ -19,6 +19,9 @@ pub struct Options {
     pub max_response: usize,
     /// The roots an `https://` URL's server is checked against (None: no `https://`).
     pub tls: Option<TlsConfig>,
+    /// Connect to no loopback or unspecified address, whatever the host name resolves to
+    /// (a webhook whose name points at this host).
+    pub refuse_loopback: bool,
 }
 
 impl Default for Options {
@@ -28,6 +31,7 @@ impl Default for Options {
             read_timeout: Duration::from_secs(30),
             max_response: 1024 * 1024,
             tls: None,
+            refuse_loopback: false,
         }
     }
 }
@@ -197,7 +201,7 @@ fn send(
     body: &[u8],
     opts: &Options,
 ) -> Result<(Conn, Instant), ClientError> {
-    let tcp = connect(url, opts.connect_timeout)?;
+    let tcp = connect(url, opts.connect_timeout, opts.refuse_loopback)?;
     let mut stream = match (url.tls, &opts.tls) {
         (false, _) => Conn::Plain(tcp),
         (true, Some(config)) => {
@@ -259,13 +263,14 @@ pub fn post_json(
     request("POST", url, &all, json.as_bytes(), opts)
 }
 
-fn connect(url: &Url, timeout: Duration) -> Result<TcpStream, ClientError> {
+fn connect(url: &Url, timeout: Duration, refuse_loopback: bool) -> Result<TcpStream, ClientError> {
     let host = url.host.trim_start_matches('[').trim_end_matches(']');
     let addrs: Vec<SocketAddr> = (host, url.port)
         .to_socket_addrs()
         .map_err(|e| ClientError::Resolve(host.to_string(), e))?
+        .filter(|a| !(refuse_loopback && local(a)))
         .collect();
-    let mut last = io::Error::new(io::ErrorKind::NotFound, "no address");
+    let mut last = io::Error::new(io::ErrorKind::NotFound, "no address (loopback refused)");
     for addr in addrs {
         match TcpStream::connect_timeout(&addr, timeout) {
             Ok(s) => return Ok(s),
@@ -273,6 +278,17 @@ fn connect(url: &Url, timeout: Duration) -> Result<TcpStream, ClientError> {
         }
     }
     Err(ClientError::Connect(last))
+}
+
+/// A loopback or unspecified address (an IPv4 one mapped into IPv6 too): this host.
+fn local(a: &SocketAddr) -> bool {
+    let ip = match a.ip() {
+        std::net::IpAddr::V6(v6) => v6
+            .to_ipv4_mapped()
+            .map_or(std::net::IpAddr::V6(v6), std::net::IpAddr::V4),
+        v4 => v4,
+    };
+    ip.is_loopback() || ip.is_unspecified()
 }
 
 /// A parsed response head: status, headers, where the body starts, and its length when the
@@ -484,6 +500,20 @@ mod tests {
                 "{bad:?}"
             );
         }
+    }
+
+    #[test]
+    fn refuse_loopback_connects_to_no_address_of_this_host() {
+        use std::net::TcpListener;
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        for host in ["127.0.0.1", "localhost", "[::ffff:127.0.0.1]", "0.0.0.0"] {
+            let url = Url::parse(&format!("http://{host}:{port}/")).unwrap();
+            let got = connect(&url, Duration::from_secs(1), true);
+            assert!(matches!(got, Err(ClientError::Connect(_))), "{host}: {got:?}");
+        }
+        let url = Url::parse(&format!("http://127.0.0.1:{port}/")).unwrap();
+        assert!(connect(&url, Duration::from_secs(1), false).is_ok());
     }
 
     #[test]

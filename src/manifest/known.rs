@@ -151,6 +151,7 @@ const A2A: &[(&str, Shape)] = &[
     ),
     ("output", Map(&[("dir", Leaf), ("max_bytes", Leaf)])),
     ("answer", Leaf),
+    ("push", Map(&[("allow", Leaf)])),
 ];
 
 const TOP: &[(&str, Shape)] = &[

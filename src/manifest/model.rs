@@ -207,6 +207,10 @@ pub const DOOR_SCOPES: &[&str] = &[
     "CancelTask",
     "SubscribeToTask",
     "GetExtendedAgentCard",
+    "CreateTaskPushNotificationConfig",
+    "GetTaskPushNotificationConfig",
+    "ListTaskPushNotificationConfigs",
+    "DeleteTaskPushNotificationConfig",
     "resources.files",
 ];
 
@@ -517,4 +521,7 @@ pub struct TaskIo {
     pub input: InputParts,
     pub output: Option<OutputFiles>,
     pub answer: AnswerAs,
+    /// `a2a.push.allow`: the webhooks a caller may name for push notifications (empty:
+    /// the door answers PushNotificationNotSupported).
+    pub push_allow: Vec<NetRule>,
 }

@@ -366,6 +366,7 @@ fn end(
     served: Served,
     runner: Box<dyn TaskRunner>,
 ) -> Result<u8, Diagnostic> {
+    door.drain_pushes();
     let closing = runner.close(served, &mut s.bootstrap);
     let mut fields = json!({"exit_status": closing.exit_status, "duration_ms": ms(s.started)});
     if let (Some(f), Some(more)) = (fields.as_object_mut(), closing.fields.as_object()) {

@@ -136,6 +136,7 @@ pub mod sdk;
 pub mod supervision;
 pub mod tmpfs;
 pub mod unprivileged;
+pub mod webhook;
 
 /// `len` bytes that do not compress (xorshift from `seed`, which must not be 0): an
 /// archive holding them is at least that large.

@@ -241,3 +241,73 @@ fn drive_with(label: &str, (wasm, script): (&str, &str), extra: &str, credential
         "the door outlived the session"
     );
 }
+
+/// The SDK's client sets push-notification configs (on a send, and with the four config
+/// methods) and a webhook on loopback receives the task's updates with the bearer
+/// credentials, over 1.0 and 0.3; a destination the manifest does not allow is refused and
+/// never called (tests/sdk/a2a_push.py).
+#[test]
+fn the_official_a2a_sdk_client_configures_push_and_a_webhook_receives_the_updates_over_1_0_and_0_3() {
+    use common::webhook::Webhook;
+    const SECRET: &str = "sdk-push-secret";
+    let python = common::sdk::python();
+    let t = TempDir::new("a2a-sdk-push");
+    let (hook, other) = (Webhook::start(), Webhook::start());
+    let extra = format!(
+        "{LIFECYCLE}a2a:\n  push:\n    allow: [http://127.0.0.1:{}]\n",
+        hook.port
+    );
+    let dir = capsule(&t, "tests/fixtures/slow/capsule.wasm", &extra);
+    let (mut running, line) = serve(&t, &dir);
+    let base = format!(
+        "http://{}",
+        line["url"].as_str().unwrap().replace("localhost", "127.0.0.1")
+    );
+    for generation in ["1.0", "0.3"] {
+        let env = [
+            ("A2A_PUSH_WEBHOOK", hook.url("")),
+            ("A2A_PUSH_REFUSED", other.url("")),
+            ("A2A_PUSH_SECRET", SECRET.to_string()),
+        ];
+        let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+        let run = run_script(&t, (&python, "a2a_push.py"), &base, generation, &env);
+        println!("--- a2a_push.py {generation}\n{}{}", run.stdout, run.stderr);
+        assert_eq!(run.code, Some(0), "{}{}", run.stdout, run.stderr);
+        let id = run
+            .stdout
+            .lines()
+            .find_map(|l| l.strip_prefix("sent "))
+            .unwrap()
+            .to_string();
+        let path = format!("/sdk-{generation}");
+        let hits = hook.wait(&path, Duration::from_secs(15), |h| {
+            h.body["statusUpdate"]["status"]["state"] == "TASK_STATE_COMPLETED"
+                || h.body["status"]["state"] == "completed"
+        });
+        for h in &hits {
+            assert_eq!(
+                h.header("authorization"),
+                Some(format!("Bearer {SECRET}").as_str())
+            );
+            assert_eq!(
+                h.header("x-a2a-notification-token"),
+                Some(format!("tok-{generation}").as_str())
+            );
+            let about = if generation == "1.0" {
+                let (_, ev) = h.body.as_object().unwrap().iter().next().unwrap();
+                ev.get("taskId").unwrap_or(&ev["id"]).clone()
+            } else {
+                h.body["id"].clone()
+            };
+            assert_eq!(about, id.as_str(), "{:?}", h.body);
+        }
+        assert!(
+            hook.on(&format!("{path}-extra")).is_empty(),
+            "a deleted config was called"
+        );
+    }
+    assert!(other.hits().is_empty(), "{:?}", other.hits());
+    sigterm(running.child.id());
+    let status = running.child.wait().unwrap();
+    assert_eq!(status.code(), Some(0), "mur run after SIGTERM: {status}");
+}

@@ -12,6 +12,7 @@ mod door_errors;
 mod door_files;
 mod door_http;
 mod door_lifecycle;
+mod door_push;
 mod door_streams;
 mod full_disk;
 mod peer_plane;

@@ -2,8 +2,9 @@
 //! `input.media_types` for file parts), where a task's file and data parts land
 //! (`input.dir`, each part at most `input.max_bytes`), the directory whose files come back
 //! as file artifacts (`output.dir`, each at most `output.max_bytes`), and whether a send
-//! that waits is answered with the Task or a Message (`answer`). Any other shape is
-//! E-MAN-003 naming the key.
+//! that waits is answered with the Task or a Message (`answer`), and the webhooks a caller
+//! may name for push notifications (`push.allow`, rules as `capabilities.network.allow`
+//! writes them). Any other shape is E-MAN-003 naming the key.
 
 use super::super::model::{
     AnswerAs, InputParts, OutputFiles, TaskIo, DEFAULT_OUTPUT_MAX_BYTES, MAX_OUTPUT_BYTES,
@@ -13,6 +14,7 @@ use super::super::units;
 use super::{relative_path, R};
 use crate::a2a::media;
 use crate::diag::Diagnostic;
+use crate::manifest::netrule::NetRule;
 
 /// The most media types one capsule declares.
 const MAX_MEDIA_TYPES: usize = 32;
@@ -55,11 +57,42 @@ pub fn parse(node: Node<'_>) -> R<TaskIo> {
             ));
         }
     }
+    let push_allow = match node.mapping("push")? {
+        Some(v) => push(&Node {
+            value: v,
+            path: "a2a.push",
+        })?,
+        None => Vec::new(),
+    };
     Ok(TaskIo {
         input,
         output,
         answer,
+        push_allow,
     })
+}
+
+/// `push.allow`: at least one destination, each `host`, `host:port` or
+/// `http(s)://host[:port]`.
+fn push(n: &Node<'_>) -> R<Vec<NetRule>> {
+    let entries = n.strings("allow")?.unwrap_or_default();
+    if entries.is_empty() {
+        return Err(invalid(
+            "a2a.push.allow",
+            "must list at least one destination when a2a.push is declared",
+        ));
+    }
+    let mut rules = Vec::with_capacity(entries.len());
+    for (i, e) in entries.iter().enumerate() {
+        let rule = NetRule::parse(e).map_err(|why| {
+            invalid(
+                &format!("a2a.push.allow[{i}]"),
+                format!("'{}': {why}", e.escape_debug()),
+            )
+        })?;
+        rules.push(rule);
+    }
+    Ok(rules)
 }
 
 fn input(n: &Node<'_>) -> R<InputParts> {
@@ -184,6 +217,9 @@ mod tests {
             Some(("out/files", 512 << 10))
         );
         assert_eq!(t.answer, AnswerAs::Message);
+        let p = io("a2a:\n  push:\n    allow: [http://127.0.0.1:9000, hooks.example.com]\n").unwrap();
+        assert_eq!(p.push_allow.len(), 2);
+        assert_eq!(p.push_allow[0].port, Some(9000));
         assert_eq!(
             io("a2a:\n  input:\n    parts: [file]\n")
                 .unwrap()
@@ -217,6 +253,11 @@ mod tests {
                 "overlaps a2a.input.dir",
             ),
             ("a2a:\n  answer: maybe\n", "expected task or message"),
+            (
+                "a2a:\n  push:\n    allow: []\n",
+                "must list at least one destination",
+            ),
+            ("a2a:\n  push:\n    allow: [ftp://h]\n", "a2a.push.allow[0]"),
         ] {
             let e = io(bad).unwrap_err();
             assert!(e.contains(says), "{bad}: {e}");

@@ -99,6 +99,7 @@ impl Session {
             read_timeout,
             max_response,
             tls: self.tls.clone(),
+            refuse_loopback: false,
         }
     }
 

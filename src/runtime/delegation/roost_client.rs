@@ -124,6 +124,7 @@ impl Roost {
                 read_timeout: timeout,
                 max_response: MAX_ANSWER,
                 tls: None,
+                refuse_loopback: false,
             },
         })
     }

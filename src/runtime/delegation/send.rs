@@ -37,6 +37,7 @@ pub fn send(
         read_timeout: timeout,
         max_response: 1024 * 1024,
         tls: None,
+        refuse_loopback: false,
     };
     let url = format!("{}/", url.trim_end_matches('/'));
     let r = client::post_json(&url, headers, &body.to_string(), &opts)

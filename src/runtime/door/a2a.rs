@@ -44,6 +44,9 @@ pub struct A2a {
     pub extended: Option<(Value, Value)>,
     /// The parts the capsule's tasks take, and how a waiting send is answered.
     pub takes: super::parts::Takes,
+    /// Push deliveries, when the manifest allows a webhook (else the config methods and a
+    /// send's config are PushNotificationNotSupported).
+    pub pusher: Option<super::push::Pusher>,
 }
 
 /// Who is calling, as the gate decided.
@@ -229,6 +232,11 @@ impl A2a {
         if let Err((code, m)) = self.takes.check(&s.parts) {
             return fail(code, m);
         }
+        if let Some(c) = &s.push {
+            if let Err((code, m)) = self.admit(c) {
+                return fail(code, m);
+            }
+        }
         if let Some(t) = &s.task_id {
             return self.follow_up(ex, (call, caller), (t, s), stream);
         }
@@ -336,6 +344,17 @@ impl A2a {
                 Ok(v) => ok(id, v),
                 Err(m) => err_to(gen, id, INVALID_PARAMS, format!("Invalid params: {m}")),
             },
+            Op::Push(op) => {
+                if let crate::a2a::push::Op::Set { config, .. } = op {
+                    if let Err((code, m)) = self.admit(config) {
+                        return err_to(gen, id, code, m);
+                    }
+                }
+                match self.tasks.push_config(op, viewer, gen) {
+                    Ok(v) => ok(id, v),
+                    Err((code, m)) => err_to(gen, id, code, m),
+                }
+            }
             Op::ExtendedCard => match &self.extended {
                 Some((v03, v10)) => ok(
                     id,
@@ -353,6 +372,19 @@ impl A2a {
                 ),
             },
         }
+    }
+
+    /// Whether a push config names a webhook this capsule allows: -32003 when it allows
+    /// none, invalid params for a destination it does not list (nothing is ever sent there).
+    fn admit(&self, c: &crate::a2a::push::Config) -> Result<(), (i64, String)> {
+        let Some(p) = &self.pusher else {
+            return Err((
+                rpc::PUSH_NOT_SUPPORTED,
+                "Push notifications are not supported".into(),
+            ));
+        };
+        p.admit(c)
+            .map_err(|why| (INVALID_PARAMS, format!("Invalid params: {why}")))
     }
 
     /// Who calls: anyone on an open door; on an authenticated one a verified credential,
@@ -444,9 +476,17 @@ impl Route for A2a {
             Ok(e) => e,
             Err(e) => return Some(refuse(e)),
         };
-        if let Some((_, method)) = envelope.served() {
+        if let Some((gen, method)) = envelope.served() {
             if let Err(denied) = self.permits(&caller, method) {
                 return Some(Reply::Now(denied.response()));
+            }
+            if matches!(method, rpc::Method::Push(_)) && self.pusher.is_none() {
+                let e = RpcError::new(
+                    &envelope.id,
+                    rpc::PUSH_NOT_SUPPORTED,
+                    "Push notifications are not supported",
+                );
+                return Some(refuse(e.answering(gen)));
             }
         }
         Some(match envelope.call(version) {
@@ -536,6 +576,7 @@ mod tests {
             gate: Some(Arc::new(Gate::new(&auth, "ses_1", false).unwrap())),
             extended: None,
             takes: Default::default(),
+            pusher: None,
         };
         a.tasks.completions.expect("dlg_a");
         let completion = |id: &str| {
@@ -568,6 +609,7 @@ mod tests {
             gate: None,
             extended: None,
             takes: Default::default(),
+            pusher: None,
         };
         let r = req(&[
             ("x-murmur-task-origin", "completion"),

@@ -1,6 +1,8 @@
 //! The capsule's door: its own loopback HTTP listener, on its own thread, open while the
 //! session lives. Routes are a list: the agent card, the A2A task interface (`a2a`) on the
-//! task table (`tasks`), and the `/resources/` planes beside them.
+//! task table (`tasks`), and the `/resources/` planes beside them; a task's updates go to the
+//! webhooks its caller configured through the door's push workers (`push`), when the
+//! manifest allows any.
 //!
 //! Every route sits behind the HTTP layer's loopback guard (the same one the roost uses):
 //! `host` must name `127.0.0.1:P` or `localhost:P` for the door's own port, and a request
@@ -16,6 +18,7 @@ pub mod card;
 pub mod completions;
 pub mod parts;
 pub mod peer;
+pub mod push;
 pub mod reading;
 pub mod resources;
 pub mod tasks;
@@ -92,6 +95,8 @@ pub struct Setup<'a> {
 /// A serving door; `close` finishes it and waits for its thread.
 pub struct Door {
     controller: Controller,
+    /// The push deliveries, drained before the session's trace ends.
+    pusher: Option<push::Pusher>,
     thread: Option<JoinHandle<()>>,
 }
 
@@ -118,7 +123,18 @@ impl Bound {
             auth: s.gate.is_some(),
             input_modes: takes.input_modes(),
             output_modes: takes.output_modes(),
+            push: !m.a2a.push_allow.is_empty(),
         };
+        let pusher = match m.a2a.push_allow.is_empty() {
+            true => None,
+            false => Some(
+                push::Pusher::start(m.a2a.push_allow.clone(), s.trace.clone())
+                    .map_err(|e| Diagnostic::new(code::RUN_PORT_IN_USE, "a2a.push", e))?,
+            ),
+        };
+        if let Some(p) = &pusher {
+            s.tasks.push_with(p.clone());
+        }
         let (full, full_v10) = (agent_card(&info), agent_card_v10(&info));
         // Without a token only the public card; the whole one is the extended card.
         let (shown, shown_v10, extended) = match &s.gate {
@@ -160,8 +176,11 @@ impl Bound {
             gate: s.gate,
             extended,
             takes,
+            pusher: pusher.clone(),
         };
-        self.serve(vec![Box::new(card), Box::new(a2a), Box::new(planes)])
+        let mut door = self.serve(vec![Box::new(card), Box::new(a2a), Box::new(planes)])?;
+        door.pusher = pusher;
+        Ok(door)
     }
 
     /// Serve `routes` on a thread of its own.
@@ -202,12 +221,21 @@ impl Bound {
             })?;
         Ok(Door {
             controller,
+            pusher: None,
             thread: Some(thread),
         })
     }
 }
 
 impl Door {
+    /// Give the tasks' waiting push notifications up to [`push::DRAIN`] to go out (the
+    /// session is ending; its trace is still open).
+    pub fn drain_pushes(&self) {
+        if let Some(p) = &self.pusher {
+            p.drain(push::DRAIN);
+        }
+    }
+
     /// Stop taking connections, deliver what is already answered (final stream events, a
     /// blocking send's result) within [`CLOSE_GRACE`], then close.
     pub fn close(mut self) {

@@ -186,6 +186,8 @@ struct Entry {
     owner: Option<String>,
     /// Sent through an authenticated door (see [`Entry::visible`]).
     guarded: bool,
+    /// The webhooks its updates are pushed to (at most [`super::push::MAX_HOOKS`]).
+    hooks: Vec<super::push::Hook>,
 }
 
 impl Entry {
@@ -267,6 +269,8 @@ pub struct Tasks {
     guarded: AtomicBool,
     /// The running task's wait for its caller's input, if it waits (see [`input`]).
     input: input::Inputs,
+    /// The door's push deliveries, when the manifest allows a webhook.
+    pusher: std::sync::OnceLock<super::push::Pusher>,
 }
 
 /// Send one event to every subscriber still listening, its JSON rendered once per
@@ -313,6 +317,7 @@ impl Tasks {
             on_cancel: Mutex::new(None),
             on_change: Mutex::new(None),
             input: input::Inputs::default(),
+            pusher: std::sync::OnceLock::new(),
         })
     }
 
@@ -380,6 +385,7 @@ impl Tasks {
                 done: None,
                 owner: who.0,
                 guarded: who.1,
+                hooks: Vec::new(),
             },
         );
     }
@@ -500,6 +506,10 @@ impl Tasks {
         inner.pending.push_back(id.clone());
         if let Some(e) = inner.entries.get_mut(&id) {
             attach(e, watch);
+            if let (Some(c), Some(p)) = (&req.push, self.pusher.get()) {
+                push_configs::add_hook(e, p, c);
+                super::push::task(&e.hooks, &e.task);
+            }
         }
         drop(inner);
         self.wake.notify_all();
@@ -654,6 +664,7 @@ impl Tasks {
                 e.task.updated_ms = now_ms();
                 let task = &e.task;
                 broadcast(&e.subs, |g| shapes::render_status_update(task, g));
+                super::push::status(&e.hooks, task);
                 let taken = Taken {
                     id: id.clone(),
                     context_id: e.task.context_id.clone(),
@@ -778,6 +789,9 @@ use settle::{agent_msg, attach, part_bytes, settle, text_bytes};
 
 #[path = "tasks_input.rs"]
 pub mod input;
+
+#[path = "tasks_push.rs"]
+mod push_configs;
 
 #[cfg(test)]
 #[path = "tasks_tests.rs"]

@@ -162,6 +162,7 @@ impl Tasks {
         t.status_message = Some(msg);
         e.bytes = text_bytes(t);
         broadcast(&e.subs, |g| shapes::render_status_update(t, g));
+        super::super::push::status(&e.hooks, t);
         for s in e.subs.drain(..) {
             // A stream that waits for a Message answer gets the waiting task, so its
             // caller sees what to answer.
@@ -196,6 +197,7 @@ impl Tasks {
             t.status_message = None;
             t.updated_ms = crate::clock::now_ms();
             broadcast(&e.subs, |g| shapes::render_status_update(t, g));
+            super::super::push::status(&e.hooks, t);
         }
     }
 
@@ -274,7 +276,12 @@ impl Tasks {
         e.bytes = text_bytes(t);
         let t = &e.task;
         broadcast(&e.subs, |g| shapes::render_status_update(t, g));
+        super::super::push::status(&e.hooks, t);
         attach(e, watch);
+        // A config on the answering message joins the task's webhooks from here on.
+        if let (Some(c), Some(p)) = (&req.push, self.pusher.get()) {
+            super::push_configs::add_hook(e, p, c);
+        }
         let (task, after) = (e.task.clone(), e.bytes);
         inner.bytes = inner.bytes.saturating_sub(before) + after;
         Ok(task)

@@ -130,8 +130,10 @@ pub(super) fn settle(
     e.bytes = text_bytes(t);
     for a in &t.artifacts {
         broadcast(&e.subs, |g| shapes::render_artifact_update(t, a, g));
+        super::super::push::artifact(&e.hooks, t, a);
     }
     broadcast(&e.subs, |g| shapes::render_status_update(t, g));
+    super::super::push::status(&e.hooks, t);
     let as_message = state == State::Completed;
     for s in e.subs.drain(..) {
         if s.message && as_message {

@@ -11,6 +11,7 @@ fn send(text: &str) -> SendRequest {
         return_immediately: true,
         history_length: None,
         data: Vec::new(),
+        push: None,
     }
 }
 

@@ -104,6 +104,7 @@ fn fetch(
         read_timeout: Duration::from_secs(120),
         max_response: 64 * 1024,
         tls: None,
+        refuse_loopback: false,
     };
     let url = format!("http://{}/resources/peer/{handle}", peer.authority());
     let got = client::get_into(

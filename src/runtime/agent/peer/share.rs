@@ -127,6 +127,7 @@ fn card_audience(s: &Share, peer: &Peer) -> Result<String, Refused> {
         read_timeout: Duration::from_secs(10),
         max_response: MAX_CARD,
         tls: None,
+        refuse_loopback: false,
     };
     let url = format!("http://{}/.well-known/agent-card.json", peer.authority());
     let card =

@@ -219,6 +219,25 @@ fn full_workdir(work: &crate::fsx::Dir) -> String {
     }
 }
 
+/// The names of the per-task variables [`task_env`] sets.
+pub const TASK_VARS: [&str; 2] = ["MURMUR_TASK_ID", "MURMUR_MESSAGE_ID"];
+
+/// The session's environment for one run of `task`: `env` without any [`TASK_VARS`], then
+/// `MURMUR_TASK_ID` and, for an A2A task whose message named one, `MURMUR_MESSAGE_ID` (the
+/// caller's `messageId`, as a capsule may route on it; the caller also wrote `task.md`).
+fn task_env(env: &[(String, String)], task: &Taken) -> Vec<(String, String)> {
+    let mut out: Vec<(String, String)> = env
+        .iter()
+        .filter(|(k, _)| !TASK_VARS.contains(&k.as_str()))
+        .cloned()
+        .collect();
+    out.push((TASK_VARS[0].into(), task.id.clone()));
+    if let Some(m) = &task.message_id {
+        out.push((TASK_VARS[1].into(), m.clone()));
+    }
+    out
+}
+
 /// The `a2a_task_received` fields of `task`.
 pub fn received(task: &Taken) -> serde_json::Value {
     json!({
@@ -256,7 +275,7 @@ impl ComponentRunner {
                 false,
             ));
         }
-        let h = self.host()?;
+        let h = self.host(task)?;
         let outcome = wasm::call_run(
             &self.p.engine,
             &self.p.component,
@@ -306,9 +325,9 @@ impl ComponentRunner {
             .map_err(|e| format!("error: cannot clear out/result.txt: {e}\n"))
     }
 
-    /// The guest's host for one run: the preopen, the environment, the HTTP gate, the
-    /// limits and the two log pipes.
-    fn host(&self) -> Result<host::Host, Diagnostic> {
+    /// The guest's host for one run: the preopen, the environment (with the task's
+    /// [`task_env`]), the HTTP gate, the limits and the two log pipes.
+    fn host(&self, task: &Taken) -> Result<host::Host, Diagnostic> {
         let clone = |f: &std::fs::File| {
             f.try_clone()
                 .map_err(|e| Diagnostic::new(code::IO_READ, "", format!("guest log: {e}")))
@@ -316,7 +335,7 @@ impl ComponentRunner {
         host::Host::new(host::Grants {
             preopen: Some(&self.preopen),
             records: None,
-            env: &self.p.env,
+            env: &task_env(&self.p.env, task),
             network_allow: &self.p.caps.network_allow,
             limits: &self.p.caps.limits,
             stdout: clone(&self.p.stdout.write_end)?,

@@ -1,0 +1,119 @@
+//! The TCK capsule (examples/tck, run as committed through the real `mur run`): each
+//! messageId prefix the A2A TCK sends gets the scripted agent's answer over JSON-RPC, in both
+//! generations: text answers, a `text/plain` file artifact first and alone, a JSON file, a
+//! failed task, a slow task that can be canceled, and the default echo of the id. Without a
+//! messageId route (a `--task` run) the first word of `task.md` is the key.
+
+use crate::common;
+
+use common::door::{start, task_of, Door};
+use common::TempDir;
+use serde_json::{json, Value};
+use std::time::Duration;
+
+fn door(t: &TempDir) -> Door {
+    let dir = t.path().join("tck");
+    std::fs::create_dir_all(&dir).unwrap();
+    for f in ["capsule.wasm", "murmur.yaml"] {
+        std::fs::copy(common::capsule::repo(&format!("examples/tck/{f}")), dir.join(f)).unwrap();
+    }
+    start(t, &dir, &[], &[])
+}
+
+/// A blocking 1.0 send whose messageId is `id`; the task.
+fn send10(d: &Door, id: &str) -> Value {
+    let r = d.result(
+        "SendMessage",
+        json!({"message": {"messageId": id, "role": "ROLE_USER", "parts": [{"text": "TCK artifact test"}]}}),
+    );
+    task_of(&r).clone()
+}
+
+#[test]
+fn each_tck_prefix_gets_the_scripted_answer_in_both_generations() {
+    let t = TempDir::new("tck-capsule");
+    let d = door(&t);
+
+    for (prefix, text) in [
+        ("tck-complete-task-1", "Hello from TCK"),
+        ("tck-artifact-text-1", "Generated text content"),
+        ("tck-stream-001-1", "Stream hello from TCK"),
+        ("tck-stream-003-1", "Stream task lifecycle"),
+        ("tck-stream-ordering-001-1", "Ordered output"),
+        ("tck-stream-artifact-text-1", "Streamed text content"),
+        ("tck-message-response-1", "Direct message response"),
+        ("other-1", "Unhandled messageId prefix: other-1"),
+    ] {
+        let task = send10(&d, prefix);
+        assert_eq!(
+            task["status"]["state"], "TASK_STATE_COMPLETED",
+            "{prefix}: {task}"
+        );
+        assert_eq!(task["artifacts"].as_array().unwrap().len(), 1, "{prefix}: {task}");
+        assert_eq!(task["artifacts"][0]["parts"], json!([{"text": text}]), "{prefix}");
+    }
+
+    // A file artifact, first and alone (an empty answer beside files is no artifact).
+    for prefix in [
+        "tck-artifact-file-1",
+        "tck-artifact-file-url-1",
+        "tck-stream-artifact-file-1",
+    ] {
+        let task = send10(&d, prefix);
+        let id = task["id"].as_str().unwrap();
+        assert_eq!(
+            task["artifacts"],
+            json!([{"artifactId": format!("{id}-file-1"), "name": "output.txt",
+                    "parts": [{"raw": "dGNr", "mediaType": "text/plain", "filename": "output.txt"}]}]),
+            "{prefix}"
+        );
+    }
+    let task = send10(&d, "tck-artifact-data-1");
+    assert_eq!(
+        task["artifacts"][0]["parts"][0]["mediaType"], "application/json",
+        "{task}"
+    );
+    assert_eq!(task["artifacts"].as_array().unwrap().len(), 1, "{task}");
+
+    // A rejected task fails.
+    let task = send10(&d, "tck-reject-task-1");
+    assert_eq!(task["status"]["state"], "TASK_STATE_FAILED", "{task}");
+
+    // 0.3 shapes: the same routing.
+    let r = d.result(
+        "message/send",
+        json!({"message": {"kind": "message", "messageId": "tck-artifact-file-03", "role": "user",
+                           "parts": [{"kind": "text", "text": "x"}]}}),
+    );
+    assert_eq!(r["status"]["state"], "completed", "{r}");
+    assert_eq!(
+        r["artifacts"][0]["parts"],
+        json!([{"kind": "file", "file": {"bytes": "dGNr", "mimeType": "text/plain", "name": "output.txt"}}])
+    );
+    let r = d.result(
+        "message/send",
+        json!({"message": {"kind": "message", "messageId": "tck-complete-task-03", "role": "user",
+                           "parts": [{"kind": "text", "text": "x"}]}}),
+    );
+    assert_eq!(
+        r["artifacts"][0]["parts"],
+        json!([{"kind": "text", "text": "Hello from TCK"}])
+    );
+}
+
+#[test]
+fn a_slow_tck_task_can_be_canceled() {
+    let t = TempDir::new("tck-slow");
+    let d = door(&t);
+    let r = d.result(
+        "SendMessage",
+        json!({"message": {"messageId": "tck-slow-1", "role": "ROLE_USER", "parts": [{"text": "wait"}]},
+               "configuration": {"blocking": false}}),
+    );
+    let id = task_of(&r)["id"].as_str().unwrap().to_string();
+    d.wait_state(&id, "TASK_STATE_WORKING", Duration::from_secs(10));
+    let c = d.result("CancelTask", json!({ "id": id }));
+    assert_eq!(c["status"]["state"], "TASK_STATE_CANCELED", "{c}");
+    let got = d.wait_state(&id, "TASK_STATE_CANCELED", Duration::from_secs(10));
+    assert_eq!(got["status"]["state"], "TASK_STATE_CANCELED");
+}

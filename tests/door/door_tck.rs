@@ -2,7 +2,10 @@
 //! messageId prefix the A2A TCK sends gets the scripted agent's answer over JSON-RPC, in both
 //! generations: text answers, a `text/plain` file artifact first and alone, a JSON file, a
 //! failed task, a slow task that can be canceled, and the default echo of the id. Without a
-//! messageId route (a `--task` run) the first word of `task.md` is the key.
+//! messageId route (a `--task` run) the first word of `task.md` is the key. A run that
+//! leaves `out/ask.txt` (the `input-required` prefix) waits for its caller: the answer on
+//! the task runs it again with the answer in `task.md` and the answer's messageId; no
+//! answer within `ask.timeout_secs` fails it; a cancel cancels it.
 
 use crate::common;
 
@@ -116,4 +119,47 @@ fn a_slow_tck_task_can_be_canceled() {
     assert_eq!(c["status"]["state"], "TASK_STATE_CANCELED", "{c}");
     let got = d.wait_state(&id, "TASK_STATE_CANCELED", Duration::from_secs(10));
     assert_eq!(got["status"]["state"], "TASK_STATE_CANCELED");
+}
+
+#[test]
+fn an_input_required_task_waits_for_its_caller_and_runs_again_with_the_answer() {
+    let t = TempDir::new("tck-ask");
+    let d = door(&t);
+    let task = send10(&d, "tck-input-required-1");
+    assert_eq!(task["status"]["state"], "TASK_STATE_INPUT_REQUIRED", "{task}");
+    assert_eq!(
+        task["status"]["message"]["parts"],
+        json!([{"text": "The TCK capsule needs more input: answer on this task."}])
+    );
+    let id = task["id"].as_str().unwrap().to_string();
+    let ctx = task["contextId"].as_str().unwrap().to_string();
+
+    // The answer (another prefix) runs the capsule again, routed by the answer's id.
+    let r = d.result(
+        "SendMessage",
+        json!({"message": {"messageId": "tck-complete-task-2", "role": "ROLE_USER", "taskId": id,
+                           "contextId": ctx, "parts": [{"text": "here it is"}]}}),
+    );
+    let done = task_of(&r);
+    assert_eq!(done["id"], id.as_str());
+    assert_eq!(done["status"]["state"], "TASK_STATE_COMPLETED", "{done}");
+    assert_eq!(done["artifacts"][0]["parts"], json!([{"text": "Hello from TCK"}]));
+    assert_eq!(
+        d.workfile("task.md").as_deref(),
+        Some("TCK artifact test\n\n## Answer\n\nhere it is\n")
+    );
+    let got = d.result("GetTask", json!({"id": id, "history_length": 1}));
+    assert_eq!(got["history"].as_array().unwrap().len(), 1, "{got}");
+
+    // Unanswered, it fails after ask.timeout_secs (2 s); canceled, it is canceled.
+    let late = send10(&d, "tck-input-required-3");
+    let late_id = late["id"].as_str().unwrap();
+    let failed = d.wait_state(late_id, "TASK_STATE_FAILED", Duration::from_secs(10));
+    assert_eq!(
+        failed["status"]["message"]["parts"],
+        json!([{"text": "no answer within 2 s"}])
+    );
+    let waiting = send10(&d, "tck-input-required-4");
+    let c = d.result("CancelTask", json!({"id": waiting["id"]}));
+    assert_eq!(c["status"]["state"], "TASK_STATE_CANCELED", "{c}");
 }

@@ -12,11 +12,25 @@
 //! - `message-response`: `Direct message response`;
 //! - `slow` or `test-resubscribe-message-id`: sleeps 4 s first (a task to cancel or watch);
 //! - `reject-task`: traps, so the task fails;
+//! - `input-required`, and the 0.3 TCK's tasks it continues or cancels (`text-message-id`,
+//!   `cancel-test`, `mapping-test`, `test-history-`, `test-state-message-id`): leaves the
+//!   question `out/ask.txt`, so the task waits in `input-required`; the caller's answer runs
+//!   it again, routed by the answer's messageId (`tck-complete-task-…` completes it);
 //! - anything else: `Unhandled messageId prefix: <id>`.
 wit_bindgen::generate!({ path: "../../wit", world: "murmur:capsule/capsule", generate_all });
 
 use exports::murmur::capsule::run::Guest;
 struct Tck;
+
+/// The routing keys whose task asks its caller for input.
+const ASKS: [&str; 6] = [
+    "input-required",
+    "text-message-id",
+    "cancel-test",
+    "mapping-test",
+    "test-history-",
+    "test-state-message-id",
+];
 
 /// What the scripted agent answers for `key` (the routing key without `tck-`): the answer
 /// text and the one output file, if any (name, bytes).
@@ -57,6 +71,12 @@ impl Guest for Tck {
         }
         if key.starts_with("reject-task") {
             panic!("rejected");
+        }
+        if ASKS.iter().any(|p| key.starts_with(p)) {
+            std::fs::create_dir_all("out").expect("out/ is creatable in the workdir");
+            std::fs::write("out/ask.txt", "The TCK capsule needs more input: answer on this task.")
+                .expect("out/ask.txt is writable");
+            return;
         }
         let (text, file) = answer(key, &id);
         std::fs::create_dir_all("out/files").expect("out/files is creatable in the workdir");

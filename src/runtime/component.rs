@@ -298,7 +298,8 @@ impl ComponentRunner {
             )?;
             if !interrupt.is_fired() && matches!(outcome, Outcome::Returned) {
                 let by = (&*self.tasks, self.p.ask_secs);
-                match component_ask::ask(&self.layout_work, by, task, &self.p.stop, &mut text) {
+                let at = (&self.layout_work, &mut self.p.trace);
+                match component_ask::ask(at, by, task, &self.p.stop, &mut text) {
                     Asked::Nothing => {}
                     Asked::Answered { message_id: m } => {
                         message_id = Some(m);

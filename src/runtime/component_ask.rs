@@ -3,15 +3,18 @@
 //! door's task table (the same wait as an agent's `ask` tool), and the caller's next
 //! message on the task is appended to `task.md` under `## Answer` before `run` is called
 //! again (with that message's id in `MURMUR_MESSAGE_ID`). No answer within
-//! `ask.timeout_secs` fails the task; a cancel cancels it.
+//! `ask.timeout_secs` fails the task; a cancel cancels it. The trace records
+//! `input_requested` and `input_received`, as for an agent's `ask`.
 
 use super::door::tasks::input::{Awaited, Kind};
 use super::door::tasks::{Taken, Tasks};
+use super::trace::Trace;
 use crate::a2a::shapes::State;
 use crate::agent::sanitize;
 use crate::fsx::Dir;
+use serde_json::json;
 use std::sync::atomic::AtomicI32;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// Where a run leaves its question, in the workdir.
 pub const ASK_FILE: &str = "out/ask.txt";
@@ -32,7 +35,7 @@ pub enum Asked {
 /// The question `work` holds after a run of `task` (removed as it is read), put to the
 /// caller and waited for; `timeout_secs` None when the manifest declares no `ask`.
 pub fn ask(
-    work: &Dir,
+    (work, trace): (&Dir, &mut Trace),
     (tasks, timeout_secs): (&Tasks, Option<u64>),
     task: &Taken,
     stop: &AtomicI32,
@@ -60,12 +63,28 @@ pub fn ask(
         ));
     }
     let shown = sanitize::one_line(question.trim(), MAX_SHOWN);
+    let started = Instant::now();
+    let asked = json!({"task_id": task.id, "question": shown, "timeout_secs": secs});
+    if let Err(e) = trace.event("input_requested", asked) {
+        return failed(format!("cannot write trace.jsonl: {e}"));
+    }
     let waited = tasks.await_input(
         &task.id,
         (Kind::Question, &shown),
         Duration::from_secs(secs),
         (&task.cancel, stop),
     );
+    let (outcome, credential) = match &waited {
+        Awaited::Answered(r) => ("answered", r.by.clone()),
+        Awaited::TimedOut => ("timed_out", None),
+        Awaited::Canceled => ("canceled", None),
+        Awaited::Stopped => ("interrupted", None),
+    };
+    let received = json!({"task_id": task.id, "outcome": outcome, "credential": credential,
+                          "duration_ms": started.elapsed().as_millis() as u64});
+    if let Err(e) = trace.event("input_received", received) {
+        return failed(format!("cannot write trace.jsonl: {e}"));
+    }
     match waited {
         Awaited::Answered(reply) => {
             text.push_str(&format!("\n\n## Answer\n\n{}\n", reply.answer()));

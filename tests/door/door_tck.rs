@@ -148,6 +148,13 @@ fn an_input_required_task_waits_for_its_caller_and_runs_again_with_the_answer() 
         d.workfile("task.md").as_deref(),
         Some("TCK artifact test\n\n## Answer\n\nhere it is\n")
     );
+    let asked = d.event_of("input_requested", &id);
+    assert_eq!(
+        asked["question"],
+        "The TCK capsule needs more input: answer on this task."
+    );
+    assert_eq!(asked["timeout_secs"], 2);
+    assert_eq!(d.event_of("input_received", &id)["outcome"], "answered");
     let got = d.result("GetTask", json!({"id": id, "history_length": 1}));
     assert_eq!(got["history"].as_array().unwrap().len(), 1, "{got}");
 
@@ -162,4 +169,24 @@ fn an_input_required_task_waits_for_its_caller_and_runs_again_with_the_answer() 
     let waiting = send10(&d, "tck-input-required-4");
     let c = d.result("CancelTask", json!({"id": waiting["id"]}));
     assert_eq!(c["status"]["state"], "TASK_STATE_CANCELED", "{c}");
+}
+
+#[test]
+fn a_run_that_asks_without_ask_in_its_manifest_fails_its_task() {
+    let t = TempDir::new("tck-no-ask");
+    let dir = common::capsule::capsule(
+        &t,
+        "examples/tck/capsule.wasm",
+        "lifecycle: {task_acceptance: queue, after_task: sleep}\n",
+    );
+    let d = start(&t, &dir, &[], &[]);
+    let task = send10(&d, "tck-input-required-1");
+    assert_eq!(task["status"]["state"], "TASK_STATE_FAILED", "{task}");
+    assert_eq!(
+        task["status"]["message"]["parts"],
+        json!([{"text": "the run left out/ask.txt, and the manifest declares no ask"}])
+    );
+    // The next task is not taken for a question: the file went with the failed task.
+    let next = send10(&d, "tck-complete-task-2");
+    assert_eq!(next["status"]["state"], "TASK_STATE_COMPLETED", "{next}");
 }

@@ -232,17 +232,20 @@ fn full_workdir(work: &crate::fsx::Dir) -> String {
 /// The names of the per-task variables [`task_env`] sets.
 pub const TASK_VARS: [&str; 2] = ["MURMUR_TASK_ID", "MURMUR_MESSAGE_ID"];
 
-/// The session's environment for one run of a task: `env` without any [`TASK_VARS`], then
-/// `MURMUR_TASK_ID` and, for an A2A task, `MURMUR_MESSAGE_ID`: the caller's `messageId`
-/// (after an answer to the run's question, the answer's), as a capsule may route on it;
-/// the caller also wrote `task.md`.
-fn task_env(env: &[(String, String)], (task_id, message_id): (&str, Option<&str>)) -> Vec<(String, String)> {
+/// The session's environment for one run of `task`: for an A2A task, `env` without any
+/// [`TASK_VARS`], then `MURMUR_TASK_ID` and `MURMUR_MESSAGE_ID`, the caller's `messageId`
+/// (after an answer to the run's question, the answer's `message_id`), as a capsule may
+/// route on it; the caller also wrote `task.md`. A task from `task.md` runs with `env`.
+fn task_env(env: &[(String, String)], task: &Taken, message_id: Option<&str>) -> Vec<(String, String)> {
+    if task.source != "a2a" {
+        return env.to_vec();
+    }
     let mut out: Vec<(String, String)> = env
         .iter()
         .filter(|(k, _)| !TASK_VARS.contains(&k.as_str()))
         .cloned()
         .collect();
-    out.push((TASK_VARS[0].into(), task_id.into()));
+    out.push((TASK_VARS[0].into(), task.id.clone()));
     if let Some(m) = message_id {
         out.push((TASK_VARS[1].into(), m.into()));
     }
@@ -373,7 +376,7 @@ impl ComponentRunner {
         host::Host::new(host::Grants {
             preopen: Some(&self.preopen),
             records: None,
-            env: &task_env(&self.p.env, (&task.id, message_id)),
+            env: &task_env(&self.p.env, task, message_id),
             network_allow: &self.p.caps.network_allow,
             limits: &self.p.caps.limits,
             stdout: clone(&self.p.stdout.write_end)?,

@@ -6,9 +6,10 @@
 # TCK_GIT_DIR is a clone (or bare mirror) of https://github.com/a2aproject/a2a-tck; nothing of
 # it is copied into this repository. Generation 1.0 runs its branch `1.0-dev` (graded
 # MUST/SHOULD/MAY, JSON-RPC transport only: the door serves no gRPC or HTTP+JSON), 0.3 its tag
-# `0.3.0.beta4` (every category, JSON-RPC only). The door is `MUR_BINARY run` of the hello
-# example under `lifecycle: {task_acceptance: queue, after_task: sleep}` on 127.0.0.1, stopped
-# by its PID at the end. The TCK's own reports stay in WORK_DIR (default: a new temporary
+# `0.3.0.beta4` (every category, JSON-RPC only). The door is `MUR_BINARY run` of the TCK
+# capsule (examples/tck: it answers as the TCK's scripted agent does, by messageId prefix;
+# `lifecycle: {task_acceptance: queue, after_task: sleep}`) on 127.0.0.1, stopped by its PID at
+# the end. scripts/a2a-tck-all.sh runs both generations and prints a summary. The TCK's own reports stay in WORK_DIR (default: a new temporary
 # directory): 1.0 `tck/reports/compatibility.json`, 0.3 `tck/compliance.json`; the pytest
 # output is `WORK_DIR/tck.log`, the last lines of which are printed.
 #
@@ -35,9 +36,7 @@ python3 -m venv "$work/venv"
 "$work/venv/bin/python" -m pip install -q -e "$work/tck" pytest-html
 
 # 2. The door.
-cp "$repo/examples/hello/capsule.wasm" "$work/capsule/"
-printf 'name: hello\nversion: 0.1.0\nlifecycle: {task_acceptance: queue, after_task: sleep, queue_depth: 64}\n' \
-    >"$work/capsule/murmur.yaml"
+cp "$repo/examples/tck/capsule.wasm" "$repo/examples/tck/murmur.yaml" "$work/capsule/"
 MURMUR_RECORDS_DIR=$work/records MURMUR_CACHE_DIR=$work/cache \
     "$mur" run --manifest "$work/capsule/murmur.yaml" >"$work/door.out" 2>"$work/door.err" &
 door=$!

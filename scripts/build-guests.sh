@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Rebuild the committed guest components (the hello example, the test fixtures, the inference
+# Rebuild the committed guest components (the hello and tck examples, the test fixtures, the inference
 # drivers under drivers/, the example hooks under hooks/ and the hook fixtures under
 # tests/fixtures/hooks/) from their Rust sources (and two from component text, with
 # wasm-tools), then repackage the committed .mur.zip artifacts. Needs the wasm32-wasip2 target
@@ -8,7 +8,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 target_dir="$PWD/target/guests"
-for dir in examples/hello tests/fixtures/*/ drivers/murmur-driver-*/ hooks/*/ tests/fixtures/hooks/*/; do
+for dir in examples/hello examples/tck tests/fixtures/*/ drivers/murmur-driver-*/ hooks/*/ tests/fixtures/hooks/*/; do
     dir="${dir%/}"
     [ -f "$dir/Cargo.toml" ] || continue
     name=$(sed -n 's/^name = "\(.*\)"/\1/p' "$dir/Cargo.toml" | head -1)

@@ -191,7 +191,7 @@ pub(crate) fn send_params(p: &Map<String, Value>, gen: Generation) -> Result<Sen
                 Generation::V10 => opt_bool(c, "returnImmediately")? == Some(true),
                 Generation::V03 => opt_bool(c, "blocking")? == Some(false),
             };
-            (ri, opt_u32(c, "historyLength")?, super::push::in_send(c, gen)?)
+            (ri, history_length(c)?, super::push::in_send(c, gen)?)
         }
         Some(_) => return Err("configuration must be an object".into()),
     };
@@ -224,8 +224,17 @@ fn answer_data(part: &Value, gen: Generation) -> Option<&Value> {
 pub(crate) fn task_params(p: &Map<String, Value>) -> Result<TaskRequest, String> {
     Ok(TaskRequest {
         id: req_id(p, "id")?,
-        history_length: opt_u32(p, "historyLength")?,
+        history_length: history_length(p)?,
     })
+}
+
+/// `historyLength`, else its proto field name `history_length` (ProtoJSON parsers accept
+/// both, as the 1.0 SDK's does; the 1.0 TCK's JSON-RPC client sends the latter).
+fn history_length(p: &Map<String, Value>) -> Result<Option<u32>, String> {
+    match opt_u32(p, "historyLength")? {
+        Some(n) => Ok(Some(n)),
+        None => opt_u32(p, "history_length"),
+    }
 }
 
 pub(crate) fn list_params(p: &Map<String, Value>) -> Result<ListRequest, String> {
@@ -247,7 +256,7 @@ pub(crate) fn list_params(p: &Map<String, Value>) -> Result<ListRequest, String>
         status,
         page_size,
         page_token: opt_str(p, "pageToken")?.filter(|s| !s.is_empty()),
-        history_length: opt_u32(p, "historyLength")?,
+        history_length: history_length(p)?,
         status_after_ms,
         include_artifacts: opt_bool(p, "includeArtifacts")?.unwrap_or(false),
     })

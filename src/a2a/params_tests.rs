@@ -3,7 +3,7 @@
 use super::*;
 use crate::a2a::rpc::*;
 use crate::a2a::shapes::State;
-use serde_json::json;
+use serde_json::{json, Value};
 
 use crate::a2a::test_support::{call, code, req, V1};
 
@@ -234,4 +234,19 @@ fn a_message_on_a_task_keeps_its_data_parts_for_the_waiting_task() {
         assert_eq!(s.parts[0].kind, Kind::Data);
         assert_eq!(s.parts[0].bytes, b"{\"approve\":true}\n");
     }
+}
+
+#[test]
+fn history_length_is_also_taken_by_its_proto_field_name() {
+    let get = |p: Value| match call(req("GetTask", p), V1).unwrap().op {
+        Op::Get(t) => t.history_length,
+        _ => panic!(),
+    };
+    assert_eq!(get(json!({"id": "t", "history_length": 1})), Some(1));
+    assert_eq!(
+        get(json!({"id": "t", "historyLength": 2, "history_length": 1})),
+        Some(2)
+    );
+    assert_eq!(get(json!({"id": "t"})), None);
+    assert!(call(req("GetTask", json!({"id": "t", "history_length": -1})), V1).is_err());
 }

@@ -45,7 +45,7 @@ pub struct Manifest {
     pub packaged_as: Option<String>,
     /// `approvals`: calls that wait for a person's yes (None: none do).
     pub approvals: Option<Approvals>,
-    /// `ask`: the `ask` tool (None: not offered).
+    /// `ask`: an agent's `ask` tool, a WASM run's `out/ask.txt` (None: neither).
     pub ask: Option<Ask>,
     /// `a2a.*`: the part kinds a task takes, where its files land, what comes back.
     pub a2a: TaskIo,

@@ -97,7 +97,7 @@ pub fn manifest(root: &Value, api_key_var: Option<&str>, api_key_resolved: bool)
         }
     }
     let approvals = approvals::approvals(&top, &artifacts, &capabilities, inference.is_some())?;
-    let ask = approvals::ask(&top, inference.is_some())?;
+    let ask = approvals::ask(&top)?;
     Ok(Manifest {
         approvals,
         ask,

@@ -3,6 +3,7 @@
 //! previous `out/result.txt` removed first (through the workdir's descriptor); the task's
 //! answer is what the component left in `out/result.txt` (its only way to answer).
 
+use super::component_ask::{self, Asked};
 use super::door::tasks::{Acceptance, Taken, Tasks};
 use super::lifecycle;
 use super::serve::{Closing, Finished, Served, TaskRunner};
@@ -36,6 +37,8 @@ pub struct ComponentRunner {
     /// The workdir could not be made ready for a task (what the guest left in the way of
     /// `task.md` or `out/result.txt`): the session ended rather than fail every task after.
     broken: Option<String>,
+    /// The door's task table, where a run's question waits for its answer.
+    tasks: Arc<Tasks>,
 }
 
 /// What the component runner is made from.
@@ -48,11 +51,17 @@ pub struct ComponentParts {
     pub stderr: Sink,
     pub trace: Trace,
     pub stop: Arc<AtomicI32>,
+    /// `ask.timeout_secs`: a run may ask its caller (None: the manifest declares no `ask`).
+    pub ask_secs: Option<u64>,
 }
 
 impl ComponentRunner {
     /// The runner for the session laid out in `layout`; cancels of `tasks` reach the run.
-    pub fn new(p: ComponentParts, layout: &Layout, tasks: &Tasks) -> Result<ComponentRunner, Diagnostic> {
+    pub fn new(
+        p: ComponentParts,
+        layout: &Layout,
+        tasks: &Arc<Tasks>,
+    ) -> Result<ComponentRunner, Diagnostic> {
         let current: Current = Arc::default();
         let fire = current.clone();
         tasks.on_cancel(Box::new(move |id| fire_if(&fire, Some(id))));
@@ -68,6 +77,7 @@ impl ComponentRunner {
             trapped: None,
             queue: matches!(tasks.acceptance(), Acceptance::Queue(_)),
             broken: None,
+            tasks: tasks.clone(),
         })
     }
 }
@@ -219,6 +229,29 @@ fn full_workdir(work: &crate::fsx::Dir) -> String {
     }
 }
 
+/// The names of the per-task variables [`task_env`] sets.
+pub const TASK_VARS: [&str; 2] = ["MURMUR_TASK_ID", "MURMUR_MESSAGE_ID"];
+
+/// The session's environment for one run of `task`: for an A2A task, `env` without any
+/// [`TASK_VARS`], then `MURMUR_TASK_ID` and `MURMUR_MESSAGE_ID`, the caller's `messageId`
+/// (after an answer to the run's question, the answer's `message_id`), as a capsule may
+/// route on it; the caller also wrote `task.md`. A task from `task.md` runs with `env`.
+fn task_env(env: &[(String, String)], task: &Taken, message_id: Option<&str>) -> Vec<(String, String)> {
+    if task.source != "a2a" {
+        return env.to_vec();
+    }
+    let mut out: Vec<(String, String)> = env
+        .iter()
+        .filter(|(k, _)| !TASK_VARS.contains(&k.as_str()))
+        .cloned()
+        .collect();
+    out.push((TASK_VARS[0].into(), task.id.clone()));
+    if let Some(m) = message_id {
+        out.push((TASK_VARS[1].into(), m.into()));
+    }
+    out
+}
+
 /// The `a2a_task_received` fields of `task`.
 pub fn received(task: &Taken) -> serde_json::Value {
     json!({
@@ -256,14 +289,40 @@ impl ComponentRunner {
                 false,
             ));
         }
-        let h = self.host()?;
-        let outcome = wasm::call_run(
-            &self.p.engine,
-            &self.p.component,
-            h,
-            self.p.caps.limits.deadline(),
-            Some(interrupt),
-        )?;
+        let (mut message_id, mut text) = (task.message_id.clone(), task.text.clone());
+        loop {
+            let h = self.host(task, message_id.as_deref())?;
+            let outcome = wasm::call_run(
+                &self.p.engine,
+                &self.p.component,
+                h,
+                self.p.caps.limits.deadline(),
+                Some(interrupt),
+            )?;
+            if !interrupt.is_fired() && matches!(outcome, Outcome::Returned) {
+                let by = (&*self.tasks, self.p.ask_secs);
+                let at = (&self.layout_work, &mut self.p.trace);
+                match component_ask::ask(at, by, task, &self.p.stop, &mut text) {
+                    Asked::Nothing => {}
+                    Asked::Answered { message_id: m } => {
+                        message_id = Some(m);
+                        continue;
+                    }
+                    Asked::Ended(state, why) => return Ok((state, why, true)),
+                }
+            }
+            return self.ended(task, interrupt, outcome, bootstrap);
+        }
+    }
+
+    /// How a run that returned (and asked nothing), trapped or was interrupted ended.
+    fn ended(
+        &mut self,
+        task: &Taken,
+        interrupt: &Interrupt,
+        outcome: Outcome,
+        bootstrap: &mut Bootstrap,
+    ) -> Result<RunEnd, Diagnostic> {
         if interrupt.is_fired() {
             if task.cancel.load(Ordering::SeqCst) {
                 return Ok((State::Canceled, "error: canceled\n".into(), true));
@@ -294,7 +353,7 @@ impl ComponentRunner {
         }
     }
 
-    /// An A2A task's text in `task.md`, and no `out/result.txt` left from before. What the
+    /// An A2A task's text in `task.md`, and no `out/result.txt` or `out/ask.txt` left from before. What the
     /// previous run left in the way (a directory named task.md, out/ gone or a symlink)
     /// fails this task, not the session: the error is the task's answer.
     fn make_ready(&self, task: &Taken) -> Result<(), String> {
@@ -303,12 +362,13 @@ impl ComponentRunner {
             .map_err(|e| format!("error: cannot write task.md: {e}\n"))?;
         work.mkdirs("out", 0o755)
             .and_then(|_| work.remove_file("out/result.txt"))
-            .map_err(|e| format!("error: cannot clear out/result.txt: {e}\n"))
+            .and_then(|_| work.remove_file(component_ask::ASK_FILE))
+            .map_err(|e| format!("error: cannot clear out/result.txt and out/ask.txt: {e}\n"))
     }
 
-    /// The guest's host for one run: the preopen, the environment, the HTTP gate, the
-    /// limits and the two log pipes.
-    fn host(&self) -> Result<host::Host, Diagnostic> {
+    /// The guest's host for one run: the preopen, the environment (with the task's
+    /// [`task_env`]), the HTTP gate, the limits and the two log pipes.
+    fn host(&self, task: &Taken, message_id: Option<&str>) -> Result<host::Host, Diagnostic> {
         let clone = |f: &std::fs::File| {
             f.try_clone()
                 .map_err(|e| Diagnostic::new(code::IO_READ, "", format!("guest log: {e}")))
@@ -316,7 +376,7 @@ impl ComponentRunner {
         host::Host::new(host::Grants {
             preopen: Some(&self.preopen),
             records: None,
-            env: &self.p.env,
+            env: &task_env(&self.p.env, task, message_id),
             network_allow: &self.p.caps.network_allow,
             limits: &self.p.caps.limits,
             stdout: clone(&self.p.stdout.write_end)?,

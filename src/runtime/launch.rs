@@ -519,6 +519,7 @@ fn component_runner(
             stderr,
             trace,
             stop: o.stop.clone(),
+            ask_secs: m.ask.map(|a| a.timeout_secs),
         },
         &o.layout,
         &o.life.tasks,

@@ -5,6 +5,7 @@
 
 pub mod agent;
 pub mod component;
+pub mod component_ask;
 pub mod delegation;
 pub mod door;
 pub mod door_access;

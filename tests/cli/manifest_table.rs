@@ -132,7 +132,9 @@ fn cases() -> Vec<(&'static str, String, Expect)> {
             assert!(l.manifest.ask.is_none() && l.manifest.approvals.is_none());
         })),
         ("approvals without a model", with_head("capabilities: {shell: {allow: [rm]}}\napprovals: {shell: [rm]}\n"), Err("E-MAN-003", "approvals")),
-        ("ask without a model", with_head("ask: true\n"), Err("E-MAN-003", "ask")),
+        ("ask without a model: a WASM capsule's out/ask.txt", with_head("ask: {timeout_secs: 30}\n"), Ok(|l| {
+            assert_eq!(l.manifest.ask.map(|a| a.timeout_secs), Some(30));
+        })),
         ("ask not a flag or block", with_head(&format!("{AGENT}ask: yes please\n")), Err("E-MAN-003", "ask")),
         ("approvals naming nothing", with_head(&format!("{AGENT}approvals: {{timeout_secs: 5}}\n")), Err("E-MAN-003", "approvals")),
         ("approval of an undeclared tool", with_head(&format!("{AGENT}approvals: {{tools: [t, typo]}}\n")), Err("E-MAN-003", "approvals.tools[1]")),

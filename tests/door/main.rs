@@ -14,6 +14,7 @@ mod door_http;
 mod door_lifecycle;
 mod door_push;
 mod door_streams;
+mod door_tck;
 mod full_disk;
 mod peer_plane;
 mod resources_files;

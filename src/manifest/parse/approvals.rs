@@ -163,8 +163,9 @@ fn delegations(n: &Node<'_>, caps: &Capabilities) -> R<Vec<String>> {
     Ok(list)
 }
 
-/// `ask`: `true`/`false`, or a block with `timeout_secs`.
-pub fn ask(top: &Node<'_>, agent: bool) -> R<Option<Ask>> {
+/// `ask`: `true`/`false`, or a block with `timeout_secs`. An agent's model asks with the
+/// `ask` tool, a WASM capsule's run by leaving `out/ask.txt` (runtime::component_ask).
+pub fn ask(top: &Node<'_>) -> R<Option<Ask>> {
     let timeout_secs = match top.raw("ask") {
         None | Some(Value::Bool(false)) => return Ok(None),
         Some(Value::Bool(true)) => DEFAULT_ASK_TIMEOUT_SECS,
@@ -184,11 +185,5 @@ pub fn ask(top: &Node<'_>, agent: bool) -> R<Option<Ask>> {
             ))
         }
     };
-    if !agent {
-        return Err(invalid(
-            "ask",
-            "only an agent capsule (one with an inference block) has a model to ask",
-        ));
-    }
     Ok(Some(Ask { timeout_secs }))
 }

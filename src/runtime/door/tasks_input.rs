@@ -28,6 +28,8 @@ pub struct Reply {
     pub data: Vec<Value>,
     /// The credential that answered (None on an open door).
     pub by: Option<String>,
+    /// The answering message's `messageId`.
+    pub message_id: String,
 }
 
 impl Reply {
@@ -248,6 +250,7 @@ impl Tasks {
             text: req.text.clone(),
             data: req.data.clone(),
             by,
+            message_id: req.message_id.clone(),
         };
         let mut slots = self.input.lock();
         let Some(slot) = slots.get_mut(id).filter(|s| s.reply.is_none()) else {

@@ -97,8 +97,8 @@ pub(super) fn attach(e: &mut Entry, watch: Watch) {
     }
 }
 
-/// Move `e` to a terminal `state` with its answer (the `response` text, then one artifact
-/// per output file), tell its streams (the artifacts, then the final status, then the end;
+/// Move `e` to a terminal `state` with its answer (the `response` text unless it is empty
+/// and files came back, then one artifact per output file), tell its streams (the artifacts, then the final status, then the end;
 /// a Message stream of a completed task its one Message) and answer its waiters.
 pub(super) fn settle(
     e: &mut Entry,
@@ -111,6 +111,8 @@ pub(super) fn settle(
     t.state = state;
     t.updated_ms = now_ms;
     t.status_message = message;
+    // An empty answer beside file artifacts is no artifact: the files are the answer.
+    let text = text.filter(|a| !a.is_empty() || files.is_empty());
     if let Some(text) = text {
         t.artifacts.push(Artifact {
             artifact_id: format!("{}-response", t.id),

@@ -3,7 +3,7 @@
 //! (the CA bundle, the operator's credentials for the host, the progress stream).
 
 use crate::diag::{code, Diagnostic};
-use crate::http::tls::{self, TlsConfig};
+use crate::http::tls::{self, CaError, TlsConfig};
 use crate::places;
 use crate::registry::oci::{self, auth, Reference, Session, Target};
 use crate::registry::store;
@@ -27,9 +27,6 @@ pub struct PullOptions {
     pub json: bool,
 }
 
-/// Largest CA bundle and credentials file read.
-const MAX_CA_FILE: u64 = 4 << 20;
-
 /// Step: the roots HTTPS is checked against: `MURMUR_CA_FILE`, else the system's bundle.
 /// Only asked for when the reference is HTTPS.
 fn tls_config(r: &Reference) -> Result<Option<TlsConfig>, Diagnostic> {
@@ -37,23 +34,18 @@ fn tls_config(r: &Reference) -> Result<Option<TlsConfig>, Diagnostic> {
         return Ok(None);
     }
     let refused = |m: String| Diagnostic::new(code::REG_REMOTE, r.to_text(), m);
-    let candidates = places::ca_files();
-    let explicit = std::env::var_os("MURMUR_CA_FILE").is_some_and(|v| !v.is_empty());
-    for path in &candidates {
-        match store::read_small(path, MAX_CA_FILE) {
-            Ok(pem) => {
-                return tls::config_from_pem(&pem)
-                    .map(Some)
-                    .map_err(|e| refused(format!("{}: {e}", path.display())))
-            }
-            Err(e) if explicit => return Err(refused(format!("MURMUR_CA_FILE {}: {e}", path.display()))),
-            Err(_) => continue,
-        }
+    let named = std::env::var_os("MURMUR_CA_FILE").is_some_and(|v| !v.is_empty());
+    match tls::config_from_ca_files(&places::ca_files(), named, |p| {
+        store::read_small(p, tls::MAX_CA_FILE)
+    }) {
+        Ok(config) => Ok(Some(config)),
+        Err(CaError::Bundle(m)) => Err(refused(m)),
+        Err(CaError::Named(m)) => Err(refused(format!("MURMUR_CA_FILE {m}"))),
+        Err(CaError::Missing) => Err(refused(
+            "no CA bundle found to check the registry's certificate".into(),
+        )
+        .with_hint("set MURMUR_CA_FILE to a PEM bundle")),
     }
-    Err(
-        refused("no CA bundle found to check the registry's certificate".into())
-            .with_hint("set MURMUR_CA_FILE to a PEM bundle"),
-    )
 }
 
 /// Step: the operator's credentials for the reference's host, if the auth file has some.

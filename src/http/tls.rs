@@ -25,6 +25,41 @@ pub fn config_from_pem(_pem: &[u8]) -> Result<TlsConfig, String> {
     Err("this build has no TLS (built without the tls feature)".into())
 }
 
+/// The largest CA bundle read.
+pub const MAX_CA_FILE: u64 = 4 << 20;
+
+/// Why no configuration came of the host's CA bundles.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CaError {
+    /// A bundle was read but cannot be used: `PATH: why`.
+    Bundle(String),
+    /// The bundle the operator named (`MURMUR_CA_FILE`) cannot be read: `PATH: why`.
+    Named(String),
+    /// None of the candidates can be read.
+    Missing,
+}
+
+/// The configuration of the first of `candidates` (`places::ca_files`: `MURMUR_CA_FILE`
+/// alone when set, else the system's bundles) that `read` reads, for `mur push`/`pull` and
+/// for a push notification's `https://` webhook alike. With `named` (the operator named the
+/// bundle) its read failing is the answer, never a reason to look further.
+pub fn config_from_ca_files(
+    candidates: &[std::path::PathBuf],
+    named: bool,
+    read: impl Fn(&std::path::Path) -> io::Result<Vec<u8>>,
+) -> Result<TlsConfig, CaError> {
+    for path in candidates {
+        match read(path) {
+            Ok(pem) => {
+                return config_from_pem(&pem).map_err(|e| CaError::Bundle(format!("{}: {e}", path.display())))
+            }
+            Err(e) if named => return Err(CaError::Named(format!("{}: {e}", path.display()))),
+            Err(_) => continue,
+        }
+    }
+    Err(CaError::Missing)
+}
+
 /// A configuration trusting the certificates of the PEM bundle `pem` (and nothing else).
 /// A bundle with no certificate in it is an error: it would trust nobody, silently.
 #[cfg(feature = "tls")]
@@ -122,5 +157,33 @@ impl Write for Conn {
             #[cfg(feature = "tls")]
             Conn::Tls(s) => s.flush(),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::{Path, PathBuf};
+
+    /// The first readable bundle is the answer; a named one's read failure too; none is Missing.
+    #[test]
+    fn the_first_readable_bundle_answers_and_a_named_one_is_never_passed_over() {
+        let paths = [PathBuf::from("/gone.pem"), PathBuf::from("/empty.pem")];
+        let read = |p: &Path| match p.to_str() {
+            Some("/empty.pem") => Ok(b"no certificate here\n".to_vec()),
+            _ => Err(io::Error::from(io::ErrorKind::NotFound)),
+        };
+        let Err(CaError::Bundle(why)) = config_from_ca_files(&paths, false, read) else {
+            panic!("an unusable bundle is its own error");
+        };
+        assert!(why.starts_with("/empty.pem: "), "{why}");
+        let Err(CaError::Named(why)) = config_from_ca_files(&paths[..1], true, read) else {
+            panic!("a named bundle's read failure is the answer");
+        };
+        assert!(why.starts_with("/gone.pem: "), "{why}");
+        assert!(matches!(
+            config_from_ca_files(&paths[..1], false, read),
+            Err(CaError::Missing)
+        ));
     }
 }

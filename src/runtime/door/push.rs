@@ -46,8 +46,6 @@ pub const TIMEOUT: Duration = Duration::from_secs(5);
 pub const MAX_RESPONSE: usize = 16 << 10;
 /// How long a closing session waits for its updates to go out.
 pub const DRAIN: Duration = Duration::from_secs(3);
-/// The largest CA bundle read for an `https://` webhook.
-const MAX_CA_FILE: u64 = 4 << 20;
 
 /// One update to deliver.
 struct Job {
@@ -333,12 +331,16 @@ impl Pusher {
 /// The roots an `https://` webhook is checked against: `MURMUR_CA_FILE`, else the system's
 /// bundle (as `mur push`/`pull` read them).
 fn ca_config() -> Result<TlsConfig, String> {
-    for path in crate::places::ca_files() {
-        if let Ok(pem) = crate::registry::store::read_small(&path, MAX_CA_FILE) {
-            return crate::http::tls::config_from_pem(&pem).map_err(|e| format!("{}: {e}", path.display()));
+    use crate::http::tls::{config_from_ca_files, CaError, MAX_CA_FILE};
+    let named = std::env::var_os("MURMUR_CA_FILE").is_some_and(|v| !v.is_empty());
+    let read = |p: &std::path::Path| crate::registry::store::read_small(p, MAX_CA_FILE);
+    config_from_ca_files(&crate::places::ca_files(), named, read).map_err(|e| match e {
+        CaError::Bundle(m) => m,
+        CaError::Named(m) => format!("MURMUR_CA_FILE {m}"),
+        CaError::Missing => {
+            "no CA bundle found to check the webhook's certificate (set MURMUR_CA_FILE)".into()
         }
-    }
-    Err("no CA bundle found to check the webhook's certificate (set MURMUR_CA_FILE)".into())
+    })
 }
 
 /// Whether a rule's host names loopback itself.

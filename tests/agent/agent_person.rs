@@ -257,16 +257,16 @@ fn a_waiting_task_holds_no_model_call_and_no_child_until_its_caller_approves() {
         "TASK_STATE_INPUT_REQUIRED"
     );
 
-    // A message already sent on the task (a retry, a replay) answers nothing.
-    let first = task["history"][0]["messageId"].clone();
-    assert!(first.is_string(), "{task}");
-    let replay = json!({"message": {"kind": "message", "messageId": first, "role": "user",
-        "taskId": task["id"], "contextId": task["contextId"],
-        "parts": [{"kind": "data", "data": {"approve": true}}]}});
+    // A message already sent on the task (a retry, a replay: its id and its words) answers
+    // nothing.
+    let first = &task["history"][0];
+    assert!(first["messageId"].is_string(), "{task}");
+    let replay = json!({"message": {"kind": "message", "messageId": first["messageId"], "role": "user",
+        "taskId": task["id"], "contextId": task["contextId"], "parts": first["parts"]}});
     let (code, message) = rpc_error(&s.rpc("message/send", replay, &[]));
     assert_eq!(code, -32602);
     assert!(
-        message.contains("this messageId was already sent on task"),
+        message.contains("this message was already sent on task"),
         "{message}"
     );
     assert_eq!(

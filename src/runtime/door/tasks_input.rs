@@ -238,20 +238,26 @@ impl Tasks {
                 ),
             ));
         }
-        // An answer is given once: a retried or replayed message (its id already in the
-        // history) never answers the wait that follows the one it was sent for.
-        if e.task.history.iter().any(|m| m.message_id == req.message_id) {
-            return Err((
-                rpc::INVALID_PARAMS,
-                format!("Invalid params: this messageId was already sent on task {id}; each answer is a new message"),
-            ));
-        }
         let reply = Reply {
             text: req.text.clone(),
             data: req.data.clone(),
             by,
             message_id: req.message_id.clone(),
         };
+        // An answer is given once: a retried or replayed message (its id and its answer
+        // already in the history) never answers the wait that follows the one it was sent
+        // for. (A new answer under a reused id is taken: the A2A TCK reuses ids.)
+        let said = reply.answer();
+        if e.task
+            .history
+            .iter()
+            .any(|m| m.message_id == req.message_id && m.text == said)
+        {
+            return Err((
+                rpc::INVALID_PARAMS,
+                format!("Invalid params: this message was already sent on task {id}; each answer is a new message"),
+            ));
+        }
         let mut slots = self.input.lock();
         let Some(slot) = slots.get_mut(id).filter(|s| s.reply.is_none()) else {
             return Err(not_waiting());
@@ -262,7 +268,6 @@ impl Tasks {
                 format!("Invalid params: task {id} waits for an approval: answer with a data part {{\"approve\": true}} or {{\"approve\": false}}, or the text approve or deny"),
             ));
         }
-        let said = reply.answer();
         slot.reply = Some(reply);
         drop(slots);
         self.input.cv.notify_all();

@@ -261,11 +261,17 @@ fn without_user_namespaces(cgroup: &std::path::Path, args: &[&str], env: &[(Stri
     }
     drop((sync_w, go_r, out_w, err_w, procs));
     let mut b = [0u8; 1];
-    assert_eq!(
-        rustix::io::read(&sync_r, &mut b).unwrap(),
-        1,
-        "the staging child did not unshare"
-    );
+    if rustix::io::read(&sync_r, &mut b).unwrap() != 1 {
+        // Which step failed is the child's exit code (120 the first write, 121 the unshare);
+        // the errno of a failed unshare is not known here, only that it failed.
+        let mut status = 0;
+        // SAFETY: waits for the child forked above.
+        unsafe { libc::waitpid(pid, &mut status, 0) };
+        panic!(
+            "the staging child did not unshare: it exited {} (120: its first write, 121: unshare(CLONE_NEWUSER))",
+            libc::WEXITSTATUS(status)
+        );
+    }
     let map = format!("0 0 1\n{USER} {USER} 1\n");
     std::fs::write(format!("/proc/{pid}/uid_map"), &map).unwrap();
     std::fs::write(format!("/proc/{pid}/gid_map"), &map).unwrap();

@@ -56,11 +56,15 @@ pub fn ask(
             "the run left {ASK_FILE}, and the manifest declares no ask"
         ));
     };
-    if task.source != "a2a" {
-        return failed(format!(
-            "this task came from {}: there is nobody to ask",
+    // A task from task.md, and a delegation's completion report (no credential sees it),
+    // has nobody to ask.
+    if task.source != "a2a" || task.origin.origin == "completion" {
+        let from = if task.source == "a2a" {
+            "a delegation's completion"
+        } else {
             task.source
-        ));
+        };
+        return failed(format!("this task came from {from}: there is nobody to ask"));
     }
     let shown = sanitize::one_line(question.trim(), MAX_SHOWN);
     let started = Instant::now();

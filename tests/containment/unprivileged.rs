@@ -231,15 +231,25 @@ fn without_user_namespaces(cgroup: &std::path::Path, args: &[&str], env: &[(Stri
         // SAFETY: as above.
         unsafe {
             let fail = |code: i32| -> ! { libc::_exit(code) };
+            // A failed step says which (its code) and why (errno) on the sync pipe first.
+            let tell = |code: u8| {
+                // (Reads errno; an OS error is no allocation.)
+                let e = std::io::Error::last_os_error().raw_os_error().unwrap_or(0);
+                let mut b = [code, 0, 0, 0, 0];
+                b[1..].copy_from_slice(&e.to_ne_bytes());
+                libc::write(sw, b.as_ptr().cast(), b.len());
+            };
             let put = |path: &std::ffi::CStr, b: &[u8]| {
                 let fd = libc::open(path.as_ptr(), libc::O_WRONLY);
                 fd >= 0 && libc::write(fd, b.as_ptr().cast(), b.len()) == b.len() as isize
             };
             let mut byte = [0u8; 1];
             if libc::write(pf, b"0".as_ptr().cast(), 1) != 1 {
+                tell(120);
                 fail(120);
             }
             if libc::unshare(libc::CLONE_NEWUSER) != 0 {
+                tell(121);
                 fail(121);
             }
             libc::write(sw, b"u".as_ptr().cast(), 1);
@@ -260,15 +270,19 @@ fn without_user_namespaces(cgroup: &std::path::Path, args: &[&str], env: &[(Stri
         }
     }
     drop((sync_w, go_r, out_w, err_w, procs));
-    let mut b = [0u8; 1];
-    if rustix::io::read(&sync_r, &mut b).unwrap() != 1 {
-        // Which step failed is the child's exit code (120 the first write, 121 the unshare);
-        // the errno of a failed unshare is not known here, only that it failed.
+    let mut b = [0u8; 5];
+    let n = rustix::io::read(&sync_r, &mut b).unwrap();
+    if n != 1 || b[0] != b'u' {
+        // The child's failed step (120: joining the cgroup, 121: unshare(CLONE_NEWUSER)) and
+        // its errno, as it told them before it exited.
         let mut status = 0;
         // SAFETY: waits for the child forked above.
         unsafe { libc::waitpid(pid, &mut status, 0) };
+        let errno =
+            (n == 5).then(|| std::io::Error::from_raw_os_error(i32::from_ne_bytes([b[1], b[2], b[3], b[4]])));
         panic!(
-            "the staging child did not unshare: it exited {} (120: its first write, 121: unshare(CLONE_NEWUSER))",
+            "the staging child did not unshare: step {} failed ({errno:?}), exit status {}",
+            b[0],
             libc::WEXITSTATUS(status)
         );
     }

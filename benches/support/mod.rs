@@ -185,34 +185,9 @@ pub fn bwrap_plain_cpu(runs: usize) -> f64 {
 /// `/dev`, and `dir` bound read-write as its working directory: the sandbox an operator
 /// would build instead of a sealed call.
 pub fn bwrap_true(dir: &str) -> Vec<String> {
-    [
-        "bwrap",
-        "--unshare-all",
-        "--die-with-parent",
-        "--ro-bind",
-        "/usr",
-        "/usr",
-        "--symlink",
-        "usr/bin",
-        "/bin",
-        "--symlink",
-        "usr/lib",
-        "/lib",
-        "--symlink",
-        "usr/lib64",
-        "/lib64",
-        "--proc",
-        "/proc",
-        "--dev",
-        "/dev",
-        "--bind",
-        dir,
-        dir,
-        "--chdir",
-        dir,
-        "true",
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect()
+    let mut args = bwrap_plain();
+    let program = args.pop().unwrap_or_else(|| "true".into());
+    args.extend(["--bind", dir, dir, "--chdir", dir].map(String::from));
+    args.push(program);
+    args
 }

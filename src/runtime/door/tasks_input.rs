@@ -219,45 +219,14 @@ impl Tasks {
         let Some(e) = inner.entries.get_mut(id).filter(|e| e.visible(viewer)) else {
             return Err((TASK_NOT_FOUND, "Task not found".into()));
         };
-        let not_waiting = || {
-            (
-                UNSUPPORTED_OPERATION,
-                "Unsupported operation: a task takes no further messages; send a new message without taskId"
-                    .to_string(),
-            )
-        };
-        if e.task.state != State::InputRequired {
-            return Err(not_waiting());
-        }
-        if req.context_id.as_ref().is_some_and(|c| *c != e.task.context_id) {
-            return Err((
-                rpc::INVALID_PARAMS,
-                format!(
-                    "Invalid params: task {id} belongs to context {}",
-                    e.task.context_id
-                ),
-            ));
-        }
         let reply = Reply {
             text: req.text.clone(),
             data: req.data.clone(),
             by,
             message_id: req.message_id.clone(),
         };
-        // An answer is given once: a retried or replayed message (its id and its answer
-        // already in the history) never answers the wait that follows the one it was sent
-        // for. (A new answer under a reused id is taken: the A2A TCK reuses ids.)
         let said = reply.answer();
-        if e.task
-            .history
-            .iter()
-            .any(|m| m.message_id == req.message_id && m.text == said)
-        {
-            return Err((
-                rpc::INVALID_PARAMS,
-                format!("Invalid params: this message was already sent on task {id}; each answer is a new message"),
-            ));
-        }
+        answerable(&e.task, req, &said)?;
         let mut slots = self.input.lock();
         let Some(slot) = slots.get_mut(id).filter(|s| s.reply.is_none()) else {
             return Err(not_waiting());
@@ -294,6 +263,46 @@ impl Tasks {
         inner.bytes = inner.bytes.saturating_sub(before) + after;
         Ok(task)
     }
+}
+
+/// The refusal of a message on a task that takes no further messages.
+fn not_waiting() -> (i64, String) {
+    (
+        UNSUPPORTED_OPERATION,
+        "Unsupported operation: a task takes no further messages; send a new message without taskId"
+            .to_string(),
+    )
+}
+
+/// Whether `req` (whose answer reads `said`) may answer `task`: the task waits for input,
+/// the message names its context if any, and it was not sent on the task already. An
+/// answer is given once: a retried or replayed message (its id and its answer already in
+/// the history) never answers the wait that follows the one it was sent for. (A new answer
+/// under a reused id is taken: the A2A TCK reuses ids.)
+fn answerable(task: &Task, req: &SendRequest, said: &str) -> Result<(), (i64, String)> {
+    let id = &task.id;
+    if task.state != State::InputRequired {
+        return Err(not_waiting());
+    }
+    if req.context_id.as_ref().is_some_and(|c| *c != task.context_id) {
+        return Err((
+            rpc::INVALID_PARAMS,
+            format!("Invalid params: task {id} belongs to context {}", task.context_id),
+        ));
+    }
+    if task
+        .history
+        .iter()
+        .any(|m| m.message_id == req.message_id && m.text == said)
+    {
+        return Err((
+            rpc::INVALID_PARAMS,
+            format!(
+                "Invalid params: this message was already sent on task {id}; each answer is a new message"
+            ),
+        ));
+    }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -100,39 +100,71 @@ pub struct Msg {
     pub text: String,
 }
 
-/// An artifact: text, or (when `file` is set) one file.
+/// An artifact: text, or (when `part` is set) one file or data part.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Artifact {
     pub artifact_id: String,
     pub name: String,
     pub text: String,
-    pub file: Option<FileBody>,
+    pub part: Option<OutPart>,
 }
 
-/// A file the task wrote, sent back inline.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct FileBody {
-    /// Its path beneath the output directory.
+/// What a task left in its output directories, sent back as one artifact's part.
+#[derive(Debug, Clone, PartialEq)]
+pub struct OutPart {
+    /// Its path beneath its output directory.
     pub name: String,
     pub media_type: String,
-    pub bytes: Vec<u8>,
+    pub carried: Carried,
 }
 
-/// A file part: 1.0 `raw` (base64) with `mediaType` and `filename`; 0.3 `kind: file` with
-/// `file.bytes`, `file.mimeType` and `file.name`.
-fn file_part(gen: Generation, f: &FileBody) -> Value {
-    let b64 = crate::b64::encode_standard(&f.bytes);
-    match gen {
-        Generation::V10 => json!({"raw": b64, "mediaType": f.media_type, "filename": f.name}),
-        Generation::V03 => {
-            json!({"kind": "file", "file": {"bytes": b64, "mimeType": f.media_type, "name": f.name}})
+/// What an [`OutPart`] carries.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Carried {
+    /// A file's bytes, sent inline.
+    Bytes(Vec<u8>),
+    /// A file by reference: an absolute `http(s)` URL.
+    Url(String),
+    /// A data part: one JSON object.
+    Data(Value),
+}
+
+impl OutPart {
+    /// The bytes it holds in the task table.
+    pub fn weight(&self) -> usize {
+        self.name.len()
+            + match &self.carried {
+                Carried::Bytes(b) => b.len(),
+                Carried::Url(u) => u.len(),
+                Carried::Data(v) => v.to_string().len(),
+            }
+    }
+}
+
+/// A file or data part. A file: 1.0 `raw` (base64) or `url`, with `mediaType` and
+/// `filename`; 0.3 `kind: file` with `file.bytes` or `file.uri`, `file.mimeType` and
+/// `file.name`. Data: 1.0 `data`; 0.3 `kind: data`.
+fn out_part(gen: Generation, f: &OutPart) -> Value {
+    match (&f.carried, gen) {
+        (Carried::Bytes(b), Generation::V10) => {
+            json!({"raw": crate::b64::encode_standard(b), "mediaType": f.media_type, "filename": f.name})
         }
+        (Carried::Bytes(b), Generation::V03) => json!({"kind": "file", "file": {
+            "bytes": crate::b64::encode_standard(b), "mimeType": f.media_type, "name": f.name}}),
+        (Carried::Url(u), Generation::V10) => {
+            json!({"url": u, "mediaType": f.media_type, "filename": f.name})
+        }
+        (Carried::Url(u), Generation::V03) => {
+            json!({"kind": "file", "file": {"uri": u, "mimeType": f.media_type, "name": f.name}})
+        }
+        (Carried::Data(v), Generation::V10) => json!({"data": v, "mediaType": f.media_type}),
+        (Carried::Data(v), Generation::V03) => json!({"kind": "data", "data": v}),
     }
 }
 
 fn artifact_part(gen: Generation, a: &Artifact) -> Value {
-    match &a.file {
-        Some(f) => file_part(gen, f),
+    match &a.part {
+        Some(f) => out_part(gen, f),
         None => text_part(gen, &a.text),
     }
 }

@@ -13,7 +13,7 @@ fn task(state: State) -> Task {
             artifact_id: "art_1".into(),
             name: RESPONSE_ARTIFACT.into(),
             text: "the answer".into(),
-            file: None,
+            part: None,
         }],
         history: vec![
             Msg {
@@ -266,10 +266,10 @@ fn a_file_artifact_and_a_message_answer_in_both_generations() {
         artifact_id: "art_2".into(),
         name: "r.csv".into(),
         text: String::new(),
-        file: Some(FileBody {
+        part: Some(OutPart {
             name: "r.csv".into(),
             media_type: "text/csv".into(),
-            bytes: b"hi".to_vec(),
+            carried: Carried::Bytes(b"hi".to_vec()),
         }),
     });
     assert_eq!(
@@ -291,4 +291,44 @@ fn a_file_artifact_and_a_message_answer_in_both_generations() {
         (Some("message"), Some("agent"))
     );
     assert_eq!(m["parts"][0], json!({"kind": "text", "text": "the answer"}));
+}
+
+#[test]
+fn a_data_part_and_a_file_by_reference_in_both_generations() {
+    let art = |name: &str, media_type: &str, carried: Carried| Artifact {
+        artifact_id: "a".into(),
+        name: name.into(),
+        text: String::new(),
+        part: Some(OutPart {
+            name: name.into(),
+            media_type: media_type.into(),
+            carried,
+        }),
+    };
+    let data = art(
+        "result.json",
+        "application/json",
+        Carried::Data(json!({"key": "value", "count": 42})),
+    );
+    assert_eq!(
+        render_artifact(&data, V10)["parts"],
+        json!([{"data": {"key": "value", "count": 42}, "mediaType": "application/json"}])
+    );
+    assert_eq!(
+        render_artifact(&data, V03)["parts"],
+        json!([{"kind": "data", "data": {"key": "value", "count": 42}}])
+    );
+    let link = art(
+        "output.txt",
+        "text/plain",
+        Carried::Url("https://example.com/output.txt".into()),
+    );
+    assert_eq!(
+        render_artifact(&link, V10)["parts"],
+        json!([{"url": "https://example.com/output.txt", "mediaType": "text/plain", "filename": "output.txt"}])
+    );
+    assert_eq!(
+        render_artifact(&link, V03)["parts"],
+        json!([{"kind": "file", "file": {"uri": "https://example.com/output.txt", "mimeType": "text/plain", "name": "output.txt"}}])
+    );
 }

@@ -149,7 +149,15 @@ const A2A: &[(&str, Shape)] = &[
             ("max_bytes", Leaf),
         ]),
     ),
-    ("output", Map(&[("dir", Leaf), ("max_bytes", Leaf)])),
+    (
+        "output",
+        Map(&[
+            ("dir", Leaf),
+            ("max_bytes", Leaf),
+            ("data", Leaf),
+            ("links", Leaf),
+        ]),
+    ),
     ("answer", Leaf),
     ("push", Map(&[("allow", Leaf)])),
 ];

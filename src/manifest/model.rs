@@ -497,12 +497,27 @@ impl Default for InputParts {
     }
 }
 
-/// `a2a.output`: the directory whose files come back as file artifacts.
+/// `a2a.output`: the directory whose files come back as file artifacts, and the optional
+/// directories whose files come back as data parts (`data`: each file one JSON object) and
+/// as files by reference (`links`: each file one `http(s)` URL, the file's name the
+/// artifact's).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct OutputFiles {
     /// Relative to the accessible workdir.
     pub dir: String,
     pub max_bytes: u64,
+    pub data: Option<String>,
+    pub links: Option<String>,
+}
+
+impl OutputFiles {
+    /// Every directory a task's answer is collected from: the files', then data's, then
+    /// links'.
+    pub fn dirs(&self) -> impl Iterator<Item = &str> {
+        std::iter::once(self.dir.as_str())
+            .chain(self.data.as_deref())
+            .chain(self.links.as_deref())
+    }
 }
 
 /// `a2a.answer`: what a send that waits for the task gets when it completes.

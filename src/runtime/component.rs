@@ -1,7 +1,8 @@
 //! The WASM runner: each task runs the component's `run` once, under the session's grants
 //! and limits, on a fresh store. An A2A task's text is written to `task.md` and any
-//! previous `out/result.txt` removed first (through the workdir's descriptor); the task's
-//! answer is what the component left in `out/result.txt` (its only way to answer).
+//! previous `out/result.txt` (and `out/message.txt`) removed first (through the workdir's
+//! descriptor); the task's answer is what the component left in `out/result.txt`, or in
+//! `out/message.txt` to answer a send that waits with a Message rather than the Task.
 
 use super::component_ask::{self, Asked};
 use super::door::tasks::{Acceptance, Taken, Tasks};
@@ -121,10 +122,10 @@ impl TaskRunner for ComponentRunner {
         // Only a completed run answers with its out/result.txt: a failed or canceled one
         // answers with why (what the guest left there may be cut short), and a run that
         // never happened has no file of its own.
-        let answer = (ran && state == State::Completed)
-            .then(|| lifecycle::read_result(&self.layout_work))
+        let (answer, as_message) = (ran && state == State::Completed)
+            .then(|| lifecycle::read_answer_file(&self.layout_work, task.source == "a2a"))
             .flatten()
-            .unwrap_or_else(|| fallback.clone());
+            .unwrap_or_else(|| (fallback.clone(), false));
         let status = match state {
             State::Completed => "ok",
             State::Canceled => "canceled",
@@ -147,6 +148,7 @@ impl TaskRunner for ComponentRunner {
             state,
             answer,
             fallback,
+            as_message,
         })
     }
 
@@ -353,7 +355,8 @@ impl ComponentRunner {
         }
     }
 
-    /// An A2A task's text in `task.md`, and no `out/result.txt` or `out/ask.txt` left from before. What the
+    /// An A2A task's text in `task.md`, and no `out/result.txt`, `out/message.txt` or
+    /// `out/ask.txt` left from before. What the
     /// previous run left in the way (a directory named task.md, out/ gone or a symlink)
     /// fails this task, not the session: the error is the task's answer.
     fn make_ready(&self, task: &Taken) -> Result<(), String> {
@@ -362,8 +365,11 @@ impl ComponentRunner {
             .map_err(|e| format!("error: cannot write task.md: {e}\n"))?;
         work.mkdirs("out", 0o755)
             .and_then(|_| work.remove_file("out/result.txt"))
+            .and_then(|_| work.remove_file(lifecycle::MESSAGE_FILE))
             .and_then(|_| work.remove_file(component_ask::ASK_FILE))
-            .map_err(|e| format!("error: cannot clear out/result.txt and out/ask.txt: {e}\n"))
+            .map_err(|e| {
+                format!("error: cannot clear out/result.txt, out/message.txt and out/ask.txt: {e}\n")
+            })
     }
 
     /// The guest's host for one run: the preopen, the environment (with the task's

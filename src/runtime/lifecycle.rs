@@ -125,17 +125,30 @@ impl Lifecycle {
     }
 }
 
-/// What a WASM capsule left in `out/result.txt` as its answer (None: nothing readable).
-pub fn read_result(work: &Dir) -> Option<String> {
-    match work.read("out/result.txt", MAX_RESULT_BYTES) {
+/// Where a component's run leaves its answer as a Message (A2A: a send that waits gets a
+/// Message, not the Task).
+pub const MESSAGE_FILE: &str = "out/message.txt";
+const RESULT_FILE: &str = "out/result.txt";
+
+/// The answer a completed component run left: for an A2A task (whose run found neither
+/// file) `out/message.txt` (then `true`: answered as a Message), else `out/result.txt`.
+pub fn read_answer_file(work: &Dir, a2a: bool) -> Option<(String, bool)> {
+    match a2a.then(|| read_answer(work, MESSAGE_FILE)).flatten() {
+        Some(m) => Some((m, true)),
+        None => read_answer(work, RESULT_FILE).map(|r| (r, false)),
+    }
+}
+
+fn read_answer(work: &Dir, path: &str) -> Option<String> {
+    match work.read(path, MAX_RESULT_BYTES) {
         Ok(b) => Some(String::from_utf8_lossy(&b).into_owned()),
-        Err(crate::fsx::FsError::TooLarge { cap, .. }) => Some(too_large(cap)),
+        Err(crate::fsx::FsError::TooLarge { cap, .. }) => Some(too_large(path, cap)),
         Err(_) => None,
     }
 }
 
-fn too_large(cap: u64) -> String {
-    format!("(out/result.txt is larger than {cap} bytes: read it from the capsule's workdir)")
+fn too_large(path: &str, cap: u64) -> String {
+    format!("({path} is larger than {cap} bytes: read it from the capsule's workdir)")
 }
 
 /// The outcome of a task in `state` whose answer is `answer`; a failure's first line is its
@@ -143,7 +156,7 @@ fn too_large(cap: u64) -> String {
 /// table keeps is named, not held.
 pub fn outcome(state: State, answer: String, fallback: &str) -> Outcome {
     let answer = if answer.len() as u64 > MAX_RESULT_BYTES {
-        too_large(MAX_RESULT_BYTES)
+        too_large(RESULT_FILE, MAX_RESULT_BYTES)
     } else {
         answer
     };
@@ -163,5 +176,6 @@ pub fn outcome(state: State, answer: String, fallback: &str) -> Outcome {
         answer: Some(answer),
         message,
         files: Vec::new(),
+        as_message: false,
     }
 }

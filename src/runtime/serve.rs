@@ -29,6 +29,8 @@ pub struct Finished {
     pub answer: String,
     /// The status message when the answer's first line is empty.
     pub fallback: String,
+    /// The run chose a Message for its answer (a component's `out/message.txt`).
+    pub as_message: bool,
 }
 
 /// What the session's tasks came to, for the runner's close.
@@ -280,6 +282,7 @@ fn tasks(
         let mut outcome = lifecycle::outcome(f.state, f.answer, &f.fallback);
         if f.state == State::Completed {
             outcome.files = output_files(s);
+            outcome.as_message = f.as_message;
         }
         s.life.finish(&task, outcome);
         if s.stop.load(Ordering::SeqCst) == 0 {
@@ -317,6 +320,7 @@ fn run_with_files(
                 state: State::Failed,
                 answer: format!("error: {why}\n"),
                 fallback: why,
+                as_message: false,
             });
         }
     };
@@ -340,7 +344,7 @@ fn run_with_files(
 
 /// The files a completed task left in its output directory (`a2a.output`), as artifacts;
 /// what was left out is noted in the bootstrap log.
-fn output_files(s: &mut Opened<'_>) -> Vec<crate::a2a::shapes::FileBody> {
+fn output_files(s: &mut Opened<'_>) -> Vec<crate::a2a::shapes::OutPart> {
     let (files, skipped) = task_files::collect(&s.layout.preopen_dir, &s.manifest.a2a);
     for why in skipped {
         s.bootstrap.line(&format!("output file left out: {why}"));

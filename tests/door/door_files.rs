@@ -423,3 +423,77 @@ fn a_symlink_planted_at_the_input_dir_fails_the_task_and_nothing_lands_through_i
     assert_eq!(d.event_of("task_files_failed", id)["error"], why);
     assert_eq!(d.term().code(), Some(0));
 }
+
+#[test]
+fn output_data_files_come_back_as_data_parts_and_links_as_files_by_reference() {
+    let t = TempDir::new("files-data-links");
+    let takes = |out: &str| {
+        format!("a2a:\n  input:\n    parts: [text, file, data]\n    media_types: [text/csv]\n  output:\n    dir: out/raw\n    {out}: out/files\n")
+    };
+    // The fixture copies what it was given to out/files/, here the data directory.
+    let mut d = door(&t, &takes("data"));
+    let csv = "YSxiCg==";
+    let parts = json!([{"text": "hi"}, {"data": {"rows": 2}},
+                       {"raw": csv, "mediaType": "text/csv", "filename": "r.csv"}]);
+    for (params, gen03) in [
+        (send10(parts.clone()), false),
+        (
+            send03(json!([
+            {"kind": "text", "text": "hi"}, {"kind": "data", "data": {"rows": 2}},
+            {"kind": "file", "file": {"bytes": csv, "mimeType": "text/csv", "name": "r.csv"}}])),
+            true,
+        ),
+    ] {
+        let method = if gen03 { "message/send" } else { "SendMessage" };
+        let r = d.result(method, params);
+        let task = if gen03 { &r } else { task_of(&r) };
+        let data = artifact(task, "part-1.json").unwrap_or_else(|| panic!("{task}"))["parts"][0].clone();
+        let want = if gen03 {
+            json!({"kind": "data", "data": {"rows": 2}})
+        } else {
+            json!({"data": {"rows": 2}, "mediaType": "application/json"})
+        };
+        assert_eq!(data, want, "{task}");
+        // Not one JSON object: sent back as the file it is, and the log says so.
+        let csv_part = &artifact(task, "r.csv").unwrap()["parts"][0];
+        let bytes = csv_part.get("raw").or(csv_part["file"].get("bytes"));
+        assert_eq!(bytes, Some(&json!(csv)), "{task}");
+    }
+    assert_eq!(d.term().code(), Some(0));
+    let log = std::fs::read_to_string(d.records.join("logs/bootstrap.log")).unwrap();
+    assert!(
+        log.contains("output file left out: out/files/r.csv: not one JSON object: sent back as a file"),
+        "{log}"
+    );
+
+    // Links: a file holding one URL is a file by reference; anything else is left out.
+    let t = TempDir::new("files-links");
+    let mut d = door(&t, &takes("links"));
+    let link = "aHR0cHM6Ly9leGFtcGxlLmNvbS9yLmNzdgo=";
+    let bad = "ZmlsZTovLy9ldGMvcGFzc3dkCg==";
+    let r = d.result(
+        "SendMessage",
+        send10(json!([{"text": "hi"},
+            {"raw": link, "mediaType": "text/csv", "filename": "r.csv"},
+            {"raw": bad, "mediaType": "text/csv", "filename": "bad.csv"}])),
+    );
+    let task = task_of(&r);
+    assert_eq!(
+        artifact(task, "r.csv").unwrap()["parts"],
+        json!([{"url": "https://example.com/r.csv", "mediaType": "text/csv", "filename": "r.csv"}]),
+        "{task}"
+    );
+    assert_eq!(
+        names(task),
+        ["response", "r.csv"],
+        "bad.csv and task.md are no links"
+    );
+    assert_eq!(d.term().code(), Some(0));
+    let log = std::fs::read_to_string(d.records.join("logs/bootstrap.log")).unwrap();
+    assert!(
+        log.contains(
+            "output file left out: out/files/bad.csv: not one http(s) URL of at most 2048 bytes: left out"
+        ),
+        "{log}"
+    );
+}

@@ -1,7 +1,9 @@
 //! The TCK capsule (examples/tck, run as committed through the real `mur run`): each
 //! messageId prefix the A2A TCK sends gets the scripted agent's answer over JSON-RPC, in both
-//! generations: text answers, a `text/plain` file artifact first and alone, a JSON file, a
-//! failed task, a slow task that can be canceled, and the default echo of the id. Without a
+//! generations: text answers, a `text/plain` file artifact first and alone (inline or by
+//! reference), a data artifact, a Message answer for one prefix beside Tasks for the others
+//! (`out/message.txt`), a failed task, a slow task that can be canceled, and the default
+//! echo of the id. Without a
 //! messageId route (a `--task` run) the first word of `task.md` is the key. A run that
 //! leaves `out/ask.txt` (the `input-required` prefix) waits for its caller: the answer on
 //! the task runs it again with the answer in `task.md` and the answer's messageId; no
@@ -44,7 +46,6 @@ fn each_tck_prefix_gets_the_scripted_answer_in_both_generations() {
         ("tck-stream-003-1", "Stream task lifecycle"),
         ("tck-stream-ordering-001-1", "Ordered output"),
         ("tck-stream-artifact-text-1", "Streamed text content"),
-        ("tck-message-response-1", "Direct message response"),
         ("other-1", "Unhandled messageId prefix: other-1"),
     ] {
         let task = send10(&d, prefix);
@@ -56,12 +57,21 @@ fn each_tck_prefix_gets_the_scripted_answer_in_both_generations() {
         assert_eq!(task["artifacts"][0]["parts"], json!([{"text": text}]), "{prefix}");
     }
 
+    // A Message for this prefix only (the run left out/message.txt), over a blocking send.
+    let r = d.result(
+        "SendMessage",
+        json!({"message": {"messageId": "tck-message-response-1", "role": "ROLE_USER", "parts": [{"text": "hi"}]}}),
+    );
+    assert_eq!(r["message"]["role"], "ROLE_AGENT", "{r}");
+    assert_eq!(
+        r["message"]["parts"],
+        json!([{"text": "Direct message response"}]),
+        "{r}"
+    );
+    assert!(r.get("task").is_none(), "{r}");
+
     // A file artifact, first and alone (an empty answer beside files is no artifact).
-    for prefix in [
-        "tck-artifact-file-1",
-        "tck-artifact-file-url-1",
-        "tck-stream-artifact-file-1",
-    ] {
+    for prefix in ["tck-artifact-file-1", "tck-stream-artifact-file-1"] {
         let task = send10(&d, prefix);
         let id = task["id"].as_str().unwrap();
         assert_eq!(
@@ -71,9 +81,17 @@ fn each_tck_prefix_gets_the_scripted_answer_in_both_generations() {
             "{prefix}"
         );
     }
+    // By reference (out/links), and a data part (out/data).
+    let task = send10(&d, "tck-artifact-file-url-1");
+    assert_eq!(
+        task["artifacts"][0]["parts"],
+        json!([{"url": "https://example.com/output.txt", "mediaType": "text/plain", "filename": "output.txt"}]),
+        "{task}"
+    );
     let task = send10(&d, "tck-artifact-data-1");
     assert_eq!(
-        task["artifacts"][0]["parts"][0]["mediaType"], "application/json",
+        task["artifacts"][0]["parts"],
+        json!([{"data": {"key": "value", "count": 42}, "mediaType": "application/json"}]),
         "{task}"
     );
     assert_eq!(task["artifacts"].as_array().unwrap().len(), 1, "{task}");
@@ -92,6 +110,36 @@ fn each_tck_prefix_gets_the_scripted_answer_in_both_generations() {
     assert_eq!(
         r["artifacts"][0]["parts"],
         json!([{"kind": "file", "file": {"bytes": "dGNr", "mimeType": "text/plain", "name": "output.txt"}}])
+    );
+    for (id, part) in [
+        (
+            "tck-artifact-data-03",
+            json!({"kind": "data", "data": {"key": "value", "count": 42}}),
+        ),
+        (
+            "tck-artifact-file-url-03",
+            json!({"kind": "file", "file": {"uri": "https://example.com/output.txt", "mimeType": "text/plain", "name": "output.txt"}}),
+        ),
+    ] {
+        let r = d.result(
+            "message/send",
+            json!({"message": {"kind": "message", "messageId": id, "role": "user",
+                               "parts": [{"kind": "text", "text": "x"}]}}),
+        );
+        assert_eq!(r["artifacts"][0]["parts"], json!([part]), "{id}: {r}");
+    }
+    let r = d.result(
+        "message/send",
+        json!({"message": {"kind": "message", "messageId": "tck-message-response-03", "role": "user",
+                           "parts": [{"kind": "text", "text": "x"}]}}),
+    );
+    assert_eq!(
+        (r["kind"].as_str(), r["parts"].clone()),
+        (
+            Some("message"),
+            json!([{"kind": "text", "text": "Direct message response"}])
+        ),
+        "{r}"
     );
     let r = d.result(
         "message/send",

@@ -5,11 +5,14 @@
 //! - `complete-task`: the answer `Hello from TCK`;
 //! - `artifact-text`, `stream-artifact-text`, `stream-001`, `stream-003`,
 //!   `stream-ordering-001`: the TCK's fixed text for each;
-//! - `artifact-file`, `artifact-file-url`, `stream-artifact-file`: `out/files/output.txt`
-//!   holding `tck` (a `text/plain` file artifact) and an empty answer;
-//! - `artifact-data`: `out/files/data.json` holding `{"key": "value", "count": 42}` (an
-//!   `application/json` file artifact: the door sends no data artifacts);
-//! - `message-response`: `Direct message response`;
+//! - `artifact-file`, `stream-artifact-file`: `out/files/output.txt` holding `tck` (a
+//!   `text/plain` file artifact) and an empty answer;
+//! - `artifact-file-url`: `out/links/output.txt` holding `https://example.com/output.txt`
+//!   (a file artifact by reference: the door fetches nothing) and an empty answer;
+//! - `artifact-data`: `out/data/data.json` holding `{"key": "value", "count": 42}` (a data
+//!   artifact) and an empty answer;
+//! - `message-response`: `Direct message response` in `out/message.txt` (a send that waits
+//!   gets a Message, not the Task);
 //! - `slow` or `test-resubscribe-message-id`: sleeps 4 s first (a task to cancel or watch);
 //! - `reject-task`: traps, so the task fails;
 //! - `input-required`, and the 0.3 TCK's tasks it continues or cancels (`text-message-id`,
@@ -33,14 +36,16 @@ const ASKS: [&str; 6] = [
 ];
 
 /// What the scripted agent answers for `key` (the routing key without `tck-`): the answer
-/// text and the one output file, if any (name, bytes).
+/// text and the one output file, if any (path beneath `out/`, bytes).
 fn answer(key: &str, id: &str) -> (String, Option<(&'static str, &'static str)>) {
     let text = |t: &str| (t.to_string(), None);
     let is = |p: &str| key.starts_with(p);
-    if is("stream-artifact-file") || is("artifact-file") {
-        (String::new(), Some(("output.txt", "tck")))
+    if is("artifact-file-url") {
+        (String::new(), Some(("links/output.txt", "https://example.com/output.txt\n")))
+    } else if is("stream-artifact-file") || is("artifact-file") {
+        (String::new(), Some(("files/output.txt", "tck")))
     } else if is("artifact-data") {
-        (String::new(), Some(("data.json", "{\"key\": \"value\", \"count\": 42}\n")))
+        (String::new(), Some(("data/data.json", "{\"key\": \"value\", \"count\": 42}\n")))
     } else if is("stream-artifact-text") {
         text("Streamed text content")
     } else if is("artifact-text") {
@@ -79,11 +84,18 @@ impl Guest for Tck {
             return;
         }
         let (text, file) = answer(key, &id);
-        std::fs::create_dir_all("out/files").expect("out/files is creatable in the workdir");
-        if let Some((name, body)) = file {
-            std::fs::write(format!("out/files/{name}"), body).expect("an output file is writable");
+        if let Some((path, body)) = file {
+            let path = format!("out/{path}");
+            let dir = path.rsplit_once('/').map_or("out", |(d, _)| d);
+            std::fs::create_dir_all(dir).expect("an output directory is creatable in the workdir");
+            std::fs::write(&path, body).expect("an output file is writable");
         }
-        std::fs::write("out/result.txt", &text).expect("out/result.txt is writable");
+        let answer_file = if key.starts_with("message-response") {
+            "out/message.txt"
+        } else {
+            "out/result.txt"
+        };
+        std::fs::write(answer_file, &text).expect("the answer file is writable");
     }
 }
 

@@ -1,7 +1,8 @@
 //! `a2a`: the part kinds a capsule's tasks take (`input.parts`: `text`, `file`, `data`;
 //! `input.media_types` for file parts), where a task's file and data parts land
 //! (`input.dir`, each part at most `input.max_bytes`), the directory whose files come back
-//! as file artifacts (`output.dir`, each at most `output.max_bytes`), and whether a send
+//! as file artifacts (`output.dir`, each at most `output.max_bytes`; `output.data` and
+//! `output.links` for data parts and files by reference), and whether a send
 //! that waits is answered with the Task or a Message (`answer`), and the webhooks a caller
 //! may name for push notifications (`push.allow`, rules as `capabilities.network.allow`
 //! writes them). Any other shape is E-MAN-003 naming the key.
@@ -49,12 +50,13 @@ pub fn parse(node: Node<'_>) -> R<TaskIo> {
         }
     };
     if let (Some(o), true) = (&output, input.file || input.data) {
-        let under = |a: &str, b: &str| a == b || a.starts_with(&format!("{b}/"));
-        if under(&o.dir, &input.dir) || under(&input.dir, &o.dir) {
-            return Err(invalid(
-                "a2a.output.dir",
-                "overlaps a2a.input.dir: a task's own inputs would come back as its answer",
-            ));
+        for (key, dir) in output_keys(o) {
+            if overlap(dir, &input.dir) {
+                return Err(invalid(
+                    key,
+                    "overlaps a2a.input.dir: a task's own inputs would come back as its answer",
+                ));
+            }
         }
     }
     let push_allow = match node.mapping("push")? {
@@ -159,6 +161,20 @@ fn input(n: &Node<'_>) -> R<InputParts> {
     Ok(p)
 }
 
+/// Whether one directory is the other or beneath it.
+fn overlap(a: &str, b: &str) -> bool {
+    let under = |a: &str, b: &str| a == b || a.starts_with(&format!("{b}/"));
+    under(a, b) || under(b, a)
+}
+
+/// The output directories with the keys that name them.
+fn output_keys(o: &OutputFiles) -> Vec<(&'static str, &str)> {
+    let mut keys = vec![("a2a.output.dir", o.dir.as_str())];
+    keys.extend(o.data.as_deref().map(|d| ("a2a.output.data", d)));
+    keys.extend(o.links.as_deref().map(|d| ("a2a.output.links", d)));
+    keys
+}
+
 fn output(n: &Node<'_>) -> R<OutputFiles> {
     let dir = match n.string("dir")? {
         Some(d) => nonempty_dir(&d, "a2a.output.dir")?,
@@ -174,7 +190,28 @@ fn output(n: &Node<'_>) -> R<OutputFiles> {
             format!("must be at most {MAX_OUTPUT_BYTES} (640Ki: what one answer carries; export larger files with exports.files)"),
         ));
     }
-    Ok(OutputFiles { dir, max_bytes })
+    let data = match n.string("data")? {
+        Some(d) => Some(nonempty_dir(&d, "a2a.output.data")?),
+        None => None,
+    };
+    let links = match n.string("links")? {
+        Some(d) => Some(nonempty_dir(&d, "a2a.output.links")?),
+        None => None,
+    };
+    let o = OutputFiles {
+        dir,
+        max_bytes,
+        data,
+        links,
+    };
+    // Each file is collected once, as one kind.
+    let keys = output_keys(&o);
+    for (i, (key, dir)) in keys.iter().enumerate() {
+        if let Some((other, _)) = keys[..i].iter().find(|(_, d)| overlap(dir, d)) {
+            return Err(invalid(key, format!("overlaps {other}")));
+        }
+    }
+    Ok(o)
 }
 
 /// A directory beneath the workdir, not the workdir itself.
@@ -217,6 +254,13 @@ mod tests {
             Some(("out/files", 512 << 10))
         );
         assert_eq!(t.answer, AnswerAs::Message);
+        let o =
+            io("a2a:\n  output:\n    dir: out/files\n    data: out/data/\n    links: ./out/links\n").unwrap();
+        let o = o.output.unwrap();
+        assert_eq!(
+            o.dirs().collect::<Vec<_>>(),
+            ["out/files", "out/data", "out/links"]
+        );
         let p = io("a2a:\n  push:\n    allow: [http://127.0.0.1:9000, hooks.example.com]\n").unwrap();
         assert_eq!(p.push_allow.len(), 2);
         assert_eq!(p.push_allow[0].port, Some(9000));
@@ -252,6 +296,19 @@ mod tests {
                 "a2a:\n  input:\n    parts: [file]\n  output:\n    dir: in/x\n",
                 "overlaps a2a.input.dir",
             ),
+            (
+                "a2a:\n  output:\n    dir: out\n    data: out/data\n",
+                "'a2a.output.data': overlaps a2a.output.dir",
+            ),
+            (
+                "a2a:\n  output:\n    dir: o\n    data: d\n    links: d\n",
+                "'a2a.output.links': overlaps a2a.output.data",
+            ),
+            (
+                "a2a:\n  input:\n    parts: [data]\n  output:\n    dir: o\n    links: in\n",
+                "'a2a.output.links': overlaps a2a.input.dir",
+            ),
+            ("a2a:\n  output:\n    dir: o\n    data: ../d\n", "a2a.output.data"),
             ("a2a:\n  answer: maybe\n", "expected task or message"),
             (
                 "a2a:\n  push:\n    allow: []\n",

@@ -117,6 +117,7 @@ impl TaskRunner for AgentRunner {
             state,
             answer: if wrote { answer } else { fallback.clone() },
             fallback,
+            as_message: false,
         })
     }
 

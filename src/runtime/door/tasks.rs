@@ -14,7 +14,7 @@ use super::wire::{framed, id_of};
 use crate::a2a::params::{ListRequest, SendRequest};
 use crate::a2a::parts::{Kind, Part};
 use crate::a2a::rpc::{self, TASK_NOT_CANCELABLE, TASK_NOT_FOUND, UNSUPPORTED_OPERATION};
-use crate::a2a::shapes::{self, Artifact, FileBody, Msg, Role, State, Task, RESPONSE_ARTIFACT};
+use crate::a2a::shapes::{self, Artifact, Msg, OutPart, Role, State, Task, RESPONSE_ARTIFACT};
 use crate::a2a::Generation;
 use crate::http::{Stream, Ticket};
 use serde_json::Value;
@@ -110,7 +110,7 @@ pub enum Next {
 }
 
 /// How a task ended, as the session reports it.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Outcome {
     /// Completed, Failed or Canceled.
     pub state: State,
@@ -118,8 +118,11 @@ pub struct Outcome {
     pub answer: Option<String>,
     /// The status message (why it failed).
     pub message: Option<String>,
-    /// Files the task wrote to its output directory, each a file artifact after `response`.
-    pub files: Vec<FileBody>,
+    /// Files the task wrote to its output directories, each an artifact after `response`.
+    pub files: Vec<OutPart>,
+    /// The run chose a Message for its answer (a component's `out/message.txt`): a send
+    /// that waits gets one whatever `a2a.answer` says.
+    pub as_message: bool,
 }
 
 /// Who hears of a task's progress.
@@ -566,7 +569,7 @@ impl Tasks {
         settle(
             e,
             State::Canceled,
-            (None, Vec::new()),
+            (None, Vec::new(), false),
             Some(agent_msg("canceled by request")),
             now_ms,
         );
@@ -679,7 +682,7 @@ impl Tasks {
         settle(
             e,
             outcome.state,
-            (outcome.answer, outcome.files),
+            (outcome.answer, outcome.files, outcome.as_message),
             outcome.message.map(|m| agent_msg(&m)),
             now_ms,
         );
@@ -706,7 +709,7 @@ impl Tasks {
                 settle(
                     e,
                     State::Rejected,
-                    (None, Vec::new()),
+                    (None, Vec::new(), false),
                     Some(agent_msg(ENDED)),
                     now_ms,
                 );

@@ -42,7 +42,7 @@ pub(super) fn text_bytes(t: &Task) -> usize {
     m + t.history.iter().map(|h| h.text.len()).sum::<usize>()
         + t.artifacts
             .iter()
-            .map(|a| a.text.len() + a.file.as_ref().map_or(0, |f| f.bytes.len() + f.name.len()))
+            .map(|a| a.text.len() + a.part.as_ref().map_or(0, OutPart::weight))
             .sum::<usize>()
 }
 
@@ -99,11 +99,13 @@ pub(super) fn attach(e: &mut Entry, watch: Watch) {
 
 /// Move `e` to a terminal `state` with its answer (the `response` text unless it is empty
 /// and files came back, then one artifact per output file), tell its streams (the artifacts, then the final status, then the end;
-/// a Message stream of a completed task its one Message) and answer its waiters.
+/// a Message stream of a completed task its one Message) and answer its waiters (with a
+/// Message when `a2a.answer: message` or the run chose one; a stream that already carries
+/// the task's events keeps them).
 pub(super) fn settle(
     e: &mut Entry,
     state: State,
-    (text, files): (Option<String>, Vec<FileBody>),
+    (text, files, run_chose_message): (Option<String>, Vec<OutPart>, bool),
     message: Option<Msg>,
     now_ms: u64,
 ) {
@@ -118,7 +120,7 @@ pub(super) fn settle(
             artifact_id: format!("{}-response", t.id),
             name: RESPONSE_ARTIFACT.into(),
             text,
-            file: None,
+            part: None,
         });
     }
     for (i, f) in files.into_iter().enumerate() {
@@ -126,7 +128,7 @@ pub(super) fn settle(
             artifact_id: format!("{}-file-{}", t.id, i + 1),
             name: f.name.clone(),
             text: String::new(),
-            file: Some(f),
+            part: Some(f),
         });
     }
     e.bytes = text_bytes(t);
@@ -148,7 +150,7 @@ pub(super) fn settle(
         s.stream.end();
     }
     for w in e.waiters.drain(..) {
-        let result = if w.message && as_message {
+        let result = if (w.message || run_chose_message) && as_message {
             shapes::render_answer_message(t, w.gen)
         } else {
             shapes::render_send_result(t, w.gen, w.history)

@@ -32,6 +32,7 @@ fn done(text: &str) -> Outcome {
         answer: Some(text.into()),
         message: None,
         files: Vec::new(),
+        as_message: false,
     }
 }
 

@@ -56,6 +56,16 @@ impl Message {
         }
     }
 
+    /// The model's earlier answer, as text.
+    pub fn assistant(text: &str) -> Message {
+        Message {
+            role: Role::Assistant,
+            content: vec![Block::Text(text.to_string())],
+            tool_call_id: None,
+            is_error: false,
+        }
+    }
+
     pub fn tool(call_id: &str, text: String, is_error: bool) -> Message {
         Message {
             role: Role::Tool,

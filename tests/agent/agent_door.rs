@@ -538,3 +538,63 @@ fn a_file_sent_to_an_agent_lands_is_named_to_the_model_and_its_output_file_comes
     assert_eq!(arts.len(), 2, "{done}");
     assert_eq!(s.stop(), Some(0), "{}", s.both());
 }
+
+/// A2A multi-turn over one `contextId`, in both generations: a second task on the context
+/// reaches the model after the first task's text and answer; a task on another context
+/// reaches it alone; the trace's `task_start` says how many earlier tasks the model saw.
+#[test]
+fn a_task_on_a_context_continues_its_conversation_in_both_generations() {
+    let p = Provider::start(vec![
+        Step::text("Hello Ada"),
+        Step::text("Your name is Ada"),
+        Step::text("fresh"),
+    ]);
+    let w = world("door-context", &p, &queue_sleep(3));
+    let mut s = w.serve(None, &[]);
+    let mut first = send_params_10("my name is Ada", false);
+    first["message"]["contextId"] = json!("ctx-conversation");
+    let t = s.result("SendMessage", first, &[])["task"].clone();
+    assert_eq!(t["status"]["state"], "TASK_STATE_COMPLETED", "{t}");
+    let mut second = send_params_03("what is my name?", true);
+    second["message"]["contextId"] = json!("ctx-conversation");
+    let t = s.result("message/send", second, &[]);
+    assert_eq!(t["status"]["state"], "completed", "{t}");
+    let mut other = send_params_10("hi", false);
+    other["message"]["contextId"] = json!("ctx-another");
+    let t = s.result("SendMessage", other, &[])["task"].clone();
+    assert_eq!(t["status"]["state"], "TASK_STATE_COMPLETED", "{t}");
+
+    let turns = |i: usize| -> Vec<(String, String)> {
+        let req = &p.model_requests()[i];
+        let messages = req.json.as_ref().unwrap()["messages"].as_array().unwrap().clone();
+        messages
+            .iter()
+            .filter(|m| m["role"] != "system")
+            .map(|m| {
+                (
+                    m["role"].as_str().unwrap().to_string(),
+                    m["content"].as_str().unwrap_or_default().to_string(),
+                )
+            })
+            .collect()
+    };
+    let pair = |r: &str, c: &str| (r.to_string(), c.to_string());
+    assert_eq!(turns(0), [pair("user", "my name is Ada")]);
+    assert_eq!(
+        turns(1),
+        [
+            pair("user", "my name is Ada"),
+            pair("assistant", "Hello Ada"),
+            pair("user", "what is my name?"),
+        ]
+    );
+    assert_eq!(turns(2), [pair("user", "hi")]);
+    assert_eq!(s.stop(), Some(0), "{}", s.both());
+    let trace = w.trace(&s.sid);
+    let starts: Vec<&Value> = events(&trace, "task_start")
+        .into_iter()
+        .filter(|e| e["source"] == "a2a")
+        .collect();
+    let earlier: Vec<Option<u64>> = starts.iter().map(|e| e["earlier_tasks"].as_u64()).collect();
+    assert_eq!(earlier, [None, Some(1), None]);
+}

@@ -5,6 +5,7 @@
 //! policy of the tools, hooks, the toolbox, `MURMUR.md`); the session skeleton runs it.
 
 mod assemble;
+pub mod contexts;
 pub mod delegate;
 pub mod driver;
 pub mod grants;

@@ -1,9 +1,10 @@
 //! The agent runner: each task is one run of the inference loop ([`Session::run_task`]);
 //! its answer is written to `out/tasks/<task id>.txt` and, unless the task is a delegated
 //! child's completion, to `out/result.txt` (the spec's place for the operator's answer),
-//! and handed to the task table in memory, never read back. The session's hooks fire at
-//! its start and end.
+//! and handed to the task table in memory, never read back. An A2A task continues its
+//! context's conversation ([`Contexts`]). The session's hooks fire at its start and end.
 
+use super::contexts::{Contexts, Exchange};
 use super::hooks::{self, spec::Binding};
 use super::task::{Session, Task, TaskEnd, SPEND_CEILING_REACHED};
 use crate::a2a::shapes::State;
@@ -35,6 +36,8 @@ pub struct AgentRunner {
     stderr: Sink,
     tasks: Arc<Tasks>,
     last: Option<TaskEnd>,
+    /// The A2A conversations so far, per context and sender.
+    contexts: Contexts,
 }
 
 impl AgentRunner {
@@ -56,6 +59,7 @@ impl AgentRunner {
             stderr,
             tasks,
             last: None,
+            contexts: Contexts::default(),
         }
     }
 }
@@ -78,6 +82,12 @@ impl TaskRunner for AgentRunner {
             traceparent: taken.origin.traceparent.clone(),
             text: taken.text.clone(),
             cancel: taken.cancel.clone(),
+            earlier: match taken.source {
+                "a2a" => self
+                    .contexts
+                    .earlier(taken.origin.owner.as_deref(), &taken.context_id),
+                _ => Vec::new(),
+            },
         };
         // A completion is the runtime's report of a child, not a task a person or peer
         // gave: its answer goes to its own file and never over the operator's answer.
@@ -99,6 +109,14 @@ impl TaskRunner for AgentRunner {
             end
         });
         let (answer, wrote) = written;
+        if let (TaskEnd::Done { text, .. }, "a2a") = (&end, taken.source) {
+            let exchange = Exchange {
+                asked: taken.text.clone(),
+                answered: text.clone(),
+            };
+            self.contexts
+                .record(taken.origin.owner.as_deref(), &taken.context_id, exchange);
+        }
         let state = match &end {
             TaskEnd::Done { .. } => State::Completed,
             TaskEnd::Canceled => State::Canceled,

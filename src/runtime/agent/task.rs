@@ -47,6 +47,8 @@ pub struct Task {
     pub text: String,
     /// Set when the task is canceled (over A2A): the loop stops at its next safe point.
     pub cancel: Arc<AtomicBool>,
+    /// The earlier tasks of its context, oldest first: the conversation it continues.
+    pub earlier: Vec<super::contexts::Exchange>,
 }
 
 /// How a task ended.
@@ -210,11 +212,13 @@ impl Session {
     pub fn run_task(&mut self, task: &Task, settle: impl FnOnce(TaskEnd) -> TaskEnd) -> (TaskEnd, Totals) {
         let started = Instant::now();
         let mut totals = Totals::default();
-        self.event(
-            "task_start",
-            json!({"task_id": task.id, "context_id": task.context_id, "source": task.source,
-                   "origin": task.origin, "trust": task.trust}),
-        );
+        let mut start = json!({"task_id": task.id, "context_id": task.context_id, "source": task.source,
+                   "origin": task.origin, "trust": task.trust});
+        if !task.earlier.is_empty() {
+            // The model sees the context's earlier tasks first: the trace says how many.
+            start["earlier_tasks"] = task.earlier.len().into();
+        }
+        self.event("task_start", start);
         self.fire(Binding::TaskStart, || {
             Event::TaskStart(TaskInfo {
                 task_id: task.id.clone(),
@@ -240,7 +244,7 @@ impl Session {
         let mut text = task.text.clone();
         let mut reopens = 0u64;
         let end = loop {
-            let end = self.attempt(&text, &task.cancel, &mut totals);
+            let end = self.attempt((&task.earlier, &text), &task.cancel, &mut totals);
             let result_text = match &end {
                 TaskEnd::Done { text, .. } => text.clone(),
                 TaskEnd::Failed(e) => format!("error: {e}"),
@@ -320,7 +324,12 @@ impl Session {
     }
 
     /// One run of the loop on `text`, counting into `totals` (turns are cumulative).
-    fn attempt(&mut self, text: &str, cancel: &AtomicBool, totals: &mut Totals) -> TaskEnd {
+    fn attempt(
+        &mut self,
+        (earlier, text): (&[super::contexts::Exchange], &str),
+        cancel: &AtomicBool,
+        totals: &mut Totals,
+    ) -> TaskEnd {
         let mut conversation = wire::Conversation::new(
             &self.model,
             self.max_tokens,
@@ -328,6 +337,10 @@ impl Session {
             &self.tools.specs,
             &self.params,
         );
+        for x in earlier {
+            conversation.push(Message::user(&x.asked));
+            conversation.push(Message::assistant(&x.answered));
+        }
         conversation.push(Message::user(text));
         loop {
             if let Some(end) = self.before_turn(cancel, totals) {

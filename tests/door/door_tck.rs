@@ -238,3 +238,44 @@ fn a_run_that_asks_without_ask_in_its_manifest_fails_its_task() {
     let next = send10(&d, "tck-complete-task-2");
     assert_eq!(next["status"]["state"], "TASK_STATE_COMPLETED", "{next}");
 }
+
+/// A push config on the message that answers a waiting task joins the task's webhooks from
+/// there on: the webhook hears the task work again and complete, with its credentials.
+#[test]
+fn a_push_config_on_the_answering_message_hears_the_rest_of_the_task() {
+    let t = TempDir::new("tck-ask-push");
+    let hook = common::webhook::Webhook::start();
+    let dir = common::capsule::capsule(
+        &t,
+        "examples/tck/capsule.wasm",
+        &format!(
+            "lifecycle: {{task_acceptance: queue, after_task: sleep}}\nask:\n  timeout_secs: 10\na2a:\n  push:\n    allow: [http://127.0.0.1:{}]\n",
+            hook.port
+        ),
+    );
+    let d = start(&t, &dir, &[], &[]);
+    let task = send10(&d, "tck-input-required-1");
+    assert_eq!(task["status"]["state"], "TASK_STATE_INPUT_REQUIRED", "{task}");
+    let id = task["id"].as_str().unwrap().to_string();
+    let r = d.result(
+        "SendMessage",
+        json!({"message": {"messageId": "tck-complete-task-2", "role": "ROLE_USER", "taskId": id,
+                           "parts": [{"text": "here it is"}]},
+               "configuration": {"taskPushNotificationConfig": {"url": hook.url("/answer"),
+                   "authentication": {"scheme": "Bearer", "credentials": "answer-secret"}}}}),
+    );
+    assert_eq!(task_of(&r)["status"]["state"], "TASK_STATE_COMPLETED", "{r}");
+    let hits = hook.wait("/answer", Duration::from_secs(10), |h| {
+        h.body["statusUpdate"]["status"]["state"] == "TASK_STATE_COMPLETED"
+    });
+    assert!(hits
+        .iter()
+        .all(|h| h.header("authorization") == Some("Bearer answer-secret")));
+    let last = hits.last().unwrap();
+    assert_eq!(
+        last.body["statusUpdate"]["taskId"],
+        id.as_str(),
+        "{:?}",
+        last.body
+    );
+}

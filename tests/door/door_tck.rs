@@ -182,6 +182,21 @@ fn an_input_required_task_waits_for_its_caller_and_runs_again_with_the_answer() 
     let id = task["id"].as_str().unwrap().to_string();
     let ctx = task["contextId"].as_str().unwrap().to_string();
 
+    // A file on an answer would land nowhere: refused, and the task still waits.
+    let (code, msg) = d.error(
+        "SendMessage",
+        json!({"message": {"messageId": "tck-complete-task-f", "role": "ROLE_USER", "taskId": id,
+                           "parts": [{"text": "see file"}, {"raw": "dGNr", "mediaType": "text/plain", "filename": "a.txt"}]}}),
+    );
+    assert_eq!(
+        (code, msg.as_str()),
+        (
+            -32602,
+            format!("Invalid params: an answer to task {id} is text or data; send files in a new task")
+                .as_str()
+        )
+    );
+
     // The answer (another prefix) runs the capsule again, routed by the answer's id.
     let r = d.result(
         "SendMessage",

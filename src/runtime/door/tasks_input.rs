@@ -275,7 +275,8 @@ fn not_waiting() -> (i64, String) {
 }
 
 /// Whether `req` (whose answer reads `said`) may answer `task`: the task waits for input,
-/// the message names its context if any, and it was not sent on the task already. An
+/// the message carries no file (none would land: refused, never dropped unseen), names the
+/// task's context if any, and was not sent on the task already. An
 /// answer is given once: a retried or replayed message (its id and its answer already in
 /// the history) never answers the wait that follows the one it was sent for. (A new answer
 /// under a reused id is taken: the A2A TCK reuses ids.)
@@ -283,6 +284,12 @@ fn answerable(task: &Task, req: &SendRequest, said: &str) -> Result<(), (i64, St
     let id = &task.id;
     if task.state != State::InputRequired {
         return Err(not_waiting());
+    }
+    if req.parts.iter().any(|p| p.kind == crate::a2a::parts::Kind::File) {
+        return Err((
+            rpc::INVALID_PARAMS,
+            format!("Invalid params: an answer to task {id} is text or data; send files in a new task"),
+        ));
     }
     if req.context_id.as_ref().is_some_and(|c| *c != task.context_id) {
         return Err((

@@ -130,14 +130,27 @@ pub enum Carried {
 }
 
 impl OutPart {
-    /// The bytes it holds in the task table.
+    /// The bytes it holds in the task table (a data part's parsed tree, not its text: a
+    /// JSON array of small numbers takes ~16 times its text in memory).
     pub fn weight(&self) -> usize {
         self.name.len()
             + match &self.carried {
                 Carried::Bytes(b) => b.len(),
                 Carried::Url(u) => u.len(),
-                Carried::Data(v) => v.to_string().len(),
+                Carried::Data(v) => value_weight(v),
             }
+    }
+}
+
+/// The memory a parsed JSON value holds, estimated: each node's own size, its strings'
+/// bytes and each object key's. (The depth is serde_json's parse limit, 128.)
+fn value_weight(v: &Value) -> usize {
+    let node = std::mem::size_of::<Value>();
+    node + match v {
+        Value::String(s) => s.len(),
+        Value::Array(a) => a.iter().map(value_weight).sum(),
+        Value::Object(o) => o.iter().map(|(k, v)| node + k.len() + value_weight(v)).sum(),
+        _ => 0,
     }
 }
 
@@ -224,6 +237,8 @@ pub fn render_answer_message(t: &Task, gen: Generation) -> Value {
         "role": Role::Agent.wire(gen),
         "parts": parts,
         "contextId": t.context_id,
+        // The task stays in the table (GetTask, ListTasks): the answer names it.
+        "taskId": t.id,
     });
     match gen {
         Generation::V10 => json!({"message": m}),

@@ -285,6 +285,7 @@ fn a_file_artifact_and_a_message_answer_in_both_generations() {
     assert_eq!(m["message"]["parts"][0], json!({"text": "the answer"}));
     assert_eq!(m["message"]["parts"][1]["filename"], "r.csv");
     assert_eq!(m["message"]["contextId"], t.context_id);
+    assert_eq!(m["message"]["taskId"], t.id);
     let m = render_answer_message(&t, Generation::V03);
     assert_eq!(
         (m["kind"].as_str(), m["role"].as_str()),

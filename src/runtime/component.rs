@@ -266,6 +266,14 @@ pub fn received(task: &Taken) -> serde_json::Value {
     })
 }
 
+/// Remove the answer files a run may leave (`out/result.txt`, `out/message.txt`) through
+/// the workdir's descriptor.
+fn clear_answers(work: &crate::fsx::Dir) -> Result<(), String> {
+    work.remove_file("out/result.txt")
+        .and_then(|_| work.remove_file(lifecycle::MESSAGE_FILE))
+        .map_err(|e| format!("error: cannot clear out/result.txt and out/message.txt: {e}\n"))
+}
+
 /// How one run went: its state, the text for `out/result.txt` when the component left
 /// none, and whether the component ran (else its answer is that text).
 type RunEnd = (State, String, bool);
@@ -307,6 +315,10 @@ impl ComponentRunner {
                 match component_ask::ask(at, by, task, &self.p.stop, &mut text) {
                     Asked::Nothing => {}
                     Asked::Answered { message_id: m } => {
+                        // The next run answers afresh: nothing of this run's answer stays.
+                        if let Err(why) = clear_answers(&self.layout_work) {
+                            return Ok((State::Failed, why, true));
+                        }
                         message_id = Some(m);
                         continue;
                     }
@@ -364,12 +376,9 @@ impl ComponentRunner {
         work.replace("task.md", task.text.as_bytes())
             .map_err(|e| format!("error: cannot write task.md: {e}\n"))?;
         work.mkdirs("out", 0o755)
-            .and_then(|_| work.remove_file("out/result.txt"))
-            .and_then(|_| work.remove_file(lifecycle::MESSAGE_FILE))
             .and_then(|_| work.remove_file(component_ask::ASK_FILE))
-            .map_err(|e| {
-                format!("error: cannot clear out/result.txt, out/message.txt and out/ask.txt: {e}\n")
-            })
+            .map_err(|e| format!("error: cannot clear out/ask.txt: {e}\n"))?;
+        clear_answers(work)
     }
 
     /// The guest's host for one run: the preopen, the environment (with the task's

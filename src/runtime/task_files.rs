@@ -248,10 +248,11 @@ fn carry(sent: Sent, name: String, bytes: Vec<u8>) -> Result<OutPart, (Option<Ou
 }
 
 /// The one absolute `http://` or `https://` URL `bytes` hold (surrounding whitespace
-/// trimmed): no userinfo, no fragment, no whitespace or control characters within.
+/// trimmed): printable ASCII only (no space, control, bidirectional or invisible character
+/// to disguise it; a host beyond ASCII is written in punycode), no userinfo, no fragment.
 fn link(bytes: &[u8]) -> Option<String> {
     let url = std::str::from_utf8(bytes).ok()?.trim();
-    let clean = url.len() <= MAX_LINK && !url.chars().any(|c| c.is_control() || c.is_whitespace());
+    let clean = url.len() <= MAX_LINK && url.bytes().all(|b| (0x21..=0x7e).contains(&b));
     (clean && crate::http::client::Url::parse_web(url).is_ok()).then(|| url.to_string())
 }
 
@@ -271,6 +272,9 @@ mod tests {
             b"https://example.com/a b",
             b"https://example.com/x\nhttps://example.com/y",
             b"https://example.com/\x01",
+            "https://example.com/\u{202e}txt.exe".as_bytes(),
+            "https://ex\u{200b}ample.com/".as_bytes(),
+            "https://exämple.com/".as_bytes(),
             b"file:///etc/passwd",
             b"\xff",
             b"",

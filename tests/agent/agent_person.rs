@@ -447,3 +447,60 @@ fn a_delegation_approvals_name_waits_and_another_runs() {
         "{results:?}"
     );
 }
+
+/// On an authenticated door a conversation is its sender's: mallory naming alice's
+/// `contextId` reaches the model with its own text alone, while alice's next task on it
+/// carries her earlier exchange.
+#[test]
+fn another_credential_naming_a_context_does_not_continue_its_conversation() {
+    let p = Provider::start(vec![
+        Step::text("noted"),
+        Step::text("I do not know"),
+        Step::text("it is 42"),
+    ]);
+    let w = World::new("person-contexts");
+    manifest(&w, &p, true);
+    let mut s = w.serve(None, &[]);
+    let (alice, mallory) = (token(&w, &s.sid, "alice"), token(&w, &s.sid, "mallory"));
+    let send = |s: &mut Served, who: &str, text: &str| {
+        let mut params = send_params_10(text, false);
+        params["message"]["contextId"] = json!("ctx-alice");
+        let auth = format!("Bearer {who}");
+        let t = s.result("SendMessage", params, &[("authorization", auth.as_str())]);
+        assert_eq!(t["task"]["status"]["state"], "TASK_STATE_COMPLETED", "{t}");
+    };
+    send(&mut s, &alice, "my secret is 42");
+    send(&mut s, &mallory, "what is the secret?");
+    send(&mut s, &alice, "what is my secret?");
+    let users = |i: usize| -> Vec<String> {
+        let req = &p.model_requests()[i];
+        let messages = req.json.as_ref().unwrap()["messages"].as_array().unwrap().clone();
+        messages
+            .iter()
+            .filter(|m| m["role"] != "system")
+            .map(|m| {
+                format!(
+                    "{}: {}",
+                    m["role"].as_str().unwrap(),
+                    m["content"].as_str().unwrap_or_default()
+                )
+            })
+            .collect()
+    };
+    assert_eq!(users(1), ["user: what is the secret?"]);
+    assert_eq!(
+        users(2),
+        [
+            "user: my secret is 42",
+            "assistant: noted",
+            "user: what is my secret?"
+        ]
+    );
+    s.sigterm();
+    assert_eq!(
+        s.wait_exit(SETTLE).and_then(|st| st.code()),
+        Some(0),
+        "{}",
+        s.both()
+    );
+}

@@ -191,8 +191,8 @@ fn an_input_required_task_waits_for_its_caller_and_runs_again_with_the_answer() 
     assert_eq!(
         (code, msg.as_str()),
         (
-            -32602,
-            format!("Invalid params: an answer to task {id} is text or data; send files in a new task")
+            -32005,
+            format!("Content type not supported: an answer to task {id} is text or data; send files in a new task")
                 .as_str()
         )
     );

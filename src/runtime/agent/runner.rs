@@ -4,7 +4,7 @@
 //! and handed to the task table in memory, never read back. An A2A task continues its
 //! context's conversation ([`Contexts`]). The session's hooks fire at its start and end.
 
-use super::contexts::{Contexts, Exchange};
+use super::contexts::{Contexts, Exchange, Key as ContextKey};
 use super::hooks::{self, spec::Binding};
 use super::task::{Session, Task, TaskEnd, SPEND_CEILING_REACHED};
 use crate::a2a::shapes::State;
@@ -64,6 +64,18 @@ impl AgentRunner {
     }
 }
 
+/// The conversation an A2A task continues: its sender's, of its trust class, on its
+/// context. A delegation's completion continues none (it is the runtime's report, sent under
+/// the delegating task's context by no credential: it would mix the reports of every
+/// sender's delegations on a context), nor does a task from `task.md`.
+fn conversation(taken: &Taken) -> Option<ContextKey> {
+    (taken.source == "a2a" && taken.origin.origin != "completion").then(|| ContextKey {
+        owner: taken.origin.owner.clone(),
+        trust: taken.origin.trust.clone(),
+        context: taken.context_id.clone(),
+    })
+}
+
 impl TaskRunner for AgentRunner {
     fn started(&mut self) {
         for f in std::mem::take(&mut self.stage_failures) {
@@ -82,12 +94,9 @@ impl TaskRunner for AgentRunner {
             traceparent: taken.origin.traceparent.clone(),
             text: taken.text.clone(),
             cancel: taken.cancel.clone(),
-            earlier: match taken.source {
-                "a2a" => self
-                    .contexts
-                    .earlier(taken.origin.owner.as_deref(), &taken.context_id),
-                _ => Vec::new(),
-            },
+            earlier: conversation(taken)
+                .map(|k| self.contexts.earlier(&k))
+                .unwrap_or_default(),
         };
         // A completion is the runtime's report of a child, not a task a person or peer
         // gave: its answer goes to its own file and never over the operator's answer.
@@ -109,13 +118,12 @@ impl TaskRunner for AgentRunner {
             end
         });
         let (answer, wrote) = written;
-        if let (TaskEnd::Done { text, .. }, "a2a") = (&end, taken.source) {
+        if let (TaskEnd::Done { text, .. }, Some(key)) = (&end, conversation(taken)) {
             let exchange = Exchange {
                 asked: taken.text.clone(),
                 answered: text.clone(),
             };
-            self.contexts
-                .record(taken.origin.owner.as_deref(), &taken.context_id, exchange);
+            self.contexts.record(key, exchange);
         }
         let state = match &end {
             TaskEnd::Done { .. } => State::Completed,

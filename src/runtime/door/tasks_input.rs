@@ -287,8 +287,8 @@ fn answerable(task: &Task, req: &SendRequest, said: &str) -> Result<(), (i64, St
     }
     if req.parts.iter().any(|p| p.kind == crate::a2a::parts::Kind::File) {
         return Err((
-            rpc::INVALID_PARAMS,
-            format!("Invalid params: an answer to task {id} is text or data; send files in a new task"),
+            rpc::CONTENT_TYPE_NOT_SUPPORTED,
+            format!("Content type not supported: an answer to task {id} is text or data; send files in a new task"),
         ));
     }
     if req.context_id.as_ref().is_some_and(|c| *c != task.context_id) {

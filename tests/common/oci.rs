@@ -139,7 +139,7 @@ fn make_self_signed(dir: &Path) -> PathBuf {
 }
 
 /// A CA and a server certificate for 127.0.0.1 signed by it, in `dir`; the CA's path.
-fn make_certificate(dir: &Path) -> PathBuf {
+pub fn make_certificate(dir: &Path) -> PathBuf {
     let run = |args: &[&str]| openssl(dir, args);
     run(&[
         "req",

@@ -4,7 +4,9 @@
 //! generation set, get, list and delete; a destination the manifest does not list is
 //! refused when configured and never called; a door without the block answers -32003; a
 //! dead webhook does not slow the task, and its bounded tries are in the trace, which never
-//! holds a credential; on an authenticated door a task's configs are its sender's alone.
+//! holds a credential; an `https://` webhook is called only when `MURMUR_CA_FILE` (or the
+//! system's roots) vouch for its certificate; on an authenticated door a task's configs are
+//! its sender's alone.
 
 use crate::common;
 
@@ -402,4 +404,90 @@ fn a_session_that_ends_with_its_task_delivers_the_last_update_before_its_trace_e
         .collect();
     assert_eq!(kinds.last().map(String::as_str), Some("session_end"), "{kinds:?}");
     assert_eq!(kinds.iter().filter(|k| *k == "push_sent").count(), 4, "{kinds:?}");
+}
+
+/// A TLS webhook on loopback (Python's `ssl` over `http.server`, its certificate signed by a
+/// CA of its own made by `openssl`): each POST's path, `authorization` and body appended to
+/// `log`, one JSON line each; the process, its port and its CA certificate.
+fn tls_webhook(dir: &std::path::Path) -> (common::Running, u16, std::path::PathBuf) {
+    std::fs::create_dir_all(dir).unwrap();
+    let ca = common::oci::make_certificate(dir);
+    let script = r#"
+import http.server, json, socket, ssl, sys
+d = sys.argv[1]
+class H(http.server.BaseHTTPRequestHandler):
+    def do_POST(self):
+        body = self.rfile.read(int(self.headers.get("content-length", "0")))
+        with open(d + "/log", "a") as f:
+            f.write(json.dumps({"path": self.path, "authorization": self.headers.get("authorization"),
+                                "body": json.loads(body)}) + "\n")
+        self.send_response(200); self.send_header("content-length", "0"); self.end_headers()
+    def log_message(self, *a): pass
+s = http.server.HTTPServer(("127.0.0.1", 0), H)
+c = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER); c.load_cert_chain(d + "/server.pem", d + "/server.key")
+s.socket = c.wrap_socket(s.socket, server_side=True)
+open(d + "/port", "w").write(str(s.server_address[1]))
+s.serve_forever()
+"#;
+    let mut cmd = std::process::Command::new("python3");
+    cmd.args(["-c", script])
+        .arg(dir)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped());
+    let running = common::Running::spawn(cmd);
+    let port = common::door::wait_for(Duration::from_secs(10), "the TLS webhook's port", || {
+        std::fs::read_to_string(dir.join("port")).ok()?.parse().ok()
+    });
+    (running, port, ca)
+}
+
+/// An `https://` webhook is checked against `MURMUR_CA_FILE`: one whose certificate it
+/// names gets the task's updates with the config's credentials; one with another
+/// certificate gets nothing (the tries fail, traced without the credential).
+#[test]
+fn an_https_webhook_gets_updates_only_when_its_certificate_is_trusted() {
+    let t = TempDir::new("push-https");
+    let (_trusted, good, ca) = tls_webhook(&t.path().join("trusted"));
+    let (_stranger, bad, _) = tls_webhook(&t.path().join("stranger"));
+    let mut yaml = lifecycle(&["task_acceptance: queue", "after_task: sleep", "queue_depth: 4"]);
+    yaml.push_str(&format!(
+        "a2a:\n  push:\n    allow: [https://127.0.0.1:{good}, https://127.0.0.1:{bad}]\n"
+    ));
+    let dir = capsule(&t, SLOW, &yaml);
+    let d = start(&t, &dir, &[], &[("MURMUR_CA_FILE", ca.to_str().unwrap())]);
+    for (port, path) in [(good, "/good"), (bad, "/bad")] {
+        let config = json!({"taskPushNotificationConfig": {"url": format!("https://127.0.0.1:{port}{path}"),
+            "authentication": {"scheme": "Bearer", "credentials": SECRET}}});
+        let r = d.result("SendMessage", send_params("SendMessage", "hello", config));
+        assert_eq!(task_of(&r)["status"]["state"], "TASK_STATE_COMPLETED", "{r}");
+    }
+    let log = t.path().join("trusted/log");
+    let hits: Vec<Value> = common::door::wait_for(Duration::from_secs(15), "the completed update", || {
+        let text = std::fs::read_to_string(&log).ok()?;
+        let hits: Vec<Value> = text.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+        hits.iter()
+            .any(|h| h["body"]["statusUpdate"]["status"]["state"] == "TASK_STATE_COMPLETED")
+            .then_some(hits)
+    });
+    for h in &hits {
+        assert_eq!(
+            (h["path"].as_str(), h["authorization"].as_str()),
+            (Some("/good"), Some(format!("Bearer {SECRET}").as_str()))
+        );
+    }
+    let failed = common::door::wait_for(Duration::from_secs(30), "push_failed for /bad", || {
+        let f: Vec<Value> = d
+            .events("push_failed")
+            .into_iter()
+            .filter(|f| f["url"].as_str().is_some_and(|u| u.ends_with("/bad")))
+            .collect();
+        (!f.is_empty()).then_some(f)
+    });
+    assert_eq!(failed[0]["attempts"], 3, "{}", failed[0]);
+    assert!(
+        !t.path().join("stranger/log").exists(),
+        "the untrusted webhook got a request"
+    );
+    let trace = serde_json::to_string(&d.trace()).unwrap();
+    assert!(!trace.contains(SECRET));
 }

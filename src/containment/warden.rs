@@ -207,12 +207,14 @@ fn forked_main() -> i32 {
     serve(true)
 }
 
-/// Block the signals, (in a fork) take the warden's name, say ready, listen, end.
+/// Block the signals, (in a fork) ignore SIGPIPE and take the warden's name as an exec'd
+/// warden has both, say ready, listen, end.
 fn serve(forked: bool) -> i32 {
     if crate::signals::block_termination().is_err() {
         return 1;
     }
     if forked {
+        crate::signals::ignore_sigpipe();
         name_as_warden();
     }
     let line = std::io::stdin().as_fd().try_clone_to_owned();

@@ -85,6 +85,7 @@ fn main() {
                     runtime: false,
                     net: None,
                     netns: true,
+                    in_fork: None,
                     stdin: Stdio::null(),
                     stdout: Stdio::null(),
                     stderr: Stdio::null(),

@@ -44,6 +44,15 @@ pub fn wait_for_termination() -> std::io::Result<i32> {
     Ok(sig)
 }
 
+/// SIGPIPE ignored, as Rust's runtime leaves it at the start of `main`: a fork of `mur` that
+/// runs a helper of its own in place of an exec (whose steps set SIGPIPE back to the
+/// default a command expects) then gets `EPIPE` from a write to a peer that is gone, as an
+/// exec'd helper does, and is not killed by it.
+pub fn ignore_sigpipe() {
+    // SAFETY: sets one disposition of this process's own table.
+    unsafe { libc::signal(libc::SIGPIPE, libc::SIG_IGN) };
+}
+
 fn termination_set() -> libc::sigset_t {
     // SAFETY: sigset_t is plain data; sigemptyset initialises it before sigaddset uses it,
     // and both only write inside the set.

@@ -76,6 +76,9 @@ pub fn exec(o: ExecOptions, exe: &Path) -> Result<u8, Diagnostic> {
     let session_id = crate::ids::session_id()?;
     let work = workdir(&o, &manifest_path, &session_id)?;
     let work = scoped(work, m.capabilities.filesystem_scope.as_deref())?;
+    // The session's warden as a fork of this process where that is safe (no network
+    // relay's threads, no provider key), before the policy asks for it.
+    crate::containment::warden::start_forked();
     let (policy, warnings) = ChildPolicy::new(PolicyInputs {
         caps: &m.capabilities,
         class: decision.achieved,

@@ -257,6 +257,7 @@ impl ChildPolicy {
             runtime: false,
             net: self.net.as_deref().map(|e| &e.join).or(self.own_ns.as_ref()),
             netns: self.netns,
+            in_fork: None,
             stdin: stdio.stdin,
             stdout: stdio.stdout,
             stderr: stdio.stderr,

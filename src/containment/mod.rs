@@ -1,6 +1,7 @@
 //! Containment of the runtime's child processes: the class decision (`class`), the host
 //! probe (`probe`), the seccomp policy (`seccomp`, with its argument conditions in
-//! `seccomp_args`), the landlock rules (`rules`), the ELF closure of allowed binaries
+//! `seccomp_args` and its unconditional calls compiled as ranges by `seccomp_ranges`), the
+//! landlock rules (`rules`), the ELF closure of allowed binaries
 //! (`elf`), the per-session network namespace and egress relay (`egress`), the composed root of `sealed` (`sealed`), the pids cgroup (`cgroup`), the steps
 //! a child installs on itself (`child`, in the order of `child_steps`), the one spawn
 //! function (`spawn`, over the clone-and-exec primitive `process`) and the one
@@ -32,6 +33,7 @@ pub mod runtime_dirs;
 pub mod sealed;
 pub mod seccomp;
 pub mod seccomp_args;
+pub mod seccomp_ranges;
 pub mod spawn;
 pub mod warden;
 

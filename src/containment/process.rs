@@ -10,6 +10,13 @@
 //! blocks every signal around the `clone` so none is delivered before the handlers are
 //! reset.
 //!
+//! In place of a program, an image may name a function of `mur`'s own ([`Image::forked`]):
+//! the child is then a fork of `mur` (its own copy of the memory, made only while `mur` runs
+//! one thread), which takes the same steps, closes every descriptor above the streams where
+//! it would exec, and runs the function: a helper of `mur`'s own without a second start of
+//! the binary (its loader, relocations and CPU probing), which was most of `mur exec`'s own
+//! cost.
+//!
 //! A start that may be handed over (a `sealed` sandbox) gets two spare stacks: the setup
 //! may start further processes sharing the memory on them ([`Side::start_sharing`]) and
 //! hand the start over to one of them as `mur`'s own child ([`Side::hand_over`]), which
@@ -153,6 +160,8 @@ pub struct Image {
     argv: Vec<*const libc::c_char>,
     envp: Vec<*const libc::c_char>,
     cwd: CString,
+    /// The function a fork of `mur` runs in place of the program ([`Image::forked`]).
+    forked: Option<fn() -> i32>,
 }
 
 impl Image {
@@ -194,8 +203,32 @@ impl Image {
             _strings: strings,
             program,
             cwd: c(cwd.as_os_str().as_bytes())?,
+            forked: None,
         })
     }
+
+    /// In place of a program, `run`, in a fork of `mur` (a copy of its memory: it may
+    /// allocate and use anything of `mur`'s), in `cwd`, exiting with what `run` returns. It
+    /// starts only while this process runs one thread ([`single_threaded`]: no lock of
+    /// another thread's is copied held), and never hands over.
+    pub fn forked(run: fn() -> i32, cwd: &Path) -> io::Result<Image> {
+        let cwd = CString::new(cwd.as_os_str().as_bytes())
+            .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "the directory holds a NUL byte"))?;
+        Ok(Image {
+            program: CString::default(),
+            _strings: Vec::new(),
+            argv: vec![std::ptr::null()],
+            envp: vec![std::ptr::null()],
+            cwd,
+            forked: Some(run),
+        })
+    }
+}
+
+/// Whether this process runs one thread: `/proc/self/task` links `.`, `..` and one entry
+/// per thread. False where it cannot tell (no `/proc`), so nothing is forked then.
+pub fn single_threaded() -> bool {
+    rustix::fs::stat("/proc/self/task").is_ok_and(|st| st.st_nlink == 3)
 }
 
 /// What the child runs, reached through the clone's one argument.
@@ -221,8 +254,18 @@ pub struct Side<'a> {
 
 impl Side<'_> {
     /// Exec the image. Never returns: a failed `execve` is reported through `exec_failed`
-    /// and the process exits 127.
+    /// and the process exits 127. A fork of `mur` ([`Image::forked`]) instead closes every
+    /// descriptor above the streams (the spawn's error pipe with them, which tells `mur` the
+    /// start is complete, as an exec does) and runs its function.
     pub fn exec(&self) -> ! {
+        if let Some(run) = self.image.forked {
+            // SAFETY: close_range on this process's own table (a copy of `mur`'s).
+            unsafe { libc::syscall(libc::SYS_close_range, 3u32, u32::MAX, 0u32) };
+            let code = run();
+            // SAFETY: leaving without `mur`'s exit code: its buffered streams and exit
+            // handlers are the parent's, copied.
+            unsafe { libc::_exit(code) }
+        }
         // SAFETY: program, argv and envp are NUL-terminated strings and null-terminated
         // arrays built before the clone.
         unsafe {
@@ -367,8 +410,19 @@ pub fn start(
     setup: &mut dyn FnMut(&Side<'_>) -> io::Result<()>,
     exec_failed: &dyn Fn(i32),
 ) -> io::Result<Proc> {
+    let forked = image.forked.is_some();
+    if forked && (may_hand_over || !single_threaded()) {
+        return Err(io::Error::new(
+            io::ErrorKind::Unsupported,
+            "a fork of mur is started only while it runs one thread, and never hands over",
+        ));
+    }
     let (held, ours) = streams(stdio)?;
-    let stacks = Stacks::new(if may_hand_over { 3 } else { 1 })?;
+    let stacks = Stacks::new(match (may_hand_over, forked) {
+        (true, _) => 3,
+        (false, false) => 1,
+        (false, true) => 0,
+    })?;
     // Held open by the child and every process it starts until they exec or exit (it is
     // close-on-exec) or close it; numbered above 2, so making the child's streams never
     // closes it.
@@ -388,23 +442,33 @@ pub fn start(
         handed: &handed,
     };
     let arg = (&mut ctx as *mut Ctx<'_>).cast::<libc::c_void>();
-    let top = stacks
-        .top(0)
-        .ok_or_else(|| io::Error::from_raw_os_error(libc::EINVAL))?;
     // Every signal stays blocked until the start is released: no handler of `mur`'s runs on
     // this thread while a handed-over process may still write its `errno`.
     let blocked = BlockedSignals::new()?;
-    // SAFETY: `child` gets a pointer to `ctx`, which outlives the call: under CLONE_VFORK
-    // this thread is suspended until the child execs or exits, and a handed-over start is
-    // released below before `ctx` goes. The stack is a mapping of our own, its top
-    // page-aligned.
-    let pid = unsafe {
-        libc::clone(
-            child,
-            top,
-            libc::CLONE_VM | libc::CLONE_VFORK | libc::SIGCHLD,
-            arg,
-        )
+    let pid = if forked {
+        // SAFETY: this process runs one thread (checked above; only this thread could have
+        // started another since), so the child's copy of the memory holds no lock another
+        // thread held. The child runs `child` on its copy of `ctx` and ends by exiting.
+        match unsafe { libc::fork() } {
+            0 => unsafe { libc::_exit(child(arg)) },
+            pid => pid,
+        }
+    } else {
+        let top = stacks
+            .top(0)
+            .ok_or_else(|| io::Error::from_raw_os_error(libc::EINVAL))?;
+        // SAFETY: `child` gets a pointer to `ctx`, which outlives the call: under CLONE_VFORK
+        // this thread is suspended until the child execs or exits, and a handed-over start
+        // is released below before `ctx` goes. The stack is a mapping of our own, its top
+        // page-aligned.
+        unsafe {
+            libc::clone(
+                child,
+                top,
+                libc::CLONE_VM | libc::CLONE_VFORK | libc::SIGCHLD,
+                arg,
+            )
+        }
     };
     if pid < 0 {
         // Read at once, before anything else can set `errno`.
@@ -614,6 +678,13 @@ unsafe impl Sync for Stacks {}
 
 impl Stacks {
     fn new(count: usize) -> io::Result<Stacks> {
+        if count == 0 {
+            // A fork runs on its own copy of this thread's stack.
+            return Ok(Stacks {
+                base: std::ptr::null_mut(),
+                count,
+            });
+        }
         // SAFETY: a fresh private anonymous mapping; nothing else refers to it.
         let base = unsafe {
             libc::mmap(
@@ -649,6 +720,9 @@ impl Stacks {
 
 impl Drop for Stacks {
     fn drop(&mut self) {
+        if self.count == 0 {
+            return;
+        }
         // SAFETY: unmaps the mapping `new` made; its owner dropped it only once nothing runs
         // on it (the child exec'd or exited, the handed-over process was reaped).
         unsafe { libc::munmap(self.base, STACK * self.count) };

@@ -15,7 +15,7 @@ use super::cgroup::Cgroup;
 use super::child_steps::ChildSteps;
 use super::class::Class;
 use super::elf::Closure;
-pub use super::process::{Proc, Stdio};
+pub use super::process::{single_threaded, Proc, Stdio};
 use super::sealed::{self, Failure};
 use super::{child, rules, seccomp};
 use crate::diag::{code, Diagnostic};
@@ -93,6 +93,11 @@ pub struct Spawn<'a> {
     /// Where it cannot (unprivileged user namespaces refused), its network is closed
     /// instead: no IP socket (seccomp) and no TCP bind or connect (landlock, ABI 4).
     pub netns: bool,
+    /// A helper of `mur`'s own started without exec: the child is a fork of this process
+    /// that takes the same steps and then runs this function where it would exec `program`
+    /// (`process::Image::forked`). Only `advisory`, and only while this process runs one
+    /// thread: the caller checks [`single_threaded`], and the start refuses otherwise.
+    pub in_fork: Option<fn() -> i32>,
     pub stdin: Stdio,
     pub stdout: Stdio,
     pub stderr: Stdio,
@@ -121,6 +126,7 @@ impl<'a> Spawn<'a> {
             runtime: false,
             net: None,
             netns: true,
+            in_fork: None,
             stdin: Stdio::null(),
             stdout: Stdio::null(),
             stderr: Stdio::null(),
@@ -360,6 +366,9 @@ pub fn spawn(s: Spawn<'_>) -> Result<Proc, Diagnostic> {
             "a delegated runtime contains itself and is started advisory",
         ));
     }
+    if s.in_fork.is_some() && s.class != Class::Advisory {
+        return Err(install_error(0, "only an advisory helper of mur's own is forked"));
+    }
     let runtime = s.runtime;
     let parent_pid = rustix::process::getpid().as_raw_nonzero().get();
     let contained = s.class >= Class::Scoped;
@@ -382,8 +391,12 @@ pub fn spawn(s: Spawn<'_>) -> Result<Proc, Diagnostic> {
         .map_err(|e| install_error(0, e))?;
     let err_fd = err_w.as_raw_fd();
     let cannot_start = |e: std::io::Error| cannot_start(s.program, e);
-    let image = super::process::Image::new(s.program, s.args, s.env, s.workdir_held.unwrap_or(s.workdir))
-        .map_err(cannot_start)?;
+    let cwd = s.workdir_held.unwrap_or(s.workdir);
+    let image = match s.in_fork {
+        Some(run) => super::process::Image::forked(run, cwd),
+        None => super::process::Image::new(s.program, s.args, s.env, cwd),
+    }
+    .map_err(cannot_start)?;
     let sealed = plan.is_some();
     // No cgroup bounds a contained child: a PID namespace of its own (the plan's under
     // `sealed`), pid 1 dying with `mur`, and `RLIMIT_NPROC` in its user namespace.

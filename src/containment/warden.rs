@@ -10,6 +10,10 @@
 //! (`terminated`, reported by the launcher, delivered false), and exits. A session that
 //! ended normally has done all of this itself already, so then the warden finds nothing.
 //!
+//! `mur exec` starts its warden as a fork of itself rather than an exec of the binary
+//! ([`start_forked`], where that is safe: one thread, no provider key), which then names
+//! itself `mur __warden` as an exec'd one is named.
+//!
 //! The warden has no controlling terminal (its own session) and keeps SIGTERM and SIGINT
 //! blocked: a signal to `mur`'s process group never reaches it, and only a SIGKILL of the
 //! warden itself stops it. It holds none of `mur`'s descriptors, and keeps `mur`'s
@@ -59,7 +63,22 @@ static WARDEN: OnceLock<Result<Warden, String>> = OnceLock::new();
 
 /// This process's warden, started on the first call. An error says why none runs.
 pub fn get() -> Result<&'static Warden, String> {
-    WARDEN.get_or_init(start).as_ref().map_err(Clone::clone)
+    WARDEN.get_or_init(|| start(false)).as_ref().map_err(Clone::clone)
+}
+
+/// Start this process's warden now, unless one was started, as a fork of this process where
+/// that is safe, else as [`get`] starts it; [`get`] then answers with it. A fork skips a
+/// second start of `mur` (its loader, relocations, CPU probing), most of `mur exec`'s own
+/// cost. Safe only while this process runs one thread (a lock another thread holds would
+/// be copied held) and holds no provider key (the fork is a copy of its memory, kept for the
+/// whole session): `mur` is dumpable while it holds none (`mur exec` and `mur run` make it
+/// not dumpable once they hold one).
+pub fn start_forked() {
+    WARDEN.get_or_init(|| {
+        let dumpable = rustix::process::dumpable_behavior()
+            .is_ok_and(|b| b == rustix::process::DumpableBehavior::Dumpable);
+        start(dumpable && super::process::single_threaded())
+    });
 }
 
 /// This process's warden if one was started.
@@ -67,12 +86,20 @@ pub fn running() -> Option<&'static Warden> {
     WARDEN.get().and_then(|w| w.as_ref().ok())
 }
 
-/// Step: start `mur __warden` with its end of the socket pair as stdin, and wait for it to
-/// say it is in place.
-fn start() -> Result<Warden, String> {
+/// Step: start `mur __warden` (or, `forked`, a fork of this process running its side) with
+/// its end of the socket pair as stdin, and wait for it to say it is in place.
+fn start(forked: bool) -> Result<Warden, String> {
     let exe = std::env::current_exe().unwrap_or_else(|_| PathBuf::from("/proc/self/exe"));
     let (ours, theirs) = spawn::socket_pair()?;
-    let child = helper(&exe, &[SUBCOMMAND.to_string()], Stdio::from(theirs), true).map_err(|d| d.message)?;
+    let in_fork = forked.then_some(forked_main as fn() -> i32);
+    let child = helper(
+        &exe,
+        &[SUBCOMMAND.to_string()],
+        Stdio::from(theirs),
+        true,
+        in_fork,
+    )
+    .map_err(|d| d.message)?;
     rustix::net::sockopt::set_socket_timeout(&ours, rustix::net::sockopt::Timeout::Recv, Some(START_BOUND))
         .map_err(|e| format!("socket timeout: {e}"))?;
     let mut word = [0u8; READY.len()];
@@ -172,8 +199,23 @@ struct Charge {
 
 /// `mur __warden`: the warden's side. Its stdin is the line from `mur`.
 pub fn main() -> i32 {
+    serve(false)
+}
+
+/// The warden's side in a fork of `mur` ([`start_forked`]).
+fn forked_main() -> i32 {
+    serve(true)
+}
+
+/// Block the signals, (in a fork) ignore SIGPIPE and take the warden's name as an exec'd
+/// warden has both, say ready, listen, end.
+fn serve(forked: bool) -> i32 {
     if crate::signals::block_termination().is_err() {
         return 1;
+    }
+    if forked {
+        crate::signals::ignore_sigpipe();
+        name_as_warden();
     }
     let line = std::io::stdin().as_fd().try_clone_to_owned();
     let Ok(line) = line else { return 1 };
@@ -294,7 +336,7 @@ fn wait_gone(pidfd: &OwnedFd, deadline: Instant) {
 /// Run `exe args` (advisory, like the warden itself) and wait for it, at most
 /// `LAST_WORDS_BOUND`.
 fn say(exe: &Path, args: &[String]) {
-    let Ok(mut child) = helper(exe, args, Stdio::null(), false) else {
+    let Ok(mut child) = helper(exe, args, Stdio::null(), false, None) else {
         return;
     };
     let until = Instant::now() + LAST_WORDS_BOUND;
@@ -308,11 +350,17 @@ fn say(exe: &Path, args: &[String]) {
     let _ = child.wait();
 }
 
-/// `exe args` as a helper of the warden's kind: advisory, its own session, in no session
-/// cgroup, only `stdin` open. With `runtime` it keeps `mur`'s capabilities (the warden must
-/// be able to remove a cgroup `mur` made); the parent-death SIGTERM that comes with it
-/// finds the warden with SIGTERM blocked.
-fn helper(exe: &Path, args: &[String], stdin: Stdio, runtime: bool) -> Result<Proc, crate::diag::Diagnostic> {
+/// `exe args` (or, `in_fork`, that function in a fork of this process) as a helper of the
+/// warden's kind: advisory, its own session, in no session cgroup, only `stdin` open. With
+/// `runtime` it keeps `mur`'s capabilities (the warden must be able to remove a cgroup `mur`
+/// made); the parent-death SIGTERM that comes with it finds the warden with SIGTERM blocked.
+fn helper(
+    exe: &Path,
+    args: &[String],
+    stdin: Stdio,
+    runtime: bool,
+    in_fork: Option<fn() -> i32>,
+) -> Result<Proc, crate::diag::Diagnostic> {
     // The one variable it reads: where the session cgroups it may have to empty are.
     let env: Vec<(String, String)> = std::env::var(super::cgroup::PARENT_VAR)
         .map(|v| vec![(super::cgroup::PARENT_VAR.to_string(), v)])
@@ -322,6 +370,68 @@ fn helper(exe: &Path, args: &[String], stdin: Stdio, runtime: bool) -> Result<Pr
         runtime,
         stdin,
         env: &env,
+        in_fork,
         ..spawn::Spawn::own_helper(exe, args)
     })
+}
+
+/// A fork of `mur` shows `mur`'s command line (a `mur exec`'s holds its command's
+/// arguments): the warden writes its own over it (`ARGV0 __warden`, the rest zeroed), so
+/// `ps`, and anything that finds a session's processes by their command line, tells the
+/// warden from the `mur` it guards, as with an exec'd warden. Best effort: a warden works
+/// unnamed.
+fn name_as_warden() {
+    let Some((start, end)) = std::fs::read_to_string("/proc/self/stat")
+        .ok()
+        .and_then(|st| arg_area(&st))
+    else {
+        return;
+    };
+    let Ok(len) = usize::try_from(end - start) else {
+        return;
+    };
+    let Ok(cmdline) = std::fs::read("/proc/self/cmdline") else {
+        return;
+    };
+    let argv0 = cmdline.split(|b| *b == 0).next().unwrap_or_default();
+    let mut name = argv0.to_vec();
+    name.push(0);
+    name.extend_from_slice(SUBCOMMAND.as_bytes());
+    if name.len() >= len {
+        return;
+    }
+    name.resize(len, 0);
+    use std::os::unix::fs::FileExt;
+    if let Ok(mem) = std::fs::OpenOptions::new().write(true).open("/proc/self/mem") {
+        let _ = mem.write_all_at(&name, start);
+    }
+}
+
+/// `(arg_start, arg_end)`, fields 48 and 49 of `stat` (the text of `/proc/self/stat`): where
+/// the command line is in the process's memory.
+fn arg_area(stat: &str) -> Option<(u64, u64)> {
+    // The name (field 2) is in parentheses and may hold anything; field 3 follows the last.
+    let mut fields = stat.rsplit_once(')')?.1.split_whitespace().skip(48 - 3);
+    let start: u64 = fields.next()?.parse().ok()?;
+    let end: u64 = fields.next()?.parse().ok()?;
+    (start > 0 && end > start).then_some((start, end))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_command_line_area_is_fields_48_and_49_of_stat() {
+        let rest: Vec<String> = (3..=52).map(|n| n.to_string()).collect();
+        let stat = format!("77 (a) b) (c) {}\n", rest.join(" "));
+        assert_eq!(arg_area(&stat), Some((48, 49)));
+        // Shown as 0 to a reader without access: nothing to write.
+        let zeroed = stat.replace(" 48 49 ", " 0 0 ");
+        assert_eq!(arg_area(&zeroed), None);
+        assert_eq!(arg_area("77 (a) S 1 2"), None);
+        assert_eq!(arg_area(""), None);
+        let own = std::fs::read_to_string("/proc/self/stat").unwrap();
+        assert!(arg_area(&own).is_some_and(|(s, e)| e > s));
+    }
 }

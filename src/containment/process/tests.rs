@@ -168,3 +168,23 @@ fn a_start_handed_over_is_mur_s_child_and_returns_once_released() {
     .unwrap();
     assert_eq!(p.wait().unwrap().code(), Some(127));
 }
+
+#[test]
+fn a_fork_of_mur_is_refused_while_it_runs_more_than_one_thread() {
+    fn never() -> i32 {
+        7
+    }
+    // A test runs on a thread of its own beside the harness's main thread.
+    assert!(!single_threaded());
+    let img = Image::forked(never, Path::new("/")).unwrap();
+    let e = start(
+        &img,
+        [Stdio::null(), Stdio::null(), Stdio::null()],
+        false,
+        &mut |_| Ok(()),
+        &|_| {},
+    )
+    .unwrap_err();
+    assert_eq!(e.kind(), io::ErrorKind::Unsupported);
+    assert!(Image::forked(never, Path::new("/a\0b")).is_err());
+}

@@ -485,6 +485,7 @@ impl Launcher {
             runtime: true,
             net: None,
             netns: true,
+            in_fork: None,
             stdin: Stdio::piped(),
             stdout: Stdio::piped(),
             stderr: Stdio::piped(),

@@ -11,7 +11,7 @@ use murmur::a2a::parts::{land_names, Kind};
 use murmur::a2a::rpc::{parse_call, result_response, to_body, Op, CODES, PARSE_ERROR};
 use murmur::a2a::shapes::{
     render_answer_message, render_artifact_update, render_list, render_send_result, render_status_update,
-    render_task, Artifact, FileBody, Msg, Role, State, Task, RESPONSE_ARTIFACT,
+    render_task, Artifact, Carried, Msg, OutPart, Role, State, Task, RESPONSE_ARTIFACT,
 };
 use serde_json::Value;
 
@@ -53,10 +53,15 @@ fuzz_target!(|data: &[u8]| {
                         artifact_id: format!("art_{n}"),
                         name: n.clone(),
                         text: String::new(),
-                        file: Some(FileBody {
+                        part: Some(OutPart {
                             name: n,
                             media_type: p.media_type.unwrap_or_default(),
-                            bytes: p.bytes,
+                            carried: match p.kind {
+                                Kind::Data => {
+                                    Carried::Data(serde_json::from_slice(&p.bytes).unwrap_or_default())
+                                }
+                                _ => Carried::Bytes(p.bytes),
+                            },
                         }),
                     });
                 }
@@ -88,7 +93,7 @@ fuzz_target!(|data: &[u8]| {
                     artifact_id: "art_f".into(),
                     name: RESPONSE_ARTIFACT.into(),
                     text: text.clone(),
-                    file: None,
+                    part: None,
                 }],
                 history: vec![Msg {
                     message_id: "m".into(),

@@ -445,31 +445,7 @@ pub fn start(
     // Every signal stays blocked until the start is released: no handler of `mur`'s runs on
     // this thread while a handed-over process may still write its `errno`.
     let blocked = BlockedSignals::new()?;
-    let pid = if forked {
-        // SAFETY: this process runs one thread (checked above; only this thread could have
-        // started another since), so the child's copy of the memory holds no lock another
-        // thread held. The child runs `child` on its copy of `ctx` and ends by exiting.
-        match unsafe { libc::fork() } {
-            0 => unsafe { libc::_exit(child(arg)) },
-            pid => pid,
-        }
-    } else {
-        let top = stacks
-            .top(0)
-            .ok_or_else(|| io::Error::from_raw_os_error(libc::EINVAL))?;
-        // SAFETY: `child` gets a pointer to `ctx`, which outlives the call: under CLONE_VFORK
-        // this thread is suspended until the child execs or exits, and a handed-over start
-        // is released below before `ctx` goes. The stack is a mapping of our own, its top
-        // page-aligned.
-        unsafe {
-            libc::clone(
-                child,
-                top,
-                libc::CLONE_VM | libc::CLONE_VFORK | libc::SIGCHLD,
-                arg,
-            )
-        }
-    };
+    let pid = make_child(forked, &stacks, arg)?;
     if pid < 0 {
         // Read at once, before anything else can set `errno`.
         return Err(io::Error::last_os_error());
@@ -505,6 +481,38 @@ pub fn start(
         stdin: stdin.map(ChildStdin::from),
         stdout: stdout.map(ChildStdout::from),
         stderr: stderr.map(ChildStderr::from),
+    })
+}
+
+/// Step: make the child that runs [`child`] on `arg` (a `Ctx` of [`start`]'s frame): a fork
+/// of this process when `forked` (the caller checked it runs one thread), else a clone
+/// sharing this memory under CLONE_VFORK on the first of `stacks`. Its pid, or -1 with
+/// `errno` set (read by the caller at once).
+fn make_child(forked: bool, stacks: &Stacks, arg: *mut libc::c_void) -> io::Result<libc::pid_t> {
+    if forked {
+        // SAFETY: this process runs one thread (checked by `start`; only this thread could
+        // have started another since), so the child's copy of the memory holds no lock
+        // another thread held. The child runs `child` on its copy of `ctx` and ends by
+        // exiting.
+        return Ok(match unsafe { libc::fork() } {
+            0 => unsafe { libc::_exit(child(arg)) },
+            pid => pid,
+        });
+    }
+    let top = stacks
+        .top(0)
+        .ok_or_else(|| io::Error::from_raw_os_error(libc::EINVAL))?;
+    // SAFETY: `child` gets a pointer to `start`'s `ctx`, which outlives the call: under
+    // CLONE_VFORK this thread is suspended until the child execs or exits, and a handed-over
+    // start is released by `start` before `ctx` goes. The stack is a mapping of our own, its
+    // top page-aligned.
+    Ok(unsafe {
+        libc::clone(
+            child,
+            top,
+            libc::CLONE_VM | libc::CLONE_VFORK | libc::SIGCHLD,
+            arg,
+        )
     })
 }
 

@@ -324,12 +324,9 @@ impl Session {
     }
 
     /// One run of the loop on `text`, counting into `totals` (turns are cumulative).
-    fn attempt(
-        &mut self,
-        (earlier, text): (&[super::contexts::Exchange], &str),
-        cancel: &AtomicBool,
-        totals: &mut Totals,
-    ) -> TaskEnd {
+    /// A new conversation: the system prompt and tools, the context's earlier exchanges,
+    /// then the task's text.
+    fn conversation(&self, earlier: &[super::contexts::Exchange], text: &str) -> wire::Conversation {
         let mut conversation = wire::Conversation::new(
             &self.model,
             self.max_tokens,
@@ -342,6 +339,16 @@ impl Session {
             conversation.push(Message::assistant(&x.answered));
         }
         conversation.push(Message::user(text));
+        conversation
+    }
+
+    fn attempt(
+        &mut self,
+        (earlier, text): (&[super::contexts::Exchange], &str),
+        cancel: &AtomicBool,
+        totals: &mut Totals,
+    ) -> TaskEnd {
+        let mut conversation = self.conversation(earlier, text);
         loop {
             if let Some(end) = self.before_turn(cancel, totals) {
                 return end;

@@ -9,7 +9,7 @@ use crate::common;
 use common::agent::{events, keys};
 use common::agent_door::door_kit::*;
 use common::agent_door::{send_params_03, send_params_10};
-use common::provider::{last_user_text, Provider, Step};
+use common::provider::{last_user_text, turns, Provider, Step};
 use serde_json::{json, Value};
 use std::time::Duration;
 
@@ -564,31 +564,17 @@ fn a_task_on_a_context_continues_its_conversation_in_both_generations() {
     let t = s.result("SendMessage", other, &[])["task"].clone();
     assert_eq!(t["status"]["state"], "TASK_STATE_COMPLETED", "{t}");
 
-    let turns = |i: usize| -> Vec<(String, String)> {
-        let req = &p.model_requests()[i];
-        let messages = req.json.as_ref().unwrap()["messages"].as_array().unwrap().clone();
-        messages
-            .iter()
-            .filter(|m| m["role"] != "system")
-            .map(|m| {
-                (
-                    m["role"].as_str().unwrap().to_string(),
-                    m["content"].as_str().unwrap_or_default().to_string(),
-                )
-            })
-            .collect()
-    };
-    let pair = |r: &str, c: &str| (r.to_string(), c.to_string());
-    assert_eq!(turns(0), [pair("user", "my name is Ada")]);
+    let turns = |i: usize| turns(&p.model_requests()[i]);
+    assert_eq!(turns(0), ["user: my name is Ada"]);
     assert_eq!(
         turns(1),
         [
-            pair("user", "my name is Ada"),
-            pair("assistant", "Hello Ada"),
-            pair("user", "what is my name?"),
+            "user: my name is Ada",
+            "assistant: Hello Ada",
+            "user: what is my name?"
         ]
     );
-    assert_eq!(turns(2), [pair("user", "hi")]);
+    assert_eq!(turns(2), ["user: hi"]);
     assert_eq!(s.stop(), Some(0), "{}", s.both());
     let trace = w.trace(&s.sid);
     let starts: Vec<&Value> = events(&trace, "task_start")

@@ -11,7 +11,7 @@ use crate::common;
 use common::agent::{events, publish_hook, Drv, Spec, World};
 use common::agent_door::door_kit::*;
 use common::agent_door::{message_id, send_params_03, send_params_10, Served};
-use common::provider::{last_is_tool_result, last_user_text, tool_results, Provider, Step};
+use common::provider::{last_is_tool_result, last_user_text, tool_results, turns, Provider, Step};
 use serde_json::{json, Value};
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -472,21 +472,7 @@ fn another_credential_naming_a_context_does_not_continue_its_conversation() {
     send(&mut s, &alice, "my secret is 42");
     send(&mut s, &mallory, "what is the secret?");
     send(&mut s, &alice, "what is my secret?");
-    let users = |i: usize| -> Vec<String> {
-        let req = &p.model_requests()[i];
-        let messages = req.json.as_ref().unwrap()["messages"].as_array().unwrap().clone();
-        messages
-            .iter()
-            .filter(|m| m["role"] != "system")
-            .map(|m| {
-                format!(
-                    "{}: {}",
-                    m["role"].as_str().unwrap(),
-                    m["content"].as_str().unwrap_or_default()
-                )
-            })
-            .collect()
-    };
+    let users = |i: usize| turns(&p.model_requests()[i]);
     assert_eq!(users(1), ["user: what is the secret?"]);
     assert_eq!(
         users(2),

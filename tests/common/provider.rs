@@ -750,6 +750,22 @@ pub fn last_user_text(req: &Recorded) -> String {
         .unwrap_or_default()
 }
 
+/// The conversation a request sent, the system prompt left out: each message as
+/// `role: text`.
+pub fn turns(req: &Recorded) -> Vec<String> {
+    messages_of(req)
+        .map(|m| {
+            m.iter()
+                .filter(|m| m.get("role").and_then(Value::as_str) != Some("system"))
+                .map(|m| {
+                    let role = m.get("role").and_then(Value::as_str).unwrap_or_default();
+                    format!("{role}: {}", content_text(m.get("content")))
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
 fn messages_of(req: &Recorded) -> Option<&Vec<Value>> {
     req.json.as_ref()?.get("messages")?.as_array()
 }

@@ -249,13 +249,7 @@ impl A2a {
             Err(m) => return fail(COMPLETION_REFUSED, m),
         };
         if stream {
-            let watch = Watch::Stream {
-                stream: ex.stream(),
-                id: id.clone(),
-                gen,
-                message: self.takes.message,
-            };
-            self.submit(s, origin, watch, &taken);
+            self.submit(s, origin, self.stream_watch(ex, (id, gen)), &taken);
             return Reply::Stream(sse_head());
         }
         if s.return_immediately {
@@ -277,14 +271,7 @@ impl A2a {
     ) -> Reply {
         let history = s.history_length;
         let task_id = Arc::new(std::sync::OnceLock::<String>::new());
-        let ticket = self.held_answer(ex, (id, gen), history, task_id.clone());
-        let watch = Watch::Wait {
-            ticket,
-            id: id.clone(),
-            gen,
-            history,
-            message: self.takes.message,
-        };
+        let watch = self.held_watch(ex, (id, gen), history, task_id.clone());
         let t = self.submit(s, origin, watch, taken);
         let _ = task_id.set(t.id.clone());
         if t.state.is_terminal() {
@@ -293,17 +280,17 @@ impl A2a {
         Reply::Later
     }
 
-    /// The ticket of a send held for its task ([`BLOCKING_WAIT`] at most): when it fires, the
-    /// task `task_id` names by then, as it stands, or an internal error if it is gone.
-    pub(super) fn held_answer(
+    /// A send that waits: answered when the task settles, or after [`BLOCKING_WAIT`] with the
+    /// task `task_id` names by then, as it stands (an internal error if it is gone).
+    pub(super) fn held_watch(
         &self,
         ex: &Exchange<'_>,
         (id, gen): (&Value, Generation),
         history: Option<u32>,
         task_id: Arc<std::sync::OnceLock<String>>,
-    ) -> crate::http::Ticket {
+    ) -> Watch {
         let (tasks, rid) = (self.tasks.clone(), id.clone());
-        ex.defer_or(BLOCKING_WAIT, move || {
+        let ticket = ex.defer_or(BLOCKING_WAIT, move || {
             match task_id.get().and_then(|t| tasks.sent(t)) {
                 Some(t) => answer(&rpc::result_response(
                     &rid,
@@ -313,7 +300,24 @@ impl A2a {
                     &RpcError::new(&rid, rpc::INTERNAL_ERROR, "Internal error: the task is gone").to_json(),
                 ),
             }
-        })
+        });
+        Watch::Wait {
+            ticket,
+            id: id.clone(),
+            gen,
+            history,
+            message: self.takes.message,
+        }
+    }
+
+    /// A stream of the task's events (one Message under `a2a.answer: message`).
+    pub(super) fn stream_watch(&self, ex: &Exchange<'_>, (id, gen): (&Value, Generation)) -> Watch {
+        Watch::Stream {
+            stream: ex.stream(),
+            id: id.clone(),
+            gen,
+            message: self.takes.message,
+        }
     }
 
     fn call(&self, req: &Request, ex: &Exchange<'_>, call: Call, caller: &Caller) -> Reply {

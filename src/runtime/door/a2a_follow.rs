@@ -21,12 +21,7 @@ impl A2a {
         }
         let who = (caller.viewer(), caller.owner());
         if stream {
-            let watch = Watch::Stream {
-                stream: ex.stream(),
-                id: id.clone(),
-                gen,
-                message: self.takes.message,
-            };
+            let watch = self.stream_watch(ex, (id, gen));
             return match self.tasks.give_input(task_id, who, s, watch, now_ms()) {
                 Ok(_) => Reply::Stream(sse_head()),
                 Err(e) => fail(e),
@@ -39,14 +34,7 @@ impl A2a {
             };
         }
         let history = s.history_length;
-        let ticket = self.held_answer(ex, (id, gen), history, Arc::new(task_id.to_string().into()));
-        let watch = Watch::Wait {
-            ticket,
-            id: id.clone(),
-            gen,
-            history,
-            message: self.takes.message,
-        };
+        let watch = self.held_watch(ex, (id, gen), history, Arc::new(task_id.to_string().into()));
         match self.tasks.give_input(task_id, who, s, watch, now_ms()) {
             Ok(_) => Reply::Later,
             Err(e) => fail(e),

@@ -61,19 +61,7 @@ fn setup() -> Setup {
     let base = std::env::temp_dir().join(format!("murmur-bench-agent-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&base);
     let registry = base.join("registry");
-    std::fs::create_dir_all(&registry).unwrap();
-    let driver =
-        std::fs::read(repo("artifacts/murmur-driver-openai-1.0.0.mur.zip")).expect("the shipped driver");
-    murmur::registry::publish(&registry, &driver, None).unwrap();
-    let skill = murmur::registry::archive::write(&[
-        (
-            "murmur.yaml".into(),
-            b"name: note\nversion: 1.0.0\nruntime: skill\ndescription: a note\n".to_vec(),
-        ),
-        ("skill.md".into(), b"Nothing to see.\n".to_vec()),
-    ])
-    .unwrap();
-    murmur::registry::publish(&registry, &skill, None).unwrap();
+    support::publish_driver_and_note(&registry);
     for hook in ["hook-noop", "hook-async-recorder"] {
         let zip = repo(&format!("tests/fixtures/hooks/{hook}/{hook}-1.0.0.mur.zip"));
         murmur::registry::publish(&registry, &std::fs::read(zip).expect("the hook fixture"), None).unwrap();

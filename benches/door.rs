@@ -26,7 +26,7 @@ mod provider;
 mod support;
 
 use serde_json::{json, Value};
-use std::io::{BufRead, BufReader, ErrorKind, Read, Write};
+use std::io::{ErrorKind, Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -86,18 +86,7 @@ fn launch_with(base: &Path, label: &str, wasm: &str, authenticated: bool) -> Cap
         .stderr(stderr)
         .spawn()
         .unwrap();
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let v: Value =
-        serde_json::from_str(line.trim()).unwrap_or_else(|e| panic!("mur run announced {line:?}: {e}"));
-    let port: u16 = v["url"]
-        .as_str()
-        .and_then(|u| u.strip_prefix("localhost:"))
-        .and_then(|p| p.parse().ok())
-        .unwrap_or_else(|| panic!("no localhost:<port> url in {v}"));
-    let pid = v["pid"].as_u64().map_or(child.id(), |p| p as u32);
+    let (port, pid, v) = support::announced(&mut child).unwrap_or_else(|e| panic!("{e}"));
     let auth = if authenticated {
         let sid = v["session_id"].as_str().unwrap();
         let file = base.join("records").join(sid).join("door-tokens.json");

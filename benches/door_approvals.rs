@@ -6,9 +6,8 @@
 //! both alike; p50 and p99 of one round trip and how many round trips each made.
 
 use super::provider::{last_is_tool_result, Provider, Step};
-use super::{mur_binary, repo, rpc, stop, Capsule, RUN_FOR, WARM_UP};
-use serde_json::{json, Value};
-use std::io::{BufRead, BufReader};
+use super::{mur_binary, rpc, stop, Capsule, RUN_FOR, WARM_UP};
+use serde_json::json;
 use std::net::SocketAddr;
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -26,19 +25,7 @@ fn manifest(mock: &Provider, approvals: &str) -> String {
 /// The registry: the shipped driver and a skill.
 fn registry(base: &Path) -> std::path::PathBuf {
     let registry = base.join("registry");
-    std::fs::create_dir_all(&registry).unwrap();
-    let driver =
-        std::fs::read(repo("artifacts/murmur-driver-openai-1.0.0.mur.zip")).expect("the shipped driver");
-    murmur::registry::publish(&registry, &driver, None).unwrap();
-    let skill = murmur::registry::archive::write(&[
-        (
-            "murmur.yaml".into(),
-            b"name: note\nversion: 1.0.0\nruntime: skill\ndescription: a note\n".to_vec(),
-        ),
-        ("skill.md".into(), b"Nothing to see.\n".to_vec()),
-    ])
-    .unwrap();
-    murmur::registry::publish(&registry, &skill, None).unwrap();
+    super::support::publish_driver_and_note(&registry);
     registry
 }
 
@@ -63,19 +50,9 @@ fn launch(base: &Path, label: &str, yaml: &str, registry: &Path) -> Capsule {
         .stderr(stderr)
         .spawn()
         .unwrap();
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let v: Value =
-        serde_json::from_str(line.trim()).unwrap_or_else(|e| panic!("mur run announced {line:?}: {e}"));
-    let port: u16 = v["url"]
-        .as_str()
-        .and_then(|u| u.strip_prefix("localhost:"))
-        .and_then(|p| p.parse().ok())
-        .unwrap_or_else(|| panic!("no localhost:<port> url in {v}"));
+    let (port, pid, _) = super::support::announced(&mut child).unwrap_or_else(|e| panic!("{e}"));
     Capsule {
-        pid: v["pid"].as_u64().map_or(child.id(), |p| p as u32),
+        pid,
         child,
         addr: SocketAddr::from(([127, 0, 0, 1], port)),
         host: format!("127.0.0.1:{port}"),

@@ -24,7 +24,7 @@ mod support;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 use std::cell::RefCell;
-use std::io::{BufRead, BufReader, ErrorKind, Read, Write};
+use std::io::{ErrorKind, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -149,22 +149,12 @@ fn launch_mur(base: &Path, label: &str, work: &Path) -> Server {
         .stderr(std::fs::File::create(&log).unwrap())
         .spawn()
         .unwrap();
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let v: Value = serde_json::from_str(line.trim()).unwrap_or_else(|e| {
+    let (port, pid, _) = support::announced(&mut child).unwrap_or_else(|e| {
         let _ = child.kill();
         let _ = child.wait();
         let err = std::fs::read_to_string(&log).unwrap_or_default();
-        panic!("mur run announced {line:?}: {e}; stderr:\n{}", tail(&err))
+        panic!("{e}; stderr:\n{}", tail(&err))
     });
-    let port: u16 = v["url"]
-        .as_str()
-        .and_then(|u| u.strip_prefix("localhost:"))
-        .and_then(|p| p.parse().ok())
-        .unwrap_or_else(|| panic!("no localhost:<port> url in {v}"));
-    let pid = v["pid"].as_u64().map_or(child.id(), |p| p as u32);
     Server {
         at: Target {
             name: "mur",

@@ -191,3 +191,41 @@ pub fn bwrap_true(dir: &str) -> Vec<String> {
     args.push(program);
     args
 }
+
+/// The line `mur run --json` announces its session with, read from `child`'s stdout: the
+/// door's port (its `url`, `localhost:<port>`), the pid it names (the child's if none) and
+/// the whole announcement; an error quoting what it printed.
+pub fn announced(child: &mut std::process::Child) -> Result<(u16, u32, serde_json::Value), String> {
+    use std::io::BufRead;
+    let mut line = String::new();
+    let out = child.stdout.take().ok_or("mur run's stdout is not piped")?;
+    std::io::BufReader::new(out)
+        .read_line(&mut line)
+        .map_err(|e| format!("reading mur run's announcement: {e}"))?;
+    let v: serde_json::Value =
+        serde_json::from_str(line.trim()).map_err(|e| format!("mur run announced {line:?}: {e}"))?;
+    let port: u16 = v["url"]
+        .as_str()
+        .and_then(|u| u.strip_prefix("localhost:"))
+        .and_then(|p| p.parse().ok())
+        .ok_or_else(|| format!("no localhost:<port> url in {v}"))?;
+    Ok((port, v["pid"].as_u64().map_or(child.id(), |p| p as u32), v))
+}
+
+/// File the shipped OpenAI driver and a one-file skill, `note`, in `registry`.
+pub fn publish_driver_and_note(registry: &std::path::Path) {
+    std::fs::create_dir_all(registry).unwrap();
+    let shipped =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("artifacts/murmur-driver-openai-1.0.0.mur.zip");
+    let driver = std::fs::read(shipped).expect("the shipped driver");
+    murmur::registry::publish(registry, &driver, None).unwrap();
+    let skill = murmur::registry::archive::write(&[
+        (
+            "murmur.yaml".into(),
+            b"name: note\nversion: 1.0.0\nruntime: skill\ndescription: a note\n".to_vec(),
+        ),
+        ("skill.md".into(), b"Nothing to see.\n".to_vec()),
+    ])
+    .unwrap();
+    murmur::registry::publish(registry, &skill, None).unwrap();
+}

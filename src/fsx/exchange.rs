@@ -11,14 +11,15 @@ use std::io::Write;
 impl Dir {
     /// [`Dir::replace_durable`] of `name` through the spare file `spare` (both single names
     /// in this directory): `spare` (made the first time, a regular file of this user with
-    /// one link, else it is removed and the plain durable replace is used) is truncated,
-    /// written and synced, then exchanged with `name`, and the directory synced; the old
-    /// content is left in `spare`. Where the filesystem cannot exchange, or `name` does not
-    /// exist yet, `spare` is renamed over `name`.
+    /// one link, else it is removed and the plain durable replace is used) is overwritten,
+    /// cut to the new length and synced (`fdatasync`: its data and size), then exchanged with
+    /// `name`, and the directory synced; the old content is left in `spare`. Where the
+    /// filesystem cannot exchange, or `name` does not exist yet, `spare` is renamed over
+    /// `name`.
     ///
     /// The caller holds a lock that keeps both other writers and readers of `name` out
     /// while this runs: a reader that opened `name` before the previous exchange holds what
-    /// is now `spare`, which this truncates.
+    /// is now `spare`, which this overwrites.
     pub fn replace_durable_exchanging(&self, name: &str, spare: &str, bytes: &[u8]) -> Result<(), FsError> {
         for n in [name, spare] {
             if split(n)?.len() != 1 {
@@ -32,9 +33,12 @@ impl Dir {
             let _ = rfs::unlinkat(&self.fd, spare, AtFlags::empty());
             return self.write_then_rename(name, bytes, Commit::ReplaceDurable);
         };
-        f.set_len(0)
-            .and_then(|_| f.write_all(bytes))
-            .and_then(|_| f.sync_all())
+        // Written over in place, then cut to length: no block is freed (a discard on a
+        // filesystem mounted with it) and none allocated while the ledger keeps its size,
+        // and `fdatasync` leaves the unchanged metadata (times) unwritten.
+        f.write_all(bytes)
+            .and_then(|_| f.set_len(bytes.len() as u64))
+            .and_then(|_| f.sync_data())
             .map_err(|e| io_at(&self.shown_join(spare), e))?;
         drop(f);
         match rfs::renameat_with(&self.fd, spare, &self.fd, name, RenameFlags::EXCHANGE) {

@@ -100,6 +100,14 @@ fn three_turn_shell_task(drv: Drv) {
         std::fs::read_to_string(w.records(&sid).join("logs/shell-1.stdout")).unwrap(),
         "shell-says-42\n"
     );
+    assert_eq!(
+        std::fs::read_to_string(w.records(&sid).join("logs/shell-2.stdout")).unwrap(),
+        "find the answer"
+    );
+    // A stream that said nothing leaves no file (it is made at its first byte).
+    for silent in ["logs/shell-1.stderr", "logs/shell-2.stderr"] {
+        assert!(!w.records(&sid).join(silent).exists(), "{silent}");
+    }
 }
 
 #[test]

@@ -1,7 +1,8 @@
 //! Shell and native tool calls: each a child started by the one containment spawn function
 //! under the session's achieved class, in the accessible workdir, with a cleared
 //! environment, a time limit, and its output captured up to a budget per stream for the
-//! model while the whole of it (up to [`SAVE_CAP`]) is saved in the records directory.
+//! model while the whole of it (up to [`SAVE_CAP`]) is saved in the records directory
+//! (`logs/shell-N.stdout`, `.stderr`, made when the stream's first byte comes).
 
 use super::starts::Starts;
 use super::tools::CallError;
@@ -86,14 +87,46 @@ const DRAIN_GRACE: Duration = Duration::from_secs(2);
 
 /// One output stream of a call: its pipe until EOF, the first [`SHOW_CAP`] bytes kept for
 /// the model, up to [`SAVE_CAP`] saved in the records.
-struct Stream {
+struct Stream<'r> {
     pipe: Option<OwnedFd>,
-    save: Option<(std::fs::File, Watched)>,
+    save: Save<'r>,
     capture: Capture,
 }
 
-impl Stream {
-    fn new(pipe: Option<OwnedFd>, save: Option<(std::fs::File, Watched)>) -> Stream {
+/// Where a stream's bytes are saved: its records file is made when the first byte comes,
+/// so a silent stream (most of `true`'s, `test`'s, `mkdir`'s) costs no file.
+enum Save<'r> {
+    /// Not yet made: the records directory and the file's name in it.
+    Later(&'r Dir, String, Watched),
+    Open(std::fs::File, Watched),
+    /// Not saved (it could not be made or written: reported once through its watch).
+    Off,
+}
+
+impl Save<'_> {
+    /// Write `bytes` to the records file, made now if this is the first write; a failure
+    /// is reported and ends the saving.
+    fn write(&mut self, bytes: &[u8]) {
+        if let Save::Later(records, rel, watched) = self {
+            *self = match records.create_new(rel) {
+                Ok(f) => Save::Open(f, watched.clone()),
+                Err(e) => {
+                    watched.failed(&e);
+                    Save::Off
+                }
+            };
+        }
+        if let Save::Open(f, watched) = self {
+            if let Err(e) = f.write_all(bytes) {
+                watched.failed(&e);
+                *self = Save::Off;
+            }
+        }
+    }
+}
+
+impl<'r> Stream<'r> {
+    fn new(pipe: Option<OwnedFd>, save: Save<'r>) -> Stream<'r> {
         Stream {
             pipe,
             save,
@@ -126,14 +159,9 @@ impl Stream {
             let take = n.min(SHOW_CAP - c.shown.len());
             c.shown.extend_from_slice(&buf[..take]);
         }
-        if let Some((f, watched)) = self.save.as_mut() {
-            if c.total < SAVE_CAP {
-                let take = n.min((SAVE_CAP - c.total) as usize);
-                if let Err(e) = f.write_all(&buf[..take]) {
-                    watched.failed(&e);
-                    self.save = None;
-                }
-            }
+        if c.total < SAVE_CAP {
+            let take = n.min((SAVE_CAP - c.total) as usize);
+            self.save.write(&buf[..take]);
         }
         c.total += n as u64;
     }
@@ -141,14 +169,14 @@ impl Stream {
 
 /// A running call, watched on the calling thread: both output pipes and the command's exit
 /// (a pidfd, readable once it has exited and before it is reaped) in one `poll`.
-struct Watch {
-    streams: [Stream; 2],
+struct Watch<'r> {
+    streams: [Stream<'r>; 2],
     exit: Option<OwnedFd>,
     group: Option<Pid>,
     buf: Vec<u8>,
 }
 
-impl Watch {
+impl Watch<'_> {
     /// Poll the open pipes and the exit for at most `timeout`, reading what is ready.
     /// Whether the command has exited: decided by `waitid(WNOWAIT)`, which leaves it a
     /// zombie (its group id is still its own); the pidfd only wakes the poll.
@@ -348,13 +376,7 @@ impl Runner {
         let save = |stream: &str| {
             let rel = format!("logs/{label}.{stream}");
             let watched = self.health.watch(&rel);
-            match records.create_new(&rel) {
-                Ok(f) => Some((f, watched)),
-                Err(e) => {
-                    watched.failed(&e);
-                    None
-                }
-            }
+            Save::Later(records, rel, watched)
         };
         let mut watch = Watch {
             streams: [

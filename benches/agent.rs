@@ -8,8 +8,9 @@
 //! - per shell call: the same gap with a `true` shell call per turn, under the class the host
 //!   achieves for `scoped` and `sealed`, minus the skill-turn median, next to what `/bin/true`
 //!   costs when started directly: the containment's overhead over the command's own time;
-//!   then the CPU a scoped or sealed call adds over an advisory one (whole sessions under
-//!   `perf stat`, less the advisory session's), beside one bubblewrap run of `true`.
+//!   then, in CPU (whole sessions under `perf stat`), what a sealed `true` call adds to a
+//!   session (less a session whose turns call a skill) and what a scoped or sealed call
+//!   adds over an advisory one, beside one plain bubblewrap run of `true`.
 //!
 //! - the spend ledger: what each model call adds (one read of the ledger before it, one
 //!   locked, durable update after it), p50 and p99 over 200 calls, and its share of the
@@ -21,8 +22,9 @@
 //!   and with an async hook, against the warm skill-turn median.
 //! - the history: a 41-turn session with an advisory `true` shell call per turn, its early
 //!   turns (2 to 6) against its late ones (36 to 40), and the whole session's CPU (`perf
-//!   stat`'s task-clock of `mur` and its children) per turn; then the CPU of turns 7 to 41
-//!   alone (the 41-turn session's less a 6-turn session's, over 35), without the launch.
+//!   stat`'s task-clock of `mur` and its children): the CPU of turns 7 to 41 alone (the
+//!   41-turn session's less a 6-turn session's, over 35, medians of 3 rounds), without the
+//!   launch, and how much of it is `/bin/true`'s own start.
 //!
 //! Run: `cargo bench --bench agent` (`MURMUR_BENCH_MUR=PATH` measures another build of `mur`).
 
@@ -306,19 +308,31 @@ fn main() {
     let _ = std::fs::remove_dir_all(&s.base);
 }
 
-/// The CPU a contained shell call adds: 20-turn sessions with a `true` call a turn under
-/// each class (mur and its children, `perf stat`), medians of 3 alternated rounds, less the
-/// advisory session's, over the 19 calls; beside one bubblewrap run of `true` (median of 11).
+/// The CPU a shell call adds: 20-turn sessions (mur and its children, `perf stat`), medians
+/// of 3 alternated rounds, over the 19 calls: a skill call a turn (no process: the
+/// session without a shell call), then a `true` call a turn under each class. A sealed
+/// call less the skill session is what a sealed `true` call adds to a session; less the
+/// advisory session, what the containment adds over the command's plain start. Beside one
+/// plain bubblewrap run of `true` (median of 11) and `/bin/true` started directly.
 fn call_cpu(s: &Setup, cache: &Path) {
     const ROUNDS: usize = 3;
-    let classes = ["advisory", "scoped", "sealed"];
-    let mut cpu: Vec<Vec<f64>> = vec![Vec::new(); classes.len()];
+    let kinds = [
+        ("skill", "advisory"),
+        ("true", "advisory"),
+        ("true", "scoped"),
+        ("true", "sealed"),
+    ];
+    let mut cpu: Vec<Vec<f64>> = vec![Vec::new(); kinds.len()];
     for _ in 0..ROUNDS {
-        for (i, class) in classes.iter().enumerate() {
-            let label = format!("cpu-{class}");
+        for (i, (tool, class)) in kinds.iter().enumerate() {
+            let label = format!("cpu-{tool}-{class}");
+            let tool = match *tool {
+                "skill" => ("note", json!({})),
+                _ => ("true", json!({"command": ""})),
+            };
             let o = Session {
                 cpu: true,
-                ..plain(&label, cache, ("true", json!({"command": ""})), class, "")
+                ..plain(&label, cache, tool, class, "")
             };
             if let Some((_, _, Some(c))) = session(s, o) {
                 cpu[i].push(c);
@@ -331,7 +345,18 @@ fn call_cpu(s: &Setup, cache: &Path) {
     }
     let med: Vec<f64> = cpu.into_iter().map(support::median_f64).collect();
     let calls = (TURNS - 1) as f64;
-    let (scoped, sealed) = ((med[1] - med[0]) / calls, (med[2] - med[0]) / calls);
+    let per = |i: usize, over: usize| (med[i] - med[over]) / calls;
+    let (advisory, scoped, sealed) = (per(1, 0), per(2, 1), per(3, 1));
+    let sealed_in_session = per(3, 0);
+    let own = support::median_f64(
+        (0..11)
+            .map(|_| support::perf_stat(&["/bin/true"], &[]).1)
+            .collect(),
+    );
+    println!(
+        "  CPU a shell call adds to a session (over a skill call): advisory {advisory:.2} ms, sealed {sealed_in_session:.2} ms; /bin/true on its own: {own:.2} ms (sessions: skill {:.1} ms, advisory {:.1}, scoped {:.1}, sealed {:.1}; {TURNS} turns)",
+        med[0], med[1], med[2], med[3]
+    );
     let (bwrap, plain) = if support::have_bwrap() {
         let dir = s.base.join("bwrap");
         std::fs::create_dir_all(&dir).unwrap();
@@ -346,13 +371,13 @@ fn call_cpu(s: &Setup, cache: &Path) {
         ("not installed".into(), None)
     };
     println!(
-        "  CPU a shell call adds over an advisory one: scoped {scoped:.2} ms, sealed {sealed:.2} ms; one bwrap --unshare-all run of true (workdir bound): {bwrap} (advisory session {:.1} ms, {TURNS} turns)",
-        med[0]
+        "  CPU a shell call adds over an advisory one: scoped {scoped:.2} ms, sealed {sealed:.2} ms; one bwrap --unshare-all run of true (workdir bound): {bwrap}"
     );
     if let Some(plain) = plain {
         println!(
-            "  ratio, the CPU a sealed call adds / one plain bwrap run of true ({plain:.2} ms, `{}`): {:.2}x (goal <= 1.0x); scoped {:.2}x",
+            "  ratio, the CPU a sealed call adds to a session / one plain bwrap run of true ({plain:.2} ms, `{}`): {:.2}x (goal <= 1.0x); over an advisory call: sealed {:.2}x, scoped {:.2}x",
             support::bwrap_plain().join(" "),
+            sealed_in_session / plain,
             sealed / plain,
             scoped / plain
         );
@@ -381,53 +406,61 @@ fn plain<'a>(
 
 /// Turn cost against the history's length: 41 turns, an advisory `true` call each; and a
 /// 6-turn session of the same kind, whose CPU taken from the long one's leaves the CPU of
-/// the 35 turns between, without the launch's.
+/// the 35 turns between, without the launch's (medians of 3 alternated rounds); beside
+/// the CPU of `/bin/true` itself, which each of those turns pays.
 fn history(s: &Setup, cache: &Path) {
     const LONG: usize = 41;
     const SHORT: usize = 6;
-    let short_cpu = session(
-        s,
-        Session {
-            turns: SHORT,
+    const ROUNDS: usize = 3;
+    let run = |label: &str, turns: usize| {
+        let o = Session {
+            turns,
             cpu: true,
-            ..plain(
-                "history-short",
-                cache,
-                ("true", json!({"command": ""})),
-                "advisory",
-                "",
-            )
-        },
-    )
-    .and_then(|(_, _, cpu)| cpu);
-    let o = Session {
-        turns: LONG,
-        cpu: true,
-        ..plain("history", cache, ("true", json!({"command": ""})), "advisory", "")
+            ..plain(label, cache, ("true", json!({"command": ""})), "advisory", "")
+        };
+        session(s, o)
     };
-    let Some((_, gaps, cpu)) = session(s, o) else {
+    let (mut shorts, mut longs, mut gaps) = (Vec::new(), Vec::new(), Vec::new());
+    for _ in 0..ROUNDS {
+        if let Some((_, _, Some(c))) = run("history-short", SHORT) {
+            shorts.push(c);
+        }
+        if let Some((_, g, c)) = run("history", LONG) {
+            longs.extend(c);
+            gaps = g;
+        }
+    }
+    if gaps.is_empty() {
         return;
-    };
-    if let (Some(long), Some(short)) = (cpu, short_cpu) {
+    }
+    if !shorts.is_empty() && !longs.is_empty() {
+        let per: Vec<String> = shorts
+            .iter()
+            .zip(&longs)
+            .map(|(a, b)| format!("{:.2}", (b - a) / (LONG - SHORT) as f64))
+            .collect();
+        let (short, long) = (support::median_f64(shorts), support::median_f64(longs));
+        let turn = (long - short) / (LONG - SHORT) as f64;
+        let own = support::median_f64(
+            (0..11)
+                .map(|_| support::perf_stat(&["/bin/true"], &[]).1)
+                .collect(),
+        );
         println!(
-            "  CPU per turn from turn {} to {LONG}: {:.2} ms ({LONG}-turn session {long:.1} ms, {SHORT}-turn {short:.1} ms, mur and children; goal <= 1.0 ms)",
+            "  CPU per turn from turn {} to {LONG}: {turn:.2} ms (rounds: {} ms; medians: {LONG}-turn session {long:.1} ms, {SHORT}-turn {short:.1} ms, mur and children; goal <= 1.0 ms); of it /bin/true's own start {own:.2} ms, the runtime's {:.2} ms",
             SHORT + 1,
-            (long - short) / (LONG - SHORT) as f64
+            per.join(", "),
+            (turn - own).max(0.0)
         );
     }
     // gaps[i] is the turn that follows request i + 1: turn 2 is gaps[0].
     let early = pct(&mut gaps[0..5].to_vec(), 0.5);
     let late = pct(&mut gaps[LONG - 6..LONG - 1].to_vec(), 0.5);
     println!(
-        "  {LONG}-turn session, advisory `true` per turn: turns 2-6 p50 {}, turns 36-40 p50 {} ({:.2}x){}",
+        "  {LONG}-turn session, advisory `true` per turn (the last round): turns 2-6 p50 {}, turns 36-40 p50 {} ({:.2}x)",
         ms(early),
         ms(late),
         late.as_secs_f64() / early.as_secs_f64().max(1e-9),
-        cpu.map(|c| format!(
-            "; CPU {:.2} ms per turn (whole session, mur and children)",
-            c / LONG as f64
-        ))
-        .unwrap_or_else(|| "; CPU: perf not installed".into())
     );
 }
 

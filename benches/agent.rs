@@ -123,10 +123,18 @@ fn session(s: &Setup, o: Session<'_>) -> Option<Measured> {
     let t0 = Instant::now();
     let mut cmd = if cpu {
         let mut c = Command::new("perf");
-        c.args(["stat", "-x", ",", "-e", "task-clock", "--", &mur_binary()]);
+        c.args([
+            "stat",
+            "-x",
+            ",",
+            "-e",
+            "task-clock",
+            "--",
+            &support::mur_binary(),
+        ]);
         c
     } else {
-        Command::new(mur_binary())
+        Command::new(support::mur_binary())
     };
     let out = cmd
         .args(["run", "--manifest"])
@@ -462,13 +470,4 @@ fn history(s: &Setup, cache: &Path) {
         ms(late),
         late.as_secs_f64() / early.as_secs_f64().max(1e-9),
     );
-}
-
-/// The `mur` measured: this build's, or `MURMUR_BENCH_MUR` (another build, such as an
-/// earlier commit's, to compare in the same run on the same machine).
-fn mur_binary() -> String {
-    std::env::var("MURMUR_BENCH_MUR")
-        .ok()
-        .filter(|b| !b.is_empty())
-        .unwrap_or_else(|| env!("CARGO_BIN_EXE_mur").to_string())
 }

@@ -74,7 +74,7 @@ fn launch_with(base: &Path, label: &str, wasm: &str, authenticated: bool) -> Cap
     };
     std::fs::write(dir.join("murmur.yaml"), manifest).unwrap();
     let stderr = std::fs::File::create(dir.join("stderr.log")).unwrap();
-    let mut child = Command::new(mur_binary())
+    let mut child = Command::new(support::mur_binary())
         .args(["run", "--json", "--manifest"])
         .arg(dir.join("murmur.yaml"))
         .arg("--workdir")
@@ -657,13 +657,4 @@ fn main() {
     stop(slow, "slow", &base);
     approvals::approvals(&base);
     let _ = std::fs::remove_dir_all(&base);
-}
-
-/// The `mur` measured: this build's, or `MURMUR_BENCH_MUR` (another build, such as an
-/// earlier commit's, to compare in the same run on the same machine).
-fn mur_binary() -> String {
-    std::env::var("MURMUR_BENCH_MUR")
-        .ok()
-        .filter(|b| !b.is_empty())
-        .unwrap_or_else(|| env!("CARGO_BIN_EXE_mur").to_string())
 }

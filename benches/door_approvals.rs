@@ -6,7 +6,7 @@
 //! both alike; p50 and p99 of one round trip and how many round trips each made.
 
 use super::provider::{last_is_tool_result, Provider, Step};
-use super::{mur_binary, rpc, stop, Capsule, RUN_FOR, WARM_UP};
+use super::{rpc, stop, Capsule, RUN_FOR, WARM_UP};
 use serde_json::json;
 use std::net::SocketAddr;
 use std::path::Path;
@@ -34,7 +34,7 @@ fn launch(base: &Path, label: &str, yaml: &str, registry: &Path) -> Capsule {
     std::fs::create_dir_all(dir.join("work")).unwrap();
     std::fs::write(dir.join("murmur.yaml"), yaml).unwrap();
     let stderr = std::fs::File::create(dir.join("stderr.log")).unwrap();
-    let mut child = Command::new(mur_binary())
+    let mut child = Command::new(super::support::mur_binary())
         .args(["run", "--json", "--manifest"])
         .arg(dir.join("murmur.yaml"))
         .arg("--registry-path")

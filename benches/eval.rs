@@ -9,6 +9,7 @@
 
 #[path = "../tests/common/provider.rs"]
 mod provider;
+mod support;
 
 use provider::{Provider, Step};
 use std::path::{Path, PathBuf};
@@ -20,13 +21,6 @@ const BARE: usize = 8;
 
 fn repo(rel: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join(rel)
-}
-
-fn mur() -> String {
-    std::env::var("MURMUR_BENCH_MUR")
-        .ok()
-        .filter(|b| !b.is_empty())
-        .unwrap_or_else(|| env!("CARGO_BIN_EXE_mur").to_string())
 }
 
 fn main() {
@@ -68,7 +62,7 @@ fn main() {
     // Warm the compile cache once.
     let work = base.join("warm");
     std::fs::create_dir_all(&work).unwrap();
-    let mut warm = Command::new(mur());
+    let mut warm = Command::new(support::mur_binary());
     warm.args(["run", "--manifest"])
         .arg(&manifest)
         .arg("--registry-path")
@@ -82,7 +76,7 @@ fn main() {
     for i in 0..BARE {
         let work = base.join(format!("bare-{i}"));
         std::fs::create_dir_all(&work).unwrap();
-        let mut c = Command::new(mur());
+        let mut c = Command::new(support::mur_binary());
         c.args(["run", "--manifest"])
             .arg(&manifest)
             .arg("--registry-path")
@@ -98,7 +92,7 @@ fn main() {
     );
     for jobs in [1, 2] {
         let started = Instant::now();
-        let mut c = Command::new(mur());
+        let mut c = Command::new(support::mur_binary());
         c.args(["eval", "run"])
             .arg(&manifest)
             .arg("--registry-path")

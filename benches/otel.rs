@@ -12,6 +12,7 @@
 
 #[path = "../tests/common/provider.rs"]
 mod provider;
+mod support;
 
 use provider::{Provider, Step};
 use serde_json::{json, Value};
@@ -25,13 +26,6 @@ const RUNS: usize = 9;
 
 fn repo(rel: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join(rel)
-}
-
-fn mur() -> String {
-    std::env::var("MURMUR_BENCH_MUR")
-        .ok()
-        .filter(|b| !b.is_empty())
-        .unwrap_or_else(|| env!("CARGO_BIN_EXE_mur").to_string())
 }
 
 fn script() -> Vec<Step> {
@@ -74,7 +68,7 @@ fn session(
     std::fs::write(dir.join("murmur.yaml"), manifest(&mock, collector)).unwrap();
     let records = base.join("records");
     let started = Instant::now();
-    let out = Command::new(mur())
+    let out = Command::new(support::mur_binary())
         .args(["run", "--json", "--manifest"])
         .arg(dir.join("murmur.yaml"))
         .arg("--registry-path")

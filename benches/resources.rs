@@ -17,7 +17,7 @@
 //! - `GET /resources/files` of a 10,000-file tree (100 directories of 100 files of 1 KiB):
 //!   the first listing and the median of 5 more, the entry count checked.
 //!
-//! Run: `cargo bench --bench resources`.
+//! Run: `cargo bench --bench resources` (`MURMUR_BENCH_MUR=PATH` measures another build of `mur`).
 
 mod support;
 
@@ -137,7 +137,7 @@ fn launch_mur(base: &Path, label: &str, work: &Path) -> Server {
     std::fs::copy(repo("tests/fixtures/slow/capsule.wasm"), dir.join("capsule.wasm")).unwrap();
     std::fs::write(dir.join("murmur.yaml"), MANIFEST).unwrap();
     let log = dir.join("stderr.log");
-    let mut child = Command::new(env!("CARGO_BIN_EXE_mur"))
+    let mut child = Command::new(support::mur_binary())
         .args(["run", "--json", "--manifest"])
         .arg(dir.join("murmur.yaml"))
         .arg("--workdir")

@@ -229,3 +229,12 @@ pub fn publish_driver_and_note(registry: &std::path::Path) {
     .unwrap();
     murmur::registry::publish(registry, &skill, None).unwrap();
 }
+
+/// The `mur` measured: this build's, or `MURMUR_BENCH_MUR` (another build, such as an
+/// earlier commit's, to compare in the same run on the same machine).
+pub fn mur_binary() -> String {
+    std::env::var("MURMUR_BENCH_MUR")
+        .ok()
+        .filter(|b| !b.is_empty())
+        .unwrap_or_else(|| env!("CARGO_BIN_EXE_mur").to_string())
+}

@@ -684,7 +684,16 @@ unsafe impl Send for Stacks {}
 // SAFETY: shared references only compute addresses.
 unsafe impl Sync for Stacks {}
 
+/// Mappings of stacks no start is using, kept for the next (at most [`KEPT`]): a fresh
+/// mapping per start costs its `mmap` and `mprotect`, a fault and a zeroed page for each
+/// page the child touches, and at its `munmap`, while `mur`'s other threads run, a TLB
+/// shootdown on every core. What a child left on a stack is `mur`'s own memory (the child
+/// shared it), so nothing crosses a boundary in a reuse.
+static KEPT_STACKS: std::sync::Mutex<Vec<Stacks>> = std::sync::Mutex::new(Vec::new());
+const KEPT: usize = 4;
+
 impl Stacks {
+    /// `count` stacks: a kept mapping of that many, else a fresh one.
     fn new(count: usize) -> io::Result<Stacks> {
         if count == 0 {
             // A fork runs on its own copy of this thread's stack.
@@ -693,6 +702,19 @@ impl Stacks {
                 count,
             });
         }
+        let kept = {
+            let mut kept = KEPT_STACKS.lock().unwrap_or_else(|p| p.into_inner());
+            let at = kept.iter().position(|s| s.count == count);
+            at.map(|i| kept.swap_remove(i))
+        };
+        match kept {
+            Some(s) => Ok(s),
+            None => Stacks::map(count),
+        }
+    }
+
+    /// A fresh mapping of `count` stacks, a guard page below each.
+    fn map(count: usize) -> io::Result<Stacks> {
         // SAFETY: a fresh private anonymous mapping; nothing else refers to it.
         let base = unsafe {
             libc::mmap(
@@ -727,12 +749,24 @@ impl Stacks {
 }
 
 impl Drop for Stacks {
+    /// Its owner drops it only once nothing runs on it (the child exec'd or exited, the
+    /// handed-over process was reaped): kept for the next start, or unmapped.
     fn drop(&mut self) {
         if self.count == 0 {
             return;
         }
-        // SAFETY: unmaps the mapping `new` made; its owner dropped it only once nothing runs
-        // on it (the child exec'd or exited, the handed-over process was reaped).
+        let mut kept = KEPT_STACKS.lock().unwrap_or_else(|p| p.into_inner());
+        if kept.len() < KEPT {
+            let count = std::mem::take(&mut self.count);
+            kept.push(Stacks {
+                base: self.base,
+                count,
+            });
+            return;
+        }
+        drop(kept);
+        // SAFETY: unmaps the mapping `map` made, which nothing runs on (above) and which no
+        // other value holds (a kept one was moved out of this value, whose count is then 0).
         unsafe { libc::munmap(self.base, STACK * self.count) };
     }
 }

@@ -188,3 +188,27 @@ fn a_fork_of_mur_is_refused_while_it_runs_more_than_one_thread() {
     assert_eq!(e.kind(), io::ErrorKind::Unsupported);
     assert!(Image::forked(never, Path::new("/a\0b")).is_err());
 }
+
+#[test]
+fn a_stack_mapping_is_kept_for_the_next_start_and_at_most_kept_of_them() {
+    // Whatever other tests left kept is held here meanwhile (they start at most one child
+    // at a time each, far fewer than KEPT while this runs).
+    let held: Vec<Stacks> = std::mem::take(&mut *KEPT_STACKS.lock().unwrap());
+    let first = Stacks::new(1).unwrap();
+    let base = first.base;
+    drop(first);
+    let again = Stacks::new(1).unwrap();
+    assert_eq!(
+        again.base, base,
+        "the mapping dropped is the one the next start gets"
+    );
+    drop(again);
+    let many: Vec<Stacks> = (0..KEPT + 2).map(|_| Stacks::new(3).unwrap()).collect();
+    let bases: Vec<usize> = many.iter().map(|s| s.base as usize).collect();
+    drop(many);
+    let kept = KEPT_STACKS.lock().unwrap();
+    assert!(kept.len() <= KEPT, "{}", kept.len());
+    assert!(kept.iter().filter(|s| bases.contains(&(s.base as usize))).count() <= KEPT);
+    drop(kept);
+    drop(held);
+}

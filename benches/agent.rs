@@ -82,6 +82,9 @@ struct Session<'a> {
     hooks: &'a str,
     turns: usize,
     cpu: bool,
+    /// Whether the manifest allows the shell binary `true` (its launch then starts the
+    /// session's egress relay, whatever the turns call).
+    shell: bool,
     /// `MURMUR_SPEND_DIR` (None: the bench's own directory, on the disk of the temp dir).
     spend: Option<PathBuf>,
 }
@@ -97,6 +100,7 @@ fn session(s: &Setup, o: Session<'_>) -> Option<Measured> {
         hooks,
         turns,
         cpu,
+        shell,
         spend,
     } = o;
     let mut script: Vec<Step> = (0..turns - 1)
@@ -106,7 +110,7 @@ fn session(s: &Setup, o: Session<'_>) -> Option<Measured> {
     let mock = Provider::start(script);
     let dir = s.base.join(label);
     std::fs::create_dir_all(&dir).unwrap();
-    let shell = if tool.0 == "true" {
+    let shell = if shell {
         "  shell: {allow: [\"true\"]}\n"
     } else {
         ""
@@ -318,7 +322,8 @@ fn main() {
 
 /// The CPU a shell call adds: 20-turn sessions (mur and its children, `perf stat`), medians
 /// of 3 alternated rounds, over the 19 calls: a skill call a turn (no process: the
-/// session without a shell call), then a `true` call a turn under each class. A sealed
+/// session without a shell call, its manifest allowing `true` as the others'), then a
+/// `true` call a turn under each class. A sealed
 /// call less the skill session is what a sealed `true` call adds to a session; less the
 /// advisory session, what the containment adds over the command's plain start. Beside one
 /// plain bubblewrap run of `true` (median of 11) and `/bin/true` started directly.
@@ -338,8 +343,10 @@ fn call_cpu(s: &Setup, cache: &Path) {
                 "skill" => ("note", json!({})),
                 _ => ("true", json!({"command": ""})),
             };
+            // Every session allows `true`, so each launches alike (the egress relay).
             let o = Session {
                 cpu: true,
+                shell: true,
                 ..plain(&label, cache, tool, class, "")
             };
             if let Some((_, _, Some(c))) = session(s, o) {
@@ -403,6 +410,7 @@ fn plain<'a>(
     Session {
         label,
         cache,
+        shell: tool.0 == "true",
         tool,
         containment,
         hooks,
@@ -428,26 +436,28 @@ fn history(s: &Setup, cache: &Path) {
         };
         session(s, o)
     };
-    let (mut shorts, mut longs, mut gaps) = (Vec::new(), Vec::new(), Vec::new());
+    // Each round's pair of sessions, both measured.
+    let (mut pairs, mut gaps): (Vec<(f64, f64)>, _) = (Vec::new(), Vec::new());
     for _ in 0..ROUNDS {
-        if let Some((_, _, Some(c))) = run("history-short", SHORT) {
-            shorts.push(c);
-        }
-        if let Some((_, g, c)) = run("history", LONG) {
-            longs.extend(c);
-            gaps = g;
+        let short = run("history-short", SHORT).and_then(|(_, _, c)| c);
+        let Some((_, g, long)) = run("history", LONG) else {
+            continue;
+        };
+        gaps = g;
+        if let (Some(a), Some(b)) = (short, long) {
+            pairs.push((a, b));
         }
     }
     if gaps.is_empty() {
         return;
     }
-    if !shorts.is_empty() && !longs.is_empty() {
-        let per: Vec<String> = shorts
+    if !pairs.is_empty() {
+        let per: Vec<String> = pairs
             .iter()
-            .zip(&longs)
             .map(|(a, b)| format!("{:.2}", (b - a) / (LONG - SHORT) as f64))
             .collect();
-        let (short, long) = (support::median_f64(shorts), support::median_f64(longs));
+        let short = support::median_f64(pairs.iter().map(|p| p.0).collect());
+        let long = support::median_f64(pairs.iter().map(|p| p.1).collect());
         let turn = (long - short) / (LONG - SHORT) as f64;
         let own = support::median_f64(
             (0..11)

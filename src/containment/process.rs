@@ -18,13 +18,13 @@
 //! cost.
 //!
 //! A start that may be handed over (a `sealed` sandbox) gets two spare stacks: the setup
-//! may start further processes sharing the memory on them ([`Side::start_sharing`]) and
+//! may start further processes sharing the memory on them ([`Side::start_command`]) and
 //! hand the start over to one of them as `mur`'s own child ([`Side::hand_over`]), which
 //! then outlives the child without exec. `start` returns only once every holder of the
 //! start's release pipe has exec'd or exited or closed it (the handed-over process closes
 //! all it holds before it runs on alone, on raw system calls only: it shares `mur`'s
-//! thread-local `errno`). The stacks belong to the returned [`Proc`] and are unmapped only
-//! once it is reaped.
+//! thread-local `errno`). The stacks belong to the returned [`Proc`] and are kept for the
+//! next start or unmapped only once it is reaped.
 #![allow(unsafe_code)]
 
 use std::ffi::CString;
@@ -684,13 +684,42 @@ unsafe impl Send for Stacks {}
 // SAFETY: shared references only compute addresses.
 unsafe impl Sync for Stacks {}
 
-/// Mappings of stacks no start is using, kept for the next (at most [`KEPT`]): a fresh
-/// mapping per start costs its `mmap` and `mprotect`, a fault and a zeroed page for each
-/// page the child touches, and at its `munmap`, while `mur`'s other threads run, a TLB
-/// shootdown on every core. What a child left on a stack is `mur`'s own memory (the child
-/// shared it), so nothing crosses a boundary in a reuse.
-static KEPT_STACKS: std::sync::Mutex<Vec<Stacks>> = std::sync::Mutex::new(Vec::new());
-const KEPT: usize = 4;
+/// Mappings of stacks no start is using, kept for the next: a fresh mapping per start
+/// costs its `mmap` and `mprotect`, a fault and a zeroed page for each page the child
+/// touches, and at its `munmap`, while `mur`'s other threads run, a TLB shootdown on every
+/// core. What a child left on a stack is `mur`'s own memory (the child shared it), so
+/// nothing crosses a boundary in a reuse.
+static KEPT_STACKS: StackPool = StackPool::new();
+/// Mappings kept of each size (one stack for a plain start, three for one that may be
+/// handed over).
+const KEPT: usize = 2;
+
+/// The mappings kept, the last kept taken first (its pages are the likeliest still in a
+/// cache).
+struct StackPool(std::sync::Mutex<Vec<Stacks>>);
+
+impl StackPool {
+    const fn new() -> StackPool {
+        StackPool(std::sync::Mutex::new(Vec::new()))
+    }
+
+    /// A kept mapping of `count` stacks.
+    fn take(&self, count: usize) -> Option<Stacks> {
+        let mut kept = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        let at = kept.iter().rposition(|s| s.count == count)?;
+        Some(kept.remove(at))
+    }
+
+    /// Keep `s`, unless [`KEPT`] of its size are kept already: then it is given back.
+    fn put(&self, s: Stacks) -> Option<Stacks> {
+        let mut kept = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        if kept.iter().filter(|k| k.count == s.count).count() >= KEPT {
+            return Some(s);
+        }
+        kept.push(s);
+        None
+    }
+}
 
 impl Stacks {
     /// `count` stacks: a kept mapping of that many, else a fresh one.
@@ -702,12 +731,7 @@ impl Stacks {
                 count,
             });
         }
-        let kept = {
-            let mut kept = KEPT_STACKS.lock().unwrap_or_else(|p| p.into_inner());
-            let at = kept.iter().position(|s| s.count == count);
-            at.map(|i| kept.swap_remove(i))
-        };
-        match kept {
+        match KEPT_STACKS.take(count) {
             Some(s) => Ok(s),
             None => Stacks::map(count),
         }
@@ -755,19 +779,18 @@ impl Drop for Stacks {
         if self.count == 0 {
             return;
         }
-        let mut kept = KEPT_STACKS.lock().unwrap_or_else(|p| p.into_inner());
-        if kept.len() < KEPT {
-            let count = std::mem::take(&mut self.count);
-            kept.push(Stacks {
-                base: self.base,
-                count,
-            });
-            return;
+        // The mapping moves into a value of its own (this one's count becomes 0, so it
+        // never unmaps it), kept or, when given back, dropped here with a count of 0.
+        let moved = Stacks {
+            base: self.base,
+            count: std::mem::take(&mut self.count),
+        };
+        if let Some(mut back) = KEPT_STACKS.put(moved) {
+            let count = std::mem::take(&mut back.count);
+            // SAFETY: unmaps the mapping `map` made, which nothing runs on (above) and
+            // which no other value holds (both values that held it now have a count of 0).
+            unsafe { libc::munmap(back.base, STACK * count) };
         }
-        drop(kept);
-        // SAFETY: unmaps the mapping `map` made, which nothing runs on (above) and which no
-        // other value holds (a kept one was moved out of this value, whose count is then 0).
-        unsafe { libc::munmap(self.base, STACK * self.count) };
     }
 }
 

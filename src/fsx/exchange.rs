@@ -13,7 +13,8 @@ impl Dir {
     /// in this directory): `spare` (made the first time, a regular file of this user with
     /// one link, else it is removed and the plain durable replace is used) is overwritten,
     /// cut to the new length and synced (`fdatasync`: its data and size), then exchanged with
-    /// `name`, and the directory synced; the old content is left in `spare`. Where the
+    /// `name`, and the directory synced; the old content is left in `spare` (removed when
+    /// the directory's sync fails, since the disk may still name it `name`). Where the
     /// filesystem cannot exchange, or `name` does not exist yet, `spare` is renamed over
     /// `name`.
     ///
@@ -33,9 +34,10 @@ impl Dir {
             let _ = rfs::unlinkat(&self.fd, spare, AtFlags::empty());
             return self.write_then_rename(name, bytes, Commit::ReplaceDurable);
         };
-        // Written over in place, then cut to length: no block is freed (a discard on a
-        // filesystem mounted with it) and none allocated while the ledger keeps its size,
-        // and `fdatasync` leaves the unchanged metadata (times) unwritten.
+        // Written over in place, then cut to length: on ext4 and the like no block is freed
+        // (a discard on a filesystem mounted with it) and none allocated while the ledger
+        // keeps its size (a copy-on-write filesystem allocates anyway), and `fdatasync`
+        // leaves the unchanged metadata (times) unwritten.
         f.write_all(bytes)
             .and_then(|_| f.set_len(bytes.len() as u64))
             .and_then(|_| f.sync_data())
@@ -49,7 +51,12 @@ impl Dir {
                 .map_err(|e| io_at(&self.shown_join(name), e))?,
             Err(e) => return Err(io_at(&self.shown_join(name), e)),
         }
-        rfs::fsync(&self.fd).map_err(|e| io_at(&self.shown, e))
+        rfs::fsync(&self.fd).map_err(|e| {
+            // The disk may still give `name` to what is now `spare`: never overwrite it in
+            // place at the next replace, which makes a fresh spare instead.
+            let _ = rfs::unlinkat(&self.fd, spare, AtFlags::empty());
+            io_at(&self.shown, e)
+        })
     }
 
     /// The spare file opened for writing (made when missing); None when what is at the

@@ -1,6 +1,6 @@
 //! The spend ledger on disk: `ledger.json` in the user's spend directory (private to the
 //! user, outside every workdir), changed only under an exclusive `flock` on `ledger.lock`
-//! beside it: the new ledger is written into the spare file `ledger.spare`, `fsync`ed,
+//! beside it: the new ledger is written into the spare file `ledger.spare`, `fdatasync`ed,
 //! exchanged with `ledger.json` in one atomic rename and the directory `fsync`ed, so a
 //! reader, or a `kill -9` at any instant, sees the old ledger or the new one whole, never a
 //! truncated one, and no inode is made or freed per model call. A read takes the lock

@@ -190,25 +190,26 @@ fn a_fork_of_mur_is_refused_while_it_runs_more_than_one_thread() {
 }
 
 #[test]
-fn a_stack_mapping_is_kept_for_the_next_start_and_at_most_kept_of_them() {
-    // Whatever other tests left kept is held here meanwhile (they start at most one child
-    // at a time each, far fewer than KEPT while this runs).
-    let held: Vec<Stacks> = std::mem::take(&mut *KEPT_STACKS.lock().unwrap());
-    let first = Stacks::new(1).unwrap();
-    let base = first.base;
-    drop(first);
-    let again = Stacks::new(1).unwrap();
+fn a_stack_mapping_is_kept_for_the_next_start_the_last_kept_first_and_at_most_kept_of_a_size() {
+    // A pool of the test's own (the process's is shared by every test starting children).
+    let pool = StackPool::new();
+    let [a, b] = [0, 1].map(|_| Stacks::map(1).unwrap());
+    let (a_base, b_base) = (a.base, b.base);
+    assert!(pool.put(a).is_none() && pool.put(b).is_none());
+    let c = Stacks::map(1).unwrap();
+    let c = pool.put(c).expect("a third mapping of one stack is given back");
+    assert!(pool.take(3).is_none(), "no mapping of three stacks is kept");
+    let three = Stacks::map(3).unwrap();
+    let three_base = three.base;
+    assert!(pool.put(three).is_none(), "each size has its own room");
+    let taken: Vec<Stacks> = [1, 1, 3].map(|n| pool.take(n).unwrap()).into();
+    let bases: Vec<_> = taken.iter().map(|s| s.base).collect();
     assert_eq!(
-        again.base, base,
-        "the mapping dropped is the one the next start gets"
+        bases,
+        [b_base, a_base, three_base],
+        "the last kept of a size first"
     );
-    drop(again);
-    let many: Vec<Stacks> = (0..KEPT + 2).map(|_| Stacks::new(3).unwrap()).collect();
-    let bases: Vec<usize> = many.iter().map(|s| s.base as usize).collect();
-    drop(many);
-    let kept = KEPT_STACKS.lock().unwrap();
-    assert!(kept.len() <= KEPT, "{}", kept.len());
-    assert!(kept.iter().filter(|s| bases.contains(&(s.base as usize))).count() <= KEPT);
-    drop(kept);
-    drop(held);
+    assert!(pool.take(1).is_none());
+    // Dropped, these go to the process's pool (or are unmapped), never twice.
+    drop((c, taken));
 }

@@ -224,6 +224,16 @@ fn ledger_cost(s: &Setup) -> Duration {
     p50
 }
 
+/// The CPU of `/bin/true` started on its own (`perf stat`, median of 11): the command's
+/// own share of a turn that calls it.
+fn true_cpu() -> f64 {
+    support::median_f64(
+        (0..11)
+            .map(|_| support::perf_stat(&["/bin/true"], &[]).1)
+            .collect(),
+    )
+}
+
 fn direct_true() -> Duration {
     let mut v: Vec<Duration> = (0..30)
         .map(|_| {
@@ -363,11 +373,7 @@ fn call_cpu(s: &Setup, cache: &Path) {
     let per = |i: usize, over: usize| (med[i] - med[over]) / calls;
     let (advisory, scoped, sealed) = (per(1, 0), per(2, 1), per(3, 1));
     let sealed_in_session = per(3, 0);
-    let own = support::median_f64(
-        (0..11)
-            .map(|_| support::perf_stat(&["/bin/true"], &[]).1)
-            .collect(),
-    );
+    let own = true_cpu();
     println!(
         "  CPU a shell call adds to a session (over a skill call): advisory {advisory:.2} ms, sealed {sealed_in_session:.2} ms; /bin/true on its own: {own:.2} ms (sessions: skill {:.1} ms, advisory {:.1}, scoped {:.1}, sealed {:.1}; {TURNS} turns)",
         med[0], med[1], med[2], med[3]
@@ -459,11 +465,7 @@ fn history(s: &Setup, cache: &Path) {
         let short = support::median_f64(pairs.iter().map(|p| p.0).collect());
         let long = support::median_f64(pairs.iter().map(|p| p.1).collect());
         let turn = (long - short) / (LONG - SHORT) as f64;
-        let own = support::median_f64(
-            (0..11)
-                .map(|_| support::perf_stat(&["/bin/true"], &[]).1)
-                .collect(),
-        );
+        let own = true_cpu();
         println!(
             "  CPU per turn from turn {} to {LONG}: {turn:.2} ms (rounds: {} ms; medians: {LONG}-turn session {long:.1} ms, {SHORT}-turn {short:.1} ms, mur and children; goal <= 1.0 ms); of it /bin/true's own start {own:.2} ms, the runtime's {:.2} ms",
             SHORT + 1,

@@ -10,7 +10,10 @@
 //!   costs when started directly: the containment's overhead over the command's own time;
 //!   then, in CPU (whole sessions under `perf stat`), what a sealed `true` call adds to a
 //!   session (less a session whose turns call a skill) and what a scoped or sealed call
-//!   adds over an advisory one, beside one plain bubblewrap run of `true`.
+//!   adds over an advisory one, beside one plain bubblewrap run of `true`; then the sealed
+//!   call and plain bwrap in the machine's busy time (/proc/stat, kernel workers included:
+//!   bwrap's sandbox side, which its first process never waits for, and each one's
+//!   namespace teardown), 10 ms ticks over whole sessions, so coarser.
 //!
 //! - the spend ledger: what each model call adds (one read of the ledger before it, one
 //!   locked, durable update after it), p50 and p99 over 200 calls, and its share of the
@@ -89,7 +92,16 @@ struct Session<'a> {
     spend: Option<PathBuf>,
 }
 
-type Measured = (Duration, Vec<Duration>, Option<f64>);
+/// The launch to the first request, the gaps between requests, and with `cpu` the CPU in
+/// ms: `perf stat`'s count of `mur` and its children, and the machine's busy time while it
+/// ran (kernel workers included, the background taken out).
+type Measured = (Duration, Vec<Duration>, Option<(f64, f64)>);
+
+/// The machine's background busy rate, measured once (see `support::background_rate`).
+fn background() -> f64 {
+    static RATE: std::sync::OnceLock<f64> = std::sync::OnceLock::new();
+    *RATE.get_or_init(support::background_rate)
+}
 
 fn session(s: &Setup, o: Session<'_>) -> Option<Measured> {
     let Session {
@@ -140,18 +152,20 @@ fn session(s: &Setup, o: Session<'_>) -> Option<Measured> {
     } else {
         Command::new(support::mur_binary())
     };
-    let out = cmd
-        .args(["run", "--manifest"])
-        .arg(dir.join("murmur.yaml"))
-        .arg("--registry-path")
-        .arg(&s.registry)
-        .args(["--task", "bench"])
-        .env("MURMUR_CACHE_DIR", cache)
-        .env("MURMUR_RECORDS_DIR", s.base.join("records"))
-        .env("MURMUR_SPEND_DIR", spend.unwrap_or_else(|| s.base.join("spend")))
-        .stdin(Stdio::null())
-        .output()
-        .unwrap();
+    let background = if cpu { background() } else { 0.0 };
+    let (out, machine) = support::machine_ms(background, || {
+        cmd.args(["run", "--manifest"])
+            .arg(dir.join("murmur.yaml"))
+            .arg("--registry-path")
+            .arg(&s.registry)
+            .args(["--task", "bench"])
+            .env("MURMUR_CACHE_DIR", cache)
+            .env("MURMUR_RECORDS_DIR", s.base.join("records"))
+            .env("MURMUR_SPEND_DIR", spend.unwrap_or_else(|| s.base.join("spend")))
+            .stdin(Stdio::null())
+            .output()
+            .unwrap()
+    });
     if !out.status.success() {
         println!(
             "  {label}: mur run failed: {}",
@@ -166,7 +180,8 @@ fn session(s: &Setup, o: Session<'_>) -> Option<Measured> {
     let used = String::from_utf8_lossy(&out.stderr)
         .lines()
         .find(|l| l.contains(",task-clock"))
-        .and_then(|l| l.split(',').next().and_then(|v| v.trim().parse::<f64>().ok()));
+        .and_then(|l| l.split(',').next().and_then(|v| v.trim().parse::<f64>().ok()))
+        .map(|perf| (perf, machine));
     Some((first, gaps, used))
 }
 
@@ -346,6 +361,7 @@ fn call_cpu(s: &Setup, cache: &Path) {
         ("true", "sealed"),
     ];
     let mut cpu: Vec<Vec<f64>> = vec![Vec::new(); kinds.len()];
+    let mut machine: Vec<Vec<f64>> = vec![Vec::new(); kinds.len()];
     for _ in 0..ROUNDS {
         for (i, (tool, class)) in kinds.iter().enumerate() {
             let label = format!("cpu-{tool}-{class}");
@@ -359,8 +375,9 @@ fn call_cpu(s: &Setup, cache: &Path) {
                 shell: true,
                 ..plain(&label, cache, tool, class, "")
             };
-            if let Some((_, _, Some(c))) = session(s, o) {
+            if let Some((_, _, Some((c, m)))) = session(s, o) {
                 cpu[i].push(c);
+                machine[i].push(m);
             }
         }
     }
@@ -402,8 +419,32 @@ fn call_cpu(s: &Setup, cache: &Path) {
             sealed / plain,
             scoped / plain
         );
+        // The same in the machine's busy time, against plain bwrap counted so too (its
+        // sandbox's teardown in kernel workers included, as a sealed call's is).
+        let m: Vec<f64> = machine.into_iter().map(support::median_f64).collect();
+        let sealed_machine = (m[3] - m[0]) / calls;
+        let args = support::bwrap_plain();
+        let bwrap_machine = support::machine_ms(background(), || {
+            for _ in 0..BWRAP_RUNS {
+                let _ = Command::new(&args[0])
+                    .args(&args[1..])
+                    .stdout(Stdio::null())
+                    .stderr(Stdio::null())
+                    .status();
+            }
+        })
+        .1 / BWRAP_RUNS as f64;
+        println!(
+            "  the same in the machine's busy time: a sealed call adds {sealed_machine:.2} ms to a session (sessions: skill {:.1} ms, sealed {:.1}), one plain bwrap run {bwrap_machine:.2} ms (of {BWRAP_RUNS}): {:.2}x",
+            m[0],
+            m[3],
+            sealed_machine / bwrap_machine
+        );
     }
 }
+
+/// Plain bwrap runs counted in the machine's busy time at once (a tick is 10 ms).
+const BWRAP_RUNS: usize = 60;
 
 /// A 20-turn session without `perf`.
 fn plain<'a>(
@@ -451,7 +492,7 @@ fn history(s: &Setup, cache: &Path) {
         };
         gaps = g;
         if let (Some(a), Some(b)) = (short, long) {
-            pairs.push((a, b));
+            pairs.push((a.0, b.0));
         }
     }
     if gaps.is_empty() {

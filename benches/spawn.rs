@@ -8,7 +8,9 @@
 //! left under the target directory (or MURMUR_STATIC_MUR names), alternated in one run, then
 //! both builds' sizes; run as root, also `mur exec` as an ordinary account (uid 4242, no pids
 //! cgroup of its own) beside root, both started through `setpriv` so that each carries the
-//! same extra exec. Printed, never asserted.
+//! same extra exec. Then plain bwrap and the sealed `mur exec`s counted two more ways: the
+//! `wait4` sums of the bench's children and the whole machine's busy time (see
+//! [`accounting`]). Printed, never asserted.
 //!
 //! `cargo bench --bench spawn`
 
@@ -195,7 +197,81 @@ fn exec_startup(work: &Path) {
             }
         }
     }
+    accounting(&rows);
     sizes(&dir, statically.as_deref());
+}
+
+/// Two more ways to count the CPU of plain bwrap and of each build's sealed `mur exec`,
+/// alternated, `ROUNDS` times `N` runs each: what the kernel charged to the bench's waited
+/// children (`cutime + cstime` of /proc/self/stat: the sums `wait4` reports), and what the
+/// whole machine spent (the busy ticks of /proc/stat, less the background rate measured
+/// idle: kernel workers included, such as a namespace's teardown). bwrap's first process
+/// exits without waiting for its sandbox's pid 1, which init reaps: `wait4` then leaves the
+/// sandbox's side (its mounts, `true` itself) out of bwrap's count, while `perf stat`
+/// (above) and the machine's count take it in.
+fn accounting(rows: &[Row]) {
+    const ROUNDS: usize = 3;
+    const N: usize = 60;
+    let wanted: Vec<&Row> = rows
+        .iter()
+        .filter(|(label, _, _)| {
+            label.starts_with("bwrap plain")
+                || (label.ends_with("mur exec sealed") && !label.contains("setpriv"))
+        })
+        .collect();
+    let (Some(hz), Some(_)) = (support::clock_ticks(), support::machine_busy()) else {
+        println!("CPU accounting: /proc/stat or /proc/self/stat unreadable");
+        return;
+    };
+    let idle_rate = support::background_rate();
+    let mut waited: Vec<Vec<f64>> = vec![Vec::new(); wanted.len()];
+    let mut machine: Vec<Vec<f64>> = vec![Vec::new(); wanted.len()];
+    for _ in 0..ROUNDS {
+        for (i, (_, args, env)) in wanted.iter().enumerate() {
+            let (c0, b0, t0) = (
+                support::children_ticks().unwrap_or(0),
+                support::machine_busy().unwrap_or(0),
+                Instant::now(),
+            );
+            for _ in 0..N {
+                let _ = Command::new(&args[0])
+                    .args(&args[1..])
+                    .envs(env.iter().map(|(k, v)| (k, v)))
+                    .stdout(std::process::Stdio::null())
+                    .stderr(std::process::Stdio::null())
+                    .status();
+            }
+            let secs = t0.elapsed().as_secs_f64();
+            let per_run = |ticks: f64| ticks / hz * 1e3 / N as f64;
+            waited[i].push(per_run(
+                support::children_ticks().unwrap_or(0).saturating_sub(c0) as f64
+            ));
+            let busy = support::machine_busy().unwrap_or(0).saturating_sub(b0) as f64 - idle_rate * secs;
+            machine[i].push(per_run(busy.max(0.0)));
+        }
+    }
+    println!(
+        "CPU per run counted two more ways, {ROUNDS} rounds of {N} alternated (background {:.1} ms/s taken out of the machine's)",
+        idle_rate / hz * 1e3
+    );
+    let w: Vec<f64> = waited.into_iter().map(support::median_f64).collect();
+    let m: Vec<f64> = machine.into_iter().map(support::median_f64).collect();
+    for (i, (label, _, _)) in wanted.iter().enumerate() {
+        let ratio = |v: &[f64]| {
+            if i == 0 {
+                String::new()
+            } else {
+                format!(" ({:.2}x)", v[i] / v[0])
+            }
+        };
+        println!(
+            "  {label:<44} wait4 of the tree {:>5.2} ms{}   the machine {:>5.2} ms{}",
+            w[i],
+            ratio(&w),
+            m[i],
+            ratio(&m)
+        );
+    }
 }
 
 /// The static build to set beside this one: `$MURMUR_STATIC_MUR`, else the `mur` that

@@ -238,3 +238,50 @@ pub fn mur_binary() -> String {
         .filter(|b| !b.is_empty())
         .unwrap_or_else(|| env!("CARGO_BIN_EXE_mur").to_string())
 }
+
+/// Clock ticks per second (the unit of /proc's CPU times).
+pub fn clock_ticks() -> Option<f64> {
+    Some(rustix::param::clock_ticks_per_second() as f64).filter(|t| *t > 0.0)
+}
+
+/// The machine's busy ticks so far: user, nice, system, irq and softirq of /proc/stat's
+/// first line.
+pub fn machine_busy() -> Option<u64> {
+    let stat = std::fs::read_to_string("/proc/stat").ok()?;
+    let v: Vec<u64> = stat
+        .lines()
+        .next()?
+        .split_whitespace()
+        .skip(1)
+        .filter_map(|f| f.parse().ok())
+        .collect();
+    Some(v.first()? + v.get(1)? + v.get(2)? + v.get(5)? + v.get(6)?)
+}
+
+/// The CPU ticks of this process's waited children so far (`cutime + cstime`, fields 16
+/// and 17 of /proc/self/stat).
+pub fn children_ticks() -> Option<u64> {
+    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+    // The fields after the command name's closing parenthesis, from field 3 on.
+    let rest = &stat[stat.rfind(')')? + 2..];
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    Some(f.get(13)?.parse::<u64>().ok()? + f.get(14)?.parse::<u64>().ok()?)
+}
+
+/// The machine's busy ticks per second while this process sleeps for a second: the
+/// background to take out of a count of the machine's busy time.
+pub fn background_rate() -> f64 {
+    let (b0, t0) = (machine_busy().unwrap_or(0), std::time::Instant::now());
+    std::thread::sleep(std::time::Duration::from_secs(1));
+    machine_busy().unwrap_or(0).saturating_sub(b0) as f64 / t0.elapsed().as_secs_f64()
+}
+
+/// The machine's busy time (ms) while `f` runs, less `background` ticks a second.
+pub fn machine_ms<T>(background: f64, f: impl FnOnce() -> T) -> (T, f64) {
+    let hz = clock_ticks().unwrap_or(100.0);
+    let (b0, t0) = (machine_busy().unwrap_or(0), std::time::Instant::now());
+    let out = f();
+    let busy =
+        machine_busy().unwrap_or(0).saturating_sub(b0) as f64 - background * t0.elapsed().as_secs_f64();
+    (out, busy.max(0.0) / hz * 1e3)
+}

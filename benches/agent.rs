@@ -419,28 +419,33 @@ fn call_cpu(s: &Setup, cache: &Path) {
             sealed / plain,
             scoped / plain
         );
-        // The same in the machine's busy time, against plain bwrap counted so too (its
-        // sandbox's teardown in kernel workers included, as a sealed call's is).
-        let m: Vec<f64> = machine.into_iter().map(support::median_f64).collect();
-        let sealed_machine = (m[3] - m[0]) / calls;
-        let args = support::bwrap_plain();
-        let bwrap_machine = support::machine_ms(background(), || {
-            for _ in 0..BWRAP_RUNS {
-                let _ = Command::new(&args[0])
-                    .args(&args[1..])
-                    .stdout(Stdio::null())
-                    .stderr(Stdio::null())
-                    .status();
-            }
-        })
-        .1 / BWRAP_RUNS as f64;
-        println!(
-            "  the same in the machine's busy time: a sealed call adds {sealed_machine:.2} ms to a session (sessions: skill {:.1} ms, sealed {:.1}), one plain bwrap run {bwrap_machine:.2} ms (of {BWRAP_RUNS}): {:.2}x",
-            m[0],
-            m[3],
-            sealed_machine / bwrap_machine
-        );
+        sealed_by_machine(&machine, calls);
     }
+}
+
+/// What a sealed call adds to a session in the machine's busy time (`machine`: the
+/// sessions' counts, skill first, sealed last), against plain bwrap counted so too (its
+/// sandbox's teardown in kernel workers included, as a sealed call's is).
+fn sealed_by_machine(machine: &[Vec<f64>], calls: f64) {
+    let m: Vec<f64> = machine.iter().cloned().map(support::median_f64).collect();
+    let sealed_machine = (m[3] - m[0]) / calls;
+    let args = support::bwrap_plain();
+    let bwrap_machine = support::machine_ms(background(), || {
+        for _ in 0..BWRAP_RUNS {
+            let _ = Command::new(&args[0])
+                .args(&args[1..])
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .status();
+        }
+    })
+    .1 / BWRAP_RUNS as f64;
+    println!(
+        "  the same in the machine's busy time: a sealed call adds {sealed_machine:.2} ms to a session (sessions: skill {:.1} ms, sealed {:.1}), one plain bwrap run {bwrap_machine:.2} ms (of {BWRAP_RUNS}): {:.2}x",
+        m[0],
+        m[3],
+        sealed_machine / bwrap_machine
+    );
 }
 
 /// Plain bwrap runs counted in the machine's busy time at once (a tick is 10 ms).

@@ -115,13 +115,7 @@ fn the_official_sdk_grants_denies_times_out_and_answers_questions_in_both_genera
         failures.join("\n"),
         s.both()
     );
-    s.sigterm();
-    assert_eq!(
-        s.wait_exit(SETTLE).and_then(|st| st.code()),
-        Some(0),
-        "{}",
-        s.both()
-    );
+    assert_eq!(s.stop(), Some(0), "{}", s.both());
     let trace = w.trace(&s.sid);
     let answered: Vec<(String, String, Value)> = events(&trace, "approval_answered")
         .iter()
@@ -290,13 +284,7 @@ fn a_waiting_task_holds_no_model_call_and_no_child_until_its_caller_approves() {
     );
     assert_eq!(rpc_error(&again).0, -32004, "a finished task takes no answer");
 
-    s.sigterm();
-    assert_eq!(
-        s.wait_exit(SETTLE).and_then(|st| st.code()),
-        Some(0),
-        "{}",
-        s.both()
-    );
+    assert_eq!(s.stop(), Some(0), "{}", s.both());
     let lines = recorded(&w, &s.sid, "hook-state");
     let approvals: Vec<&String> = lines.iter().filter(|l| l.contains("name=approval")).collect();
     assert_eq!(approvals.len(), 4, "{lines:#?}");
@@ -353,13 +341,7 @@ fn a_blocking_send_returns_at_input_required_and_a_cancel_ends_the_wait() {
     assert_eq!(after["status"]["state"], "TASK_STATE_COMPLETED", "{after}");
     assert!(response_10(&after).contains("plain after"), "{after}");
 
-    s.sigterm();
-    assert_eq!(
-        s.wait_exit(SETTLE).and_then(|st| st.code()),
-        Some(0),
-        "{}",
-        s.both()
-    );
+    assert_eq!(s.stop(), Some(0), "{}", s.both());
     let trace = w.trace(&s.sid);
     let answered: Vec<(&str, &str)> = events(&trace, "approval_answered")
         .iter()
@@ -482,11 +464,5 @@ fn another_credential_naming_a_context_does_not_continue_its_conversation() {
             "user: what is my secret?"
         ]
     );
-    s.sigterm();
-    assert_eq!(
-        s.wait_exit(SETTLE).and_then(|st| st.code()),
-        Some(0),
-        "{}",
-        s.both()
-    );
+    assert_eq!(s.stop(), Some(0), "{}", s.both());
 }

@@ -1,5 +1,5 @@
 //! Agent capsules through the real `mur run` against the mock provider: the loop, children,
-//! compaction, the A2A door, failures, hooks, reopening, security, spend ceilings, `mur new --agent`, the workdir, a session's
+//! compaction, the A2A door, failures, hooks, kept-alive model connections, reopening, security, spend ceilings, `mur new --agent`, the workdir, a session's
 //! egress, delegation through `mur-roost`, and the mock provider itself. One test binary;
 //! each module is a former `tests/<name>.rs`.
 
@@ -18,6 +18,7 @@ mod agent_failures;
 mod agent_history;
 mod agent_hook_sandbox;
 mod agent_hooks;
+mod agent_keepalive;
 mod agent_lock;
 mod agent_new;
 mod agent_otel;

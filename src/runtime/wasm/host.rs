@@ -2,6 +2,7 @@
 //! gate, the tool registry, and the resource limiter.
 
 use super::credential::{self, Credential, Observer};
+use super::keepalive::{self, Sent};
 use crate::manifest::model::Limits;
 use crate::manifest::netrule::NetRule;
 use crate::runtime::gate;
@@ -175,10 +176,15 @@ impl WasiHttpHooks for Gate {
         if let (true, Some(c)) = (to_endpoint, &self.credential) {
             c.attach(request.headers_mut());
         }
-        let sent = wasmtime_wasi_http::default_hooks().send_request(request, options, fut);
         if !to_endpoint {
-            return sent;
+            return wasmtime_wasi_http::default_hooks().send_request(request, options, fut);
         }
+        // A model call goes over a kept connection (`keepalive`); `fut` (the guest's end of
+        // the response body) needs nothing from us, as in wasmtime-wasi-http's own client.
+        drop(fut);
+        let sent: Box<
+            dyn std::future::Future<Output = std::result::Result<Sent, wasmtime_wasi_http::Error>> + Send,
+        > = Box::new(keepalive::keeper().send(request, options));
         let observer = self.observer.clone();
         let credential = self.credential.clone();
         let (host, authority) = (uri_host.unwrap_or_default(), uri_authority.unwrap_or_default());

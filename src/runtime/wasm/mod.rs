@@ -8,6 +8,7 @@ mod hook_v1;
 mod hook_world;
 pub mod host;
 pub mod invoke;
+pub mod keepalive;
 pub mod sink;
 pub mod tool;
 

@@ -1,10 +1,11 @@
 //! The model calls' HTTP/1.1 connections, kept open for the next call: an agent's driver
 //! calls one endpoint turn after turn, and a fresh TCP (and, to a real provider, TLS)
 //! connection per call cost a handshake each time, in CPU and in round trips. Only the
-//! driver's requests to the inference endpoint get here (`host::Gate`, after the allow-list;
+//! driver's requests to the inference endpoint with the provider credential get here (`host::Gate`, after the allow-list;
 //! every other guest request gets a connection of its own, so no guest's bytes ever share a
-//! connection with the credentialed calls). A connection is kept once its response has been
-//! read to the end, taken again only for the same scheme and authority, idle and open, and a
+//! connection with the credentialed calls). A connection is kept from its response's head on,
+//! taken again only for the same scheme and authority, once hyper is ready for another
+//! request on it (its last response read to the end) and open, and a
 //! request it could not take before a byte of it was written goes on a fresh connection.
 
 use bytes::Bytes;
@@ -116,7 +117,7 @@ impl Keeper {
     }
 
     /// The response as the guest reads it (each gap between its bytes bounded), its
-    /// connection kept for the next request once the body has been read to its end.
+    /// connection kept for the next request.
     fn answer(
         &self,
         origin: Origin,
@@ -124,8 +125,10 @@ impl Keeper {
         response: http::Response<Incoming>,
         waits: Waits,
     ) -> Sent {
-        let response =
-            response.map(|body| Paced::new(body, waits.between_bytes, (origin, sender)).boxed_unsync());
+        // Kept now, taken again only once hyper is ready for another request: after this
+        // response's body has been read to its end (dropped before, the connection closes).
+        self.keep(origin, sender, Instant::now());
+        let response = response.map(|body| Paced::new(body, waits.between_bytes).boxed_unsync());
         (response, Box::new(async { Ok(()) }))
     }
 
@@ -252,34 +255,19 @@ fn server_name(authority: &str) -> Result<rustls::pki_types::ServerName<'static>
     Ok(ServerName::try_from(host)?.to_owned())
 }
 
-/// A response body whose every gap between frames is bounded; read to its end, its
-/// connection goes back to the keeper (dropped before, the connection closes with it).
+/// A response body whose every gap between frames is bounded.
 struct Paced {
     body: Incoming,
     gap: Duration,
     deadline: Pin<Box<tokio::time::Sleep>>,
-    connection: Option<(Origin, SendRequest<WasiBody>)>,
-    ended: bool,
 }
 
 impl Paced {
-    fn new(body: Incoming, gap: Duration, connection: (Origin, SendRequest<WasiBody>)) -> Paced {
+    fn new(body: Incoming, gap: Duration) -> Paced {
         Paced {
             body,
             gap,
             deadline: Box::pin(tokio::time::sleep(gap)),
-            connection: Some(connection),
-            ended: false,
-        }
-    }
-}
-
-impl Drop for Paced {
-    fn drop(&mut self) {
-        if self.ended || self.body.is_end_stream() {
-            if let Some((origin, sender)) = self.connection.take() {
-                keeper().keep(origin, sender, Instant::now());
-            }
         }
     }
 }
@@ -302,10 +290,7 @@ impl Body for Paced {
             }
             Poll::Ready(Some(Err(e))) if e.is_timeout() => Poll::Ready(Some(Err(Error::HttpResponseTimeout))),
             Poll::Ready(Some(Err(e))) => Poll::Ready(Some(Err(e.into()))),
-            Poll::Ready(None) => {
-                self.ended = true;
-                Poll::Ready(None)
-            }
+            Poll::Ready(None) => Poll::Ready(None),
             Poll::Pending => match self.deadline.as_mut().poll(cx) {
                 Poll::Ready(()) => Poll::Ready(Some(Err(Error::ConnectionReadTimeout))),
                 Poll::Pending => Poll::Pending,

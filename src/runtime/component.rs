@@ -398,6 +398,7 @@ impl ComponentRunner {
             stderr: clone(&self.p.stderr.write_end)?,
             credential: None,
             observer: None,
+            endpoint: None,
         })
         .map_err(|e| {
             Diagnostic::new(

@@ -1,18 +1,19 @@
 //! A session's model calls through the real `mur run` and the OpenAI driver against a
 //! provider that keeps its connections open (HTTP/1.1 keep-alive, which the scripted mock
 //! does not do: it closes after each answer): the calls go over one connection (three before
-//! kept connections); against one that drops each connection after its answer without saying
-//! so, each call gets a new one and the session is not disturbed.
+//! kept connections), with the provider key on each or with none; against one that drops
+//! each connection after its answer without saying so, each call gets a new one and the
+//! session is not disturbed.
 
 use crate::common;
 
-use common::agent::{Drv, Spec, World};
+use common::agent::{Drv, Spec, World, KEY, KEY_VAR};
 use common::provider::Provider;
 use serde_json::json;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 /// A provider answering OpenAI chat completions over kept connections: the first `calls`
 /// requests get a `bash` call of `true`, the rest the text `done`.
@@ -20,6 +21,8 @@ struct KeptProvider {
     port: u16,
     connections: Arc<AtomicUsize>,
     requests: Arc<AtomicUsize>,
+    /// Each request's `authorization` header, in arrival order.
+    auth: Arc<Mutex<Vec<Option<String>>>>,
 }
 
 impl KeptProvider {
@@ -30,18 +33,20 @@ impl KeptProvider {
         let port = listener.local_addr().expect("address").port();
         let connections = Arc::new(AtomicUsize::new(0));
         let requests = Arc::new(AtomicUsize::new(0));
-        let (c, r) = (Arc::clone(&connections), Arc::clone(&requests));
+        let auth = Arc::new(Mutex::new(Vec::new()));
+        let (c, r, a) = (Arc::clone(&connections), Arc::clone(&requests), Arc::clone(&auth));
         std::thread::spawn(move || {
             for stream in listener.incoming().flatten() {
                 c.fetch_add(1, Ordering::SeqCst);
-                let r = Arc::clone(&r);
-                std::thread::spawn(move || serve(stream, calls, drop_after_answer, &r));
+                let (r, a) = (Arc::clone(&r), Arc::clone(&a));
+                std::thread::spawn(move || serve(stream, calls, drop_after_answer, &r, &a));
             }
         });
         KeptProvider {
             port,
             connections,
             requests,
+            auth,
         }
     }
 
@@ -51,11 +56,18 @@ impl KeptProvider {
 }
 
 /// Answer requests on `stream` until the client closes it (or after one, when dropping).
-fn serve(stream: TcpStream, calls: usize, drop_after_answer: bool, requests: &AtomicUsize) {
+fn serve(
+    stream: TcpStream,
+    calls: usize,
+    drop_after_answer: bool,
+    requests: &AtomicUsize,
+    auth: &Mutex<Vec<Option<String>>>,
+) {
     let mut reader = BufReader::new(stream.try_clone().expect("clone"));
     let mut writer = stream;
     loop {
         let mut length = 0usize;
+        let mut authorization = None;
         let mut line = String::new();
         if reader.read_line(&mut line).unwrap_or(0) == 0 {
             return;
@@ -72,12 +84,16 @@ fn serve(stream: TcpStream, calls: usize, drop_after_answer: bool, requests: &At
                 if name.eq_ignore_ascii_case("content-length") {
                     length = value.trim().parse().unwrap_or(0);
                 }
+                if name.eq_ignore_ascii_case("authorization") {
+                    authorization = Some(value.trim().to_string());
+                }
             }
         }
         let mut body = vec![0u8; length];
         if reader.read_exact(&mut body).is_err() {
             return;
         }
+        auth.lock().unwrap().push(authorization);
         let n = requests.fetch_add(1, Ordering::SeqCst) + 1;
         let message = if n <= calls {
             json!({"role": "assistant", "content": null, "tool_calls": [{"id": format!("c{n}"), "type": "function", "function": {"name": "bash", "arguments": "{\"command\":\"true\"}"}}]})
@@ -105,14 +121,18 @@ fn serve(stream: TcpStream, calls: usize, drop_after_answer: bool, requests: &At
     }
 }
 
-/// A three-turn session (two `bash` calls, then `done`) against `p`.
-fn session(label: &str, p: &KeptProvider) {
+/// A three-turn session (two `bash` calls, then `done`) against `p`, with the provider key
+/// or (`keyed` false) with no `inference.api_key`.
+fn session(label: &str, p: &KeptProvider, keyed: bool) {
     let w = World::new(label);
     // The scripted mock only stands in for `Spec::new`'s endpoint, replaced by `p`'s.
     let unused = Provider::start(Vec::new());
     let mut spec = Spec::new(Drv::OpenAi, &unused);
     spec.endpoint = p.endpoint();
-    w.manifest(&spec);
+    let yaml = spec.yaml();
+    let key_line = format!("  api_key: ${{{KEY_VAR}}}\n");
+    assert!(yaml.contains(&key_line));
+    w.manifest_text(&if keyed { yaml } else { yaml.replace(&key_line, "") });
     let run = w.run("run true twice", &[]);
     run.assert_ok();
     assert_eq!(w.result(&run.sid()), "done\n");
@@ -120,20 +140,37 @@ fn session(label: &str, p: &KeptProvider) {
 }
 
 #[test]
-fn a_sessions_model_calls_go_over_one_kept_connection() {
+fn a_sessions_model_calls_go_over_one_kept_connection_each_with_the_key() {
     let p = KeptProvider::start(2, false);
-    session("agent-keepalive", &p);
+    session("agent-keepalive", &p, true);
     assert_eq!(
         p.connections.load(Ordering::SeqCst),
         1,
         "three model calls, one connection"
     );
+    let bearer = Some(format!("Bearer {KEY}"));
+    assert_eq!(
+        *p.auth.lock().unwrap(),
+        vec![bearer.clone(), bearer.clone(), bearer]
+    );
+}
+
+#[test]
+fn without_a_provider_key_the_calls_share_one_connection_too() {
+    let p = KeptProvider::start(2, false);
+    session("agent-keepalive-keyless", &p, false);
+    assert_eq!(
+        p.connections.load(Ordering::SeqCst),
+        1,
+        "three model calls, one connection"
+    );
+    assert_eq!(*p.auth.lock().unwrap(), vec![None, None, None]);
 }
 
 #[test]
 fn a_provider_that_drops_each_connection_unannounced_gets_a_new_one_per_call() {
     let p = KeptProvider::start(2, true);
-    session("agent-keepalive-dropped", &p);
+    session("agent-keepalive-dropped", &p, true);
     assert_eq!(
         p.connections.load(Ordering::SeqCst),
         3,

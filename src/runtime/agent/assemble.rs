@@ -25,7 +25,8 @@ use crate::manifest::model::{ArtifactRuntime, Inference, Manifest};
 use crate::runtime::delegation;
 use crate::runtime::pinning::{ChildPins, Pinning};
 use crate::runtime::serve::{door_workdir, peer_key, Opened as Launching, Start, TaskRunner};
-use crate::runtime::wasm::{self, cache, credential::Credential, sink::Sink, tool::PreparedTool as Linked};
+use crate::runtime::wasm::credential::{Credential, Endpoint};
+use crate::runtime::wasm::{self, cache, sink::Sink, tool::PreparedTool as Linked};
 use serde_json::json;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -45,6 +46,8 @@ pub struct PreparedAgent {
     /// The provider key: its variable and its value.
     key: Option<(Option<String>, String)>,
     credential: Option<Credential>,
+    /// `inference.endpoint`, when it parses (preflight has said so when it does not).
+    endpoint: Option<Endpoint>,
     driver: Option<Linked>,
     /// Each resolved artifact's linked WASM tool, in the same order.
     tools: Vec<Option<Linked>>,
@@ -105,6 +108,7 @@ pub fn prepare(
     }
     let driver_art = driver_of(&resolved, &driver_name)?;
     let credential = credential(inf, &key, driver_art, &driver_name)?;
+    let endpoint = inf.endpoint.as_deref().and_then(|e| Endpoint::parse(e).ok());
     let Payload::Wasm(driver_component) = &driver_art.payload else {
         return Err(no_driver(format!(
             "driver {driver_name} has no WebAssembly component"
@@ -120,6 +124,7 @@ pub fn prepare(
         resolved,
         key,
         credential,
+        endpoint,
         driver: Some(driver),
         tools,
         hooks,
@@ -507,6 +512,7 @@ fn driver(s: &mut Launching<'_>, p: &mut PreparedAgent, guests: &mut Guests) -> 
         linked,
         g,
         p.credential.take(),
+        p.endpoint.take(),
         p.key.as_ref().map(|(_, v)| v.clone()),
     ))
 }

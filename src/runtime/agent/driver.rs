@@ -9,7 +9,7 @@
 use super::grants::GuestGrants;
 use crate::agent::redact;
 use crate::agent::wire::{self, Block, Response};
-use crate::runtime::wasm::credential::{Credential, Observed, Observer};
+use crate::runtime::wasm::credential::{Credential, Endpoint, Observed, Observer};
 use crate::runtime::wasm::tool::{trap_line, PreparedTool, ToolStatus};
 use serde_json::Value;
 use std::sync::{Arc, Mutex};
@@ -31,6 +31,8 @@ pub struct Driver {
     prepared: PreparedTool,
     grants: GuestGrants,
     credential: Option<Arc<Credential>>,
+    /// `inference.endpoint`: the driver's calls to it share kept connections.
+    endpoint: Option<Arc<Endpoint>>,
     observer: Observer,
     /// The key, blanked out of everything a driver returns (a provider or proxy that
     /// echoes the key in an error or an answer must not have it written anywhere).
@@ -90,6 +92,7 @@ impl Driver {
         prepared: PreparedTool,
         grants: GuestGrants,
         credential: Option<Credential>,
+        endpoint: Option<Endpoint>,
         key: Option<String>,
     ) -> Driver {
         Driver {
@@ -97,6 +100,7 @@ impl Driver {
             prepared,
             grants,
             credential: credential.map(Arc::new),
+            endpoint: endpoint.map(Arc::new),
             observer: Arc::new(Mutex::new(Observed::default())),
             redact: key.filter(|k| !k.is_empty()),
         }
@@ -141,7 +145,11 @@ impl Driver {
             *self.observer.lock().unwrap_or_else(|p| p.into_inner()) = Observed::default();
             let host = self
                 .grants
-                .host(self.credential.clone(), Some(self.observer.clone()))
+                .host(
+                    self.credential.clone(),
+                    Some(self.observer.clone()),
+                    self.endpoint.clone(),
+                )
                 .map_err(|e| format!("cannot prepare the driver's grants: {e}"))?;
             let reply = self
                 .prepared

@@ -8,7 +8,7 @@ use crate::diag::{code, Diagnostic};
 use crate::fsx::Dir;
 use crate::manifest::model::{Capabilities, Limits};
 use crate::manifest::netrule::{any_covers, NetRule};
-use crate::runtime::wasm::credential::{Credential, Observer};
+use crate::runtime::wasm::credential::{Credential, Endpoint, Observer};
 use crate::runtime::wasm::host::{Grants, Host};
 use std::fs::File;
 use std::sync::Arc;
@@ -28,11 +28,12 @@ pub struct GuestGrants {
 }
 
 impl GuestGrants {
-    /// A fresh host for one call.
+    /// A fresh host for one call (a driver's: with the endpoint, its credential and observer).
     pub fn host(
         &self,
         credential: Option<Arc<Credential>>,
         observer: Option<Observer>,
+        endpoint: Option<Arc<Endpoint>>,
     ) -> std::io::Result<Host> {
         let preopen = self.preopen.as_ref().map(Dir::proc_path);
         let records = self.records.as_ref().map(Dir::proc_path);
@@ -46,6 +47,7 @@ impl GuestGrants {
             stderr: self.stderr.try_clone()?,
             credential,
             observer,
+            endpoint,
         })
         .map_err(std::io::Error::other)
     }

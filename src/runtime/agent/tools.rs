@@ -254,7 +254,7 @@ impl Toolbox {
 }
 
 fn call_wasm(name: &str, tool: &WasmTool, input: &Value) -> (String, bool) {
-    let host = match tool.grants.host(None, None) {
+    let host = match tool.grants.host(None, None, None) {
         Ok(h) => h,
         Err(e) => return (format!("error: cannot prepare {name}'s grants: {e}"), true),
     };

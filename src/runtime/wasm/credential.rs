@@ -58,11 +58,47 @@ fn ambiguous(path: &str) -> bool {
         || path.split('/').any(|s| s == "." || s == "..")
 }
 
-/// The key, its header and the one origin (and path prefix) it may go to.
-pub struct Credential {
+/// `inference.endpoint` as requests are matched against it: its origin and path prefix.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Endpoint {
     origin: Origin,
     /// The endpoint's path without a trailing `/` ("" for the whole origin).
     path: String,
+}
+
+impl Endpoint {
+    /// `endpoint`, an absolute http(s) URL with a host and no userinfo.
+    pub fn parse(endpoint: &str) -> Result<Endpoint, String> {
+        let uri: Uri = endpoint
+            .parse()
+            .map_err(|e| format!("inference.endpoint is not a URL: {e}"))?;
+        let origin = origin_of(&uri).ok_or("inference.endpoint is not an http(s) URL with a host")?;
+        if uri.authority().is_some_and(|a| a.as_str().contains('@')) {
+            return Err("inference.endpoint must not carry userinfo ('@')".into());
+        }
+        Ok(Endpoint {
+            origin,
+            path: uri.path().trim_end_matches('/').to_string(),
+        })
+    }
+
+    /// Whether `uri` goes to the endpoint: its origin, and a path at or below the
+    /// endpoint's path that means what its bytes say (see [`ambiguous`]).
+    pub fn matches(&self, uri: &Uri) -> bool {
+        let path = uri.path();
+        origin_of(uri).is_some_and(|o| o == self.origin)
+            && !ambiguous(path)
+            && (self.path.is_empty()
+                || path == self.path
+                || path
+                    .strip_prefix(self.path.as_str())
+                    .is_some_and(|rest| rest.starts_with('/')))
+    }
+}
+
+/// The key, its header and the one origin (and path prefix) it may go to.
+pub struct Credential {
+    endpoint: Endpoint,
     header: HeaderName,
     value: HeaderValue,
     key: Vec<u8>,
@@ -73,7 +109,11 @@ impl std::fmt::Debug for Credential {
         write!(
             f,
             "Credential({} for {}://{}:{}{}, <redacted>)",
-            self.header, self.origin.scheme, self.origin.host, self.origin.port, self.path
+            self.header,
+            self.endpoint.origin.scheme,
+            self.endpoint.origin.host,
+            self.endpoint.origin.port,
+            self.endpoint.path
         )
     }
 }
@@ -82,13 +122,7 @@ impl Credential {
     /// `template` is the header value with `{key}` where the key goes (`Bearer {key}`);
     /// the pair must be one of [`AUTH_FORMS`], the endpoint an absolute http(s) URL.
     pub fn new(endpoint: &str, header: &str, template: &str, key: &str) -> Result<Credential, String> {
-        let uri: Uri = endpoint
-            .parse()
-            .map_err(|e| format!("inference.endpoint is not a URL: {e}"))?;
-        let origin = origin_of(&uri).ok_or("inference.endpoint is not an http(s) URL with a host")?;
-        if uri.authority().is_some_and(|a| a.as_str().contains('@')) {
-            return Err("inference.endpoint must not carry userinfo ('@')".into());
-        }
+        let endpoint = Endpoint::parse(endpoint)?;
         let header_lc = header.trim().to_ascii_lowercase();
         if !AUTH_FORMS.iter().any(|(h, t)| *h == header_lc && *t == template) {
             let forms: Vec<String> = AUTH_FORMS.iter().map(|(h, t)| format!("{h}: {t}")).collect();
@@ -106,25 +140,16 @@ impl Credential {
             .map_err(|_| "the API key is not a valid header value".to_string())?;
         value.set_sensitive(true);
         Ok(Credential {
-            origin,
-            path: uri.path().trim_end_matches('/').to_string(),
+            endpoint,
             header,
             value,
             key: key.as_bytes().to_vec(),
         })
     }
 
-    /// Whether `uri` goes to the endpoint: its origin, and a path at or below the
-    /// endpoint's path that means what its bytes say (see [`ambiguous`]).
+    /// Whether `uri` goes to the endpoint (see [`Endpoint::matches`]).
     pub fn matches(&self, uri: &Uri) -> bool {
-        let path = uri.path();
-        origin_of(uri).is_some_and(|o| o == self.origin)
-            && !ambiguous(path)
-            && (self.path.is_empty()
-                || path == self.path
-                || path
-                    .strip_prefix(self.path.as_str())
-                    .is_some_and(|rest| rest.starts_with('/')))
+        self.endpoint.matches(uri)
     }
 
     /// Put the key on `headers`, replacing every value the guest gave that header.

@@ -1,7 +1,7 @@
 //! What a guest's store holds: its WASI context (exactly the manifest's grants), the HTTP
 //! gate, the tool registry, and the resource limiter.
 
-use super::credential::{self, Credential, Observer};
+use super::credential::{self, Credential, Endpoint, Observer};
 use super::keepalive::{self, Sent};
 use crate::manifest::model::Limits;
 use crate::manifest::netrule::NetRule;
@@ -133,6 +133,9 @@ impl ResourceLimiter for Limiter {
 pub struct Gate {
     rules: Vec<NetRule>,
     credential: Option<std::sync::Arc<Credential>>,
+    /// A driver's `inference.endpoint`: its well-framed requests there go over kept
+    /// connections (`keepalive`), shared by no other guest.
+    endpoint: Option<std::sync::Arc<Endpoint>>,
     observer: Option<Observer>,
 }
 
@@ -176,15 +179,22 @@ impl WasiHttpHooks for Gate {
         if let (true, Some(c)) = (to_endpoint, &self.credential) {
             c.attach(request.headers_mut());
         }
-        if !to_endpoint {
-            return wasmtime_wasi_http::default_hooks().send_request(request, options, fut);
-        }
-        // A model call goes over a kept connection (`keepalive`); `fut` (the guest's end of
-        // the response body) needs nothing from us, as in wasmtime-wasi-http's own client.
-        drop(fut);
+        // A driver's well-framed call to its endpoint goes over a kept connection
+        // (`keepalive`); `fut` (the guest's end of the response body) needs nothing from us,
+        // as in wasmtime-wasi-http's own client. Anything else gets a connection of its own.
+        let kept =
+            self.endpoint.as_ref().is_some_and(|e| e.matches(request.uri())) && keepalive::framed(&request);
         let sent: Box<
             dyn std::future::Future<Output = std::result::Result<Sent, wasmtime_wasi_http::Error>> + Send,
-        > = Box::new(keepalive::keeper().send(request, options));
+        > = if kept {
+            drop(fut);
+            Box::new(keepalive::keeper().send(request, options))
+        } else {
+            wasmtime_wasi_http::default_hooks().send_request(request, options, fut)
+        };
+        if !to_endpoint {
+            return sent;
+        }
         let observer = self.observer.clone();
         let credential = self.credential.clone();
         let (host, authority) = (uri_host.unwrap_or_default(), uri_authority.unwrap_or_default());
@@ -230,6 +240,8 @@ pub struct Grants<'a> {
     pub credential: Option<std::sync::Arc<Credential>>,
     /// Where the endpoint's answers are recorded (drivers only).
     pub observer: Option<Observer>,
+    /// The endpoint whose requests go over kept connections (drivers only).
+    pub endpoint: Option<std::sync::Arc<Endpoint>>,
 }
 
 impl Host {
@@ -263,6 +275,7 @@ impl Host {
                 rules: grants.network_allow.to_vec(),
                 credential: grants.credential,
                 observer: grants.observer,
+                endpoint: grants.endpoint,
             },
             limiter: Limiter::new(grants.limits),
         })

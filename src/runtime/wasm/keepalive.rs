@@ -1,11 +1,11 @@
 //! The model calls' HTTP/1.1 connections, kept open for the next call: an agent's driver
 //! calls one endpoint turn after turn, and a fresh TCP (and, to a real provider, TLS)
-//! connection per call cost a handshake each time, in CPU and in round trips. Only the
-//! driver's requests to the inference endpoint with the provider credential get here (`host::Gate`, after the allow-list;
-//! every other guest request gets a connection of its own, so no guest's bytes ever share a
-//! connection with the credentialed calls). A connection is kept from its response's head on,
-//! taken again only for the same scheme and authority, once hyper is ready for another
-//! request on it (its last response read to the end) and open, and a
+//! connection per call cost a handshake each time, in CPU and in round trips. Only a driver's
+//! requests to its inference endpoint get here, and only when their framing cannot spill
+//! into the next request ([`framed`]; `host::Gate`, after the allow-list): every other guest
+//! request gets a connection of its own, so no other guest's bytes ever share a connection
+//! with the credentialed calls. A connection is kept once its response has been read to the
+//! end, taken again only for the same scheme and authority, idle and open, and a
 //! request it could not take before a byte of it was written goes on a fresh connection.
 
 use bytes::Bytes;
@@ -52,7 +52,7 @@ pub struct Keeper {
     idle: Mutex<VecDeque<Kept>>,
 }
 
-/// The process's keeper: its drivers' model calls share it (one endpoint, one credential).
+/// The process's keeper: its drivers' calls to their endpoint share it.
 pub fn keeper() -> &'static Keeper {
     static KEEPER: Keeper = Keeper {
         idle: Mutex::new(VecDeque::new()),
@@ -117,7 +117,7 @@ impl Keeper {
     }
 
     /// The response as the guest reads it (each gap between its bytes bounded), its
-    /// connection kept for the next request.
+    /// connection kept for the next request once the body has been read to its end.
     fn answer(
         &self,
         origin: Origin,
@@ -125,10 +125,8 @@ impl Keeper {
         response: http::Response<Incoming>,
         waits: Waits,
     ) -> Sent {
-        // Kept now, taken again only once hyper is ready for another request: after this
-        // response's body has been read to its end (dropped before, the connection closes).
-        self.keep(origin, sender, Instant::now());
-        let response = response.map(|body| Paced::new(body, waits.between_bytes).boxed_unsync());
+        let response =
+            response.map(|body| Paced::new(body, waits.between_bytes, (origin, sender)).boxed_unsync());
         (response, Box::new(async { Ok(()) }))
     }
 
@@ -162,6 +160,25 @@ impl Keeper {
     pub fn kept(&self) -> usize {
         self.idle.lock().unwrap_or_else(PoisonError::into_inner).len()
     }
+}
+
+/// Whether `request` says exactly how long it is, so nothing of it can be read as part of
+/// the next request on its connection: at most one `content-length`, all digits, and `0`
+/// when there is no body at all. hyper sends a bodiless request's head as the guest wrote
+/// it, so a `content-length: 500` with no body would have the server take the next 500
+/// bytes, the next request's head and its credential among them, as this one's body. A
+/// body's length against its header is checked by wasmtime-wasi-http as it is written, and
+/// a short or long one breaks the connection (`transfer-encoding` is a header no guest may
+/// set).
+pub fn framed(request: &http::Request<WasiBody>) -> bool {
+    let mut lengths = request.headers().get_all(http::header::CONTENT_LENGTH).iter();
+    let length = match (lengths.next(), lengths.next()) {
+        (None, _) => return true,
+        (Some(v), None) => v.as_bytes(),
+        (Some(_), Some(_)) => return false,
+    };
+    let digits = !length.is_empty() && length.iter().all(u8::is_ascii_digit);
+    digits && (!request.body().is_end_stream() || length.iter().all(|b| *b == b'0'))
 }
 
 /// The origin of an absolute URI: `https` or `http` (anything else is refused) and the
@@ -255,19 +272,34 @@ fn server_name(authority: &str) -> Result<rustls::pki_types::ServerName<'static>
     Ok(ServerName::try_from(host)?.to_owned())
 }
 
-/// A response body whose every gap between frames is bounded.
+/// A response body whose every gap between frames is bounded; read to its end, its
+/// connection goes back to the keeper (dropped before, the connection closes with it).
 struct Paced {
     body: Incoming,
     gap: Duration,
     deadline: Pin<Box<tokio::time::Sleep>>,
+    connection: Option<(Origin, SendRequest<WasiBody>)>,
+    ended: bool,
 }
 
 impl Paced {
-    fn new(body: Incoming, gap: Duration) -> Paced {
+    fn new(body: Incoming, gap: Duration, connection: (Origin, SendRequest<WasiBody>)) -> Paced {
         Paced {
             body,
             gap,
             deadline: Box::pin(tokio::time::sleep(gap)),
+            connection: Some(connection),
+            ended: false,
+        }
+    }
+}
+
+impl Drop for Paced {
+    fn drop(&mut self) {
+        if self.ended || self.body.is_end_stream() {
+            if let Some((origin, sender)) = self.connection.take() {
+                keeper().keep(origin, sender, Instant::now());
+            }
         }
     }
 }
@@ -290,7 +322,10 @@ impl Body for Paced {
             }
             Poll::Ready(Some(Err(e))) if e.is_timeout() => Poll::Ready(Some(Err(Error::HttpResponseTimeout))),
             Poll::Ready(Some(Err(e))) => Poll::Ready(Some(Err(e.into()))),
-            Poll::Ready(None) => Poll::Ready(None),
+            Poll::Ready(None) => {
+                self.ended = true;
+                Poll::Ready(None)
+            }
             Poll::Pending => match self.deadline.as_mut().poll(cx) {
                 Poll::Ready(()) => Poll::Ready(Some(Err(Error::ConnectionReadTimeout))),
                 Poll::Pending => Poll::Pending,
@@ -325,6 +360,37 @@ mod tests {
         assert_eq!(o("http://[::1]:8080/x").unwrap().authority, "[::1]:8080");
         assert!(o("ftp://example.com/").is_err());
         assert!(o("/relative").is_err());
+    }
+
+    fn request(lengths: &[&str], body: &'static [u8]) -> http::Request<WasiBody> {
+        let mut r = http::Request::post("http://127.0.0.1:9/v1/chat/completions");
+        for l in lengths {
+            r = r.header("content-length", *l);
+        }
+        let body = if body.is_empty() {
+            http_body_util::Empty::<Bytes>::new()
+                .map_err(|never| match never {})
+                .boxed_unsync()
+        } else {
+            http_body_util::Full::new(Bytes::from_static(body))
+                .map_err(|never| match never {})
+                .boxed_unsync()
+        };
+        r.body(body).unwrap()
+    }
+
+    #[test]
+    fn only_a_request_that_says_exactly_how_long_it_is_shares_a_connection() {
+        assert!(framed(&request(&[], b"")));
+        assert!(framed(&request(&[], b"{}")));
+        assert!(framed(&request(&["0"], b"")));
+        assert!(framed(&request(&["2"], b"{}")));
+        // A length with no body would have the server read the next request as this body.
+        assert!(!framed(&request(&["500"], b"")));
+        assert!(!framed(&request(&["2", "2"], b"{}")));
+        assert!(!framed(&request(&["+2"], b"{}")));
+        assert!(!framed(&request(&[" 2"], b"{}")));
+        assert!(!framed(&request(&[""], b"")));
     }
 
     #[test]

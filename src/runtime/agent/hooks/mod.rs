@@ -39,7 +39,7 @@ impl Hook {
 
     /// One call; the output, or the error (already logged).
     fn call(&mut self, binding: Binding, event: &Event) -> Result<Output, String> {
-        let outcome = match self.grants.host(None, None) {
+        let outcome = match self.grants.host(None, None, None) {
             Err(e) => Err(format!("cannot prepare the hook's grants: {e}")),
             Ok(host) => match self.prepared.call(host, self.grants.deadline, event) {
                 Err(d) => Err(d.message),

@@ -3,7 +3,8 @@
 //! does not do: it closes after each answer): the calls go over one connection (three before
 //! kept connections), with the provider key on each or with none; against one that drops
 //! each connection after its answer without saying so, each call gets a new one and the
-//! session is not disturbed.
+//! session is not disturbed; a connection whose call was answered with an error (here a 503
+//! the runtime retries) is not kept.
 
 use crate::common;
 
@@ -25,10 +26,20 @@ struct KeptProvider {
     auth: Arc<Mutex<Vec<Option<String>>>>,
 }
 
+/// How the provider treats its connections.
+#[derive(Clone, Copy, PartialEq)]
+enum Mode {
+    /// Kept open for the client's next request.
+    Keep,
+    /// Closed right after each answer, with no `connection: close` to warn of it (a server
+    /// whose idle timeout is shorter than a turn).
+    DropAfterAnswer,
+    /// Kept open, and the first request answered 503 (retried by the runtime).
+    FirstBusy,
+}
+
 impl KeptProvider {
-    /// `drop_after_answer`: close each connection right after its first answer, with no
-    /// `connection: close` to warn of it (a server whose idle timeout is shorter than a turn).
-    fn start(calls: usize, drop_after_answer: bool) -> KeptProvider {
+    fn start(calls: usize, mode: Mode) -> KeptProvider {
         let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
         let port = listener.local_addr().expect("address").port();
         let connections = Arc::new(AtomicUsize::new(0));
@@ -39,7 +50,7 @@ impl KeptProvider {
             for stream in listener.incoming().flatten() {
                 c.fetch_add(1, Ordering::SeqCst);
                 let (r, a) = (Arc::clone(&r), Arc::clone(&a));
-                std::thread::spawn(move || serve(stream, calls, drop_after_answer, &r, &a));
+                std::thread::spawn(move || serve(stream, calls, mode, &r, &a));
             }
         });
         KeptProvider {
@@ -59,7 +70,7 @@ impl KeptProvider {
 fn serve(
     stream: TcpStream,
     calls: usize,
-    drop_after_answer: bool,
+    mode: Mode,
     requests: &AtomicUsize,
     auth: &Mutex<Vec<Option<String>>>,
 ) {
@@ -94,7 +105,21 @@ fn serve(
             return;
         }
         auth.lock().unwrap().push(authorization);
-        let n = requests.fetch_add(1, Ordering::SeqCst) + 1;
+        let mut n = requests.fetch_add(1, Ordering::SeqCst) + 1;
+        if mode == Mode::FirstBusy {
+            if n == 1 {
+                let busy = r#"{"error":{"message":"busy","type":"server_error"}}"#;
+                let head = format!(
+                    "HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/json\r\nretry-after: 0\r\ncontent-length: {}\r\n\r\n",
+                    busy.len()
+                );
+                if writer.write_all(head.as_bytes()).is_err() || writer.write_all(busy.as_bytes()).is_err() {
+                    return;
+                }
+                continue;
+            }
+            n -= 1;
+        }
         let message = if n <= calls {
             json!({"role": "assistant", "content": null, "tool_calls": [{"id": format!("c{n}"), "type": "function", "function": {"name": "bash", "arguments": "{\"command\":\"true\"}"}}]})
         } else {
@@ -114,7 +139,7 @@ fn serve(
         if writer.write_all(head.as_bytes()).is_err() || writer.write_all(answer.as_bytes()).is_err() {
             return;
         }
-        if drop_after_answer {
+        if mode == Mode::DropAfterAnswer {
             let _ = writer.shutdown(std::net::Shutdown::Both);
             return;
         }
@@ -123,7 +148,7 @@ fn serve(
 
 /// A three-turn session (two `bash` calls, then `done`) against `p`, with the provider key
 /// or (`keyed` false) with no `inference.api_key`.
-fn session(label: &str, p: &KeptProvider, keyed: bool) {
+fn session(label: &str, p: &KeptProvider, keyed: bool, requests: usize) {
     let w = World::new(label);
     // The scripted mock only stands in for `Spec::new`'s endpoint, replaced by `p`'s.
     let unused = Provider::start(Vec::new());
@@ -136,13 +161,17 @@ fn session(label: &str, p: &KeptProvider, keyed: bool) {
     let run = w.run("run true twice", &[]);
     run.assert_ok();
     assert_eq!(w.result(&run.sid()), "done\n");
-    assert_eq!(p.requests.load(Ordering::SeqCst), 3, "one request per turn");
+    assert_eq!(
+        p.requests.load(Ordering::SeqCst),
+        requests,
+        "one request per turn, and each retry"
+    );
 }
 
 #[test]
 fn a_sessions_model_calls_go_over_one_kept_connection_each_with_the_key() {
-    let p = KeptProvider::start(2, false);
-    session("agent-keepalive", &p, true);
+    let p = KeptProvider::start(2, Mode::Keep);
+    session("agent-keepalive", &p, true, 3);
     assert_eq!(
         p.connections.load(Ordering::SeqCst),
         1,
@@ -157,8 +186,8 @@ fn a_sessions_model_calls_go_over_one_kept_connection_each_with_the_key() {
 
 #[test]
 fn without_a_provider_key_the_calls_share_one_connection_too() {
-    let p = KeptProvider::start(2, false);
-    session("agent-keepalive-keyless", &p, false);
+    let p = KeptProvider::start(2, Mode::Keep);
+    session("agent-keepalive-keyless", &p, false, 3);
     assert_eq!(
         p.connections.load(Ordering::SeqCst),
         1,
@@ -169,11 +198,22 @@ fn without_a_provider_key_the_calls_share_one_connection_too() {
 
 #[test]
 fn a_provider_that_drops_each_connection_unannounced_gets_a_new_one_per_call() {
-    let p = KeptProvider::start(2, true);
-    session("agent-keepalive-dropped", &p, true);
+    let p = KeptProvider::start(2, Mode::DropAfterAnswer);
+    session("agent-keepalive-dropped", &p, true, 3);
     assert_eq!(
         p.connections.load(Ordering::SeqCst),
         3,
         "a dropped connection is never reused"
+    );
+}
+
+#[test]
+fn a_connection_whose_call_was_answered_with_an_error_is_not_kept() {
+    let p = KeptProvider::start(2, Mode::FirstBusy);
+    session("agent-keepalive-busy", &p, true, 4);
+    assert_eq!(
+        p.connections.load(Ordering::SeqCst),
+        2,
+        "the 503's connection closed; the retry and the two calls after it on a new one"
     );
 }

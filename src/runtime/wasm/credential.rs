@@ -102,6 +102,9 @@ pub struct Credential {
     header: HeaderName,
     value: HeaderValue,
     key: Vec<u8>,
+    /// The sha256 of the header and value sent: connections that carried this credential
+    /// are kept apart from any other's (`keepalive`), without another copy of the key.
+    lane: [u8; 32],
 }
 
 impl std::fmt::Debug for Credential {
@@ -139,12 +142,26 @@ impl Credential {
         let mut value = HeaderValue::from_str(&template.replace("{key}", key))
             .map_err(|_| "the API key is not a valid header value".to_string())?;
         value.set_sensitive(true);
+        let lane = {
+            use sha2::Digest;
+            let mut h = sha2::Sha256::new();
+            h.update(header.as_str().as_bytes());
+            h.update(b":");
+            h.update(value.as_bytes());
+            h.finalize().into()
+        };
         Ok(Credential {
             endpoint,
             header,
             value,
             key: key.as_bytes().to_vec(),
+            lane,
         })
+    }
+
+    /// What tells this credential's kept connections from any other's.
+    pub fn lane(&self) -> [u8; 32] {
+        self.lane
     }
 
     /// Whether `uri` goes to the endpoint (see [`Endpoint::matches`]).

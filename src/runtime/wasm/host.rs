@@ -188,7 +188,8 @@ impl WasiHttpHooks for Gate {
             dyn std::future::Future<Output = std::result::Result<Sent, wasmtime_wasi_http::Error>> + Send,
         > = if kept {
             drop(fut);
-            Box::new(keepalive::keeper().send(request, options))
+            let lane = self.credential.as_ref().map(|c| c.lane());
+            Box::new(keepalive::keeper().send(request, options, lane))
         } else {
             wasmtime_wasi_http::default_hooks().send_request(request, options, fut)
         };

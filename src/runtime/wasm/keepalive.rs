@@ -33,11 +33,14 @@ pub const MAX_IDLE: usize = 4;
 /// A wait the guest set no bound for (wasmtime-wasi-http's own default).
 const UNBOUNDED: Duration = Duration::from_secs(600);
 
-/// Where a connection goes: the scheme and the authority with its port.
+/// Where a connection goes: the scheme and the authority with its port, and the lane of
+/// the credential its requests carry (`credential::Credential::lane`; none without a key),
+/// so no connection that carried one key, or none, carries another.
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct Origin {
     tls: bool,
     authority: String,
+    lane: Option<[u8; 32]>,
 }
 
 /// One kept connection, idle since `since`.
@@ -94,14 +97,16 @@ impl Keeper {
         &self,
         request: http::Request<WasiBody>,
         options: Option<RequestOptions>,
+        lane: Option<[u8; 32]>,
     ) -> Result<Sent, Error> {
         let waits = Waits::of(options);
-        let origin = origin_of(request.uri())?;
+        let origin = origin_of(request.uri(), lane)?;
+        let post = request.method() == http::Method::POST;
         let mut request = origin_form(request)?;
         if let Some(mut sender) = self.take(&origin, Instant::now()) {
             match tokio::time::timeout(waits.first_byte, sender.try_send_request(request)).await {
                 Err(_) => return Err(Error::ConnectionReadTimeout),
-                Ok(Ok(response)) => return Ok(self.answer(origin, sender, response, waits)),
+                Ok(Ok(response)) => return Ok(self.answer(origin, sender, response, waits, post)),
                 // Closed before a byte was written: the request is whole, a new connection takes it.
                 Ok(Err(mut refused)) => match refused.take_message() {
                     Some(again) => request = again,
@@ -113,7 +118,7 @@ impl Keeper {
         let response = tokio::time::timeout(waits.first_byte, sender.send_request(request))
             .await
             .map_err(|_| Error::ConnectionReadTimeout)??;
-        Ok(self.answer(origin, sender, response, waits))
+        Ok(self.answer(origin, sender, response, waits, post))
     }
 
     /// The response as the guest reads it (each gap between its bytes bounded), its
@@ -124,9 +129,14 @@ impl Keeper {
         sender: SendRequest<WasiBody>,
         response: http::Response<Incoming>,
         waits: Waits,
+        post: bool,
     ) -> Sent {
-        let response =
-            response.map(|body| Paced::new(body, waits.between_bytes, (origin, sender)).boxed_unsync());
+        // Kept only after a POST the server answered 2xx: an API that answered a call read
+        // its body. A server that ignores a body (an early 4xx, a redirect, a GET's) would
+        // take whatever the guest put there as the start of the next request, and the next
+        // request, its key among them, as that one's body.
+        let connection = (post && response.status().is_success()).then_some((origin, sender));
+        let response = response.map(|body| Paced::new(body, waits.between_bytes, connection).boxed_unsync());
         (response, Box::new(async { Ok(()) }))
     }
 
@@ -167,9 +177,9 @@ impl Keeper {
 /// when there is no body at all. hyper sends a bodiless request's head as the guest wrote
 /// it, so a `content-length: 500` with no body would have the server take the next 500
 /// bytes, the next request's head and its credential among them, as this one's body. A
-/// body's length against its header is checked by wasmtime-wasi-http as it is written, and
-/// a short or long one breaks the connection (`transfer-encoding` is a header no guest may
-/// set).
+/// body that ends short of its length is cut off by wasmtime-wasi-http and the connection
+/// closed by hyper; bytes past it are dropped by hyper's length encoder
+/// (`transfer-encoding` is a header no guest may set).
 pub fn framed(request: &http::Request<WasiBody>) -> bool {
     let mut lengths = request.headers().get_all(http::header::CONTENT_LENGTH).iter();
     let length = match (lengths.next(), lengths.next()) {
@@ -183,7 +193,7 @@ pub fn framed(request: &http::Request<WasiBody>) -> bool {
 
 /// The origin of an absolute URI: `https` or `http` (anything else is refused) and the
 /// authority, with the scheme's port when it names none.
-fn origin_of(uri: &http::Uri) -> Result<Origin, Error> {
+fn origin_of(uri: &http::Uri, lane: Option<[u8; 32]>) -> Result<Origin, Error> {
     let tls = match uri.scheme_str() {
         Some("https") => true,
         Some("http") => false,
@@ -194,7 +204,7 @@ fn origin_of(uri: &http::Uri) -> Result<Origin, Error> {
         Some(_) => authority.as_str().to_string(),
         None => format!("{}:{}", authority.as_str(), if tls { 443 } else { 80 }),
     };
-    Ok(Origin { tls, authority })
+    Ok(Origin { tls, authority, lane })
 }
 
 /// The request with its URI cut to the path and query, as a server (not a proxy) is sent it;
@@ -273,7 +283,8 @@ fn server_name(authority: &str) -> Result<rustls::pki_types::ServerName<'static>
 }
 
 /// A response body whose every gap between frames is bounded; read to its end, its
-/// connection goes back to the keeper (dropped before, the connection closes with it).
+/// connection (when it is one to keep) goes back to the keeper (dropped before, the
+/// connection closes with it).
 struct Paced {
     body: Incoming,
     gap: Duration,
@@ -283,12 +294,12 @@ struct Paced {
 }
 
 impl Paced {
-    fn new(body: Incoming, gap: Duration, connection: (Origin, SendRequest<WasiBody>)) -> Paced {
+    fn new(body: Incoming, gap: Duration, connection: Option<(Origin, SendRequest<WasiBody>)>) -> Paced {
         Paced {
             body,
             gap,
             deadline: Box::pin(tokio::time::sleep(gap)),
-            connection: Some(connection),
+            connection,
             ended: false,
         }
     }
@@ -348,13 +359,21 @@ mod tests {
 
     #[test]
     fn an_origin_is_its_scheme_and_authority_with_the_port() {
-        let o = |u: &str| origin_of(&u.parse().unwrap());
+        let o = |u: &str| origin_of(&u.parse().unwrap(), None);
         assert_eq!(
             o("https://api.example.com/v1/chat").unwrap(),
             Origin {
                 tls: true,
-                authority: "api.example.com:443".into()
+                authority: "api.example.com:443".into(),
+                lane: None,
             }
+        );
+        // Another key's connections, or a keyless one's, are another origin's.
+        let keyed = origin_of(&"https://api.example.com/v1".parse().unwrap(), Some([1; 32])).unwrap();
+        assert_ne!(keyed, o("https://api.example.com/v1").unwrap());
+        assert_ne!(
+            keyed,
+            origin_of(&"https://api.example.com/v1".parse().unwrap(), Some([2; 32])).unwrap()
         );
         assert_eq!(o("http://127.0.0.1/x").unwrap().authority, "127.0.0.1:80");
         assert_eq!(o("http://[::1]:8080/x").unwrap().authority, "[::1]:8080");

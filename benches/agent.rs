@@ -27,14 +27,19 @@
 //!   turns (2 to 6) against its late ones (36 to 40), and the whole session's CPU (`perf
 //!   stat`'s task-clock of `mur` and its children): the CPU of turns 7 to 41 alone (the
 //!   41-turn session's less a 6-turn session's, over 35, medians of 3 rounds), without the
-//!   launch, and how much of it is `/bin/true`'s own start.
+//!   launch, and how much of it is `/bin/true`'s own start; then the same against a
+//!   provider that keeps its connection open, as real ones do (the scripted mock closes
+//!   after each answer), so the driver's calls share one kept connection.
 //!
 //! Run: `cargo bench --bench agent` (`MURMUR_BENCH_MUR=PATH` measures another build of `mur`).
 
+#[path = "../tests/common/kept_provider.rs"]
+mod kept_provider;
 #[path = "../tests/common/provider.rs"]
 mod provider;
 mod support;
 
+use kept_provider::{KeptProvider, Mode};
 use provider::{Provider, Step};
 use serde_json::json;
 use std::path::{Path, PathBuf};
@@ -90,6 +95,50 @@ struct Session<'a> {
     shell: bool,
     /// `MURMUR_SPEND_DIR` (None: the bench's own directory, on the disk of the temp dir).
     spend: Option<PathBuf>,
+    /// A provider that keeps its connections open (`kept_provider`), instead of the
+    /// scripted mock, which closes after each answer.
+    kept: bool,
+}
+
+/// The provider a session talks to.
+enum Mock {
+    Scripted(Provider),
+    Kept(KeptProvider),
+}
+
+impl Mock {
+    fn start(turns: usize, tool: &(&str, serde_json::Value), kept: bool) -> Mock {
+        if kept {
+            return Mock::Kept(KeptProvider::start(turns - 1, tool.0, tool.1.clone(), Mode::Keep));
+        }
+        let mut script: Vec<Step> = (0..turns - 1)
+            .map(|i| Step::tool(&format!("c{i}"), tool.0, tool.1.clone()))
+            .collect();
+        script.push(Step::text("done"));
+        Mock::Scripted(Provider::start(script))
+    }
+
+    fn port(&self) -> u16 {
+        match self {
+            Mock::Scripted(p) => p.port(),
+            Mock::Kept(p) => p.port(),
+        }
+    }
+
+    fn base_openai(&self) -> String {
+        match self {
+            Mock::Scripted(p) => p.base_openai(),
+            Mock::Kept(p) => p.endpoint(),
+        }
+    }
+
+    /// When each model request had arrived.
+    fn arrivals(&self) -> Vec<Instant> {
+        match self {
+            Mock::Scripted(p) => p.model_requests().iter().map(|r| r.at).collect(),
+            Mock::Kept(p) => p.arrivals(),
+        }
+    }
 }
 
 /// The launch to the first request, the gaps between requests, and with `cpu` the CPU in
@@ -114,12 +163,9 @@ fn session(s: &Setup, o: Session<'_>) -> Option<Measured> {
         cpu,
         shell,
         spend,
+        kept,
     } = o;
-    let mut script: Vec<Step> = (0..turns - 1)
-        .map(|i| Step::tool(&format!("c{i}"), tool.0, tool.1.clone()))
-        .collect();
-    script.push(Step::text("done"));
-    let mock = Provider::start(script);
+    let mock = Mock::start(turns, &tool, kept);
     let dir = s.base.join(label);
     std::fs::create_dir_all(&dir).unwrap();
     let shell = if shell {
@@ -173,10 +219,10 @@ fn session(s: &Setup, o: Session<'_>) -> Option<Measured> {
         );
         return None;
     }
-    let reqs = mock.model_requests();
+    let reqs = mock.arrivals();
     assert_eq!(reqs.len(), turns, "one request per turn");
-    let first = reqs[0].at.duration_since(t0);
-    let gaps = reqs.windows(2).map(|w| w[1].at.duration_since(w[0].at)).collect();
+    let first = reqs[0].duration_since(t0);
+    let gaps = reqs.windows(2).map(|w| w[1].duration_since(w[0])).collect();
     let used = String::from_utf8_lossy(&out.stderr)
         .lines()
         .find(|l| l.contains(",task-clock"))
@@ -469,6 +515,7 @@ fn plain<'a>(
         turns: TURNS,
         cpu: false,
         spend: None,
+        kept: false,
     }
 }
 
@@ -477,45 +524,50 @@ fn plain<'a>(
 /// the 35 turns between, without the launch's (medians of 3 alternated rounds); beside
 /// the CPU of `/bin/true` itself, which each of those turns pays.
 fn history(s: &Setup, cache: &Path) {
-    const LONG: usize = 41;
-    const SHORT: usize = 6;
     const ROUNDS: usize = 3;
-    let run = |label: &str, turns: usize| {
+    let run = |label: &str, turns: usize, kept: bool| {
         let o = Session {
             turns,
             cpu: true,
+            kept,
             ..plain(label, cache, ("true", json!({"command": ""})), "advisory", "")
         };
         session(s, o)
     };
-    // Each round's pair of sessions, both measured.
-    let (mut pairs, mut gaps): (Vec<(f64, f64)>, _) = (Vec::new(), Vec::new());
+    // Each round's pairs of sessions, both measured: against the scripted mock (a connection
+    // per call: it closes after each answer), then against a provider that keeps it open.
+    let mut pairs: Vec<(f64, f64)> = Vec::new();
+    let mut kept: Vec<(f64, f64)> = Vec::new();
+    let mut gaps = Vec::new();
     for _ in 0..ROUNDS {
-        let short = run("history-short", SHORT).and_then(|(_, _, c)| c);
-        let Some((_, g, long)) = run("history", LONG) else {
+        let short = run("history-short", SHORT, false).and_then(|(_, _, c)| c);
+        let Some((_, g, long)) = run("history", LONG, false) else {
             continue;
         };
         gaps = g;
         if let (Some(a), Some(b)) = (short, long) {
             pairs.push((a.0, b.0));
         }
+        let short = run("history-kept-short", SHORT, true).and_then(|(_, _, c)| c);
+        let long = run("history-kept", LONG, true).and_then(|(_, _, c)| c);
+        if let (Some(a), Some(b)) = (short, long) {
+            kept.push((a.0, b.0));
+        }
     }
     if gaps.is_empty() {
         return;
     }
-    if !pairs.is_empty() {
-        let per: Vec<String> = pairs
-            .iter()
-            .map(|(a, b)| format!("{:.2}", (b - a) / (LONG - SHORT) as f64))
-            .collect();
-        let short = support::median_f64(pairs.iter().map(|p| p.0).collect());
-        let long = support::median_f64(pairs.iter().map(|p| p.1).collect());
-        let turn = (long - short) / (LONG - SHORT) as f64;
-        let own = true_cpu();
+    let own = true_cpu();
+    if let Some((turn, rounds, long, short)) = per_turn(&pairs) {
         println!(
-            "  CPU per turn from turn {} to {LONG}: {turn:.2} ms (rounds: {} ms; medians: {LONG}-turn session {long:.1} ms, {SHORT}-turn {short:.1} ms, mur and children; goal <= 1.0 ms); of it /bin/true's own start {own:.2} ms, the runtime's {:.2} ms",
+            "  CPU per turn from turn {} to {LONG}: {turn:.2} ms (rounds: {rounds} ms; medians: {LONG}-turn session {long:.1} ms, {SHORT}-turn {short:.1} ms, mur and children; goal <= 1.0 ms); of it /bin/true's own start {own:.2} ms, the runtime's {:.2} ms",
             SHORT + 1,
-            per.join(", "),
+            (turn - own).max(0.0)
+        );
+    }
+    if let Some((turn, rounds, _, _)) = per_turn(&kept) {
+        println!(
+            "  the same against a provider that keeps its connection open (the driver's calls share one; the scripted mock closes after each answer): {turn:.2} ms (rounds: {rounds} ms); the runtime's {:.2} ms",
             (turn - own).max(0.0)
         );
     }
@@ -528,4 +580,24 @@ fn history(s: &Setup, cache: &Path) {
         ms(late),
         late.as_secs_f64() / early.as_secs_f64().max(1e-9),
     );
+}
+
+/// The history's long and short sessions.
+const LONG: usize = 41;
+const SHORT: usize = 6;
+
+/// From rounds of (short, long) session CPU: the CPU per turn between them (of the medians),
+/// each round's own figure, and the two medians.
+fn per_turn(pairs: &[(f64, f64)]) -> Option<(f64, String, f64, f64)> {
+    if pairs.is_empty() {
+        return None;
+    }
+    let turns = (LONG - SHORT) as f64;
+    let rounds: Vec<String> = pairs
+        .iter()
+        .map(|(a, b)| format!("{:.2}", (b - a) / turns))
+        .collect();
+    let short = support::median_f64(pairs.iter().map(|p| p.0).collect());
+    let long = support::median_f64(pairs.iter().map(|p| p.1).collect());
+    Some(((long - short) / turns, rounds.join(", "), long, short))
 }

@@ -126,6 +126,7 @@ pub mod agent_door;
 pub mod capsule;
 pub mod delegation;
 pub mod door;
+pub mod kept_provider;
 pub mod oci;
 pub mod peer;
 pub mod probe;

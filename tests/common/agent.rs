@@ -152,8 +152,8 @@ impl Spec {
 
     /// The origin of the endpoint (`http://127.0.0.1:P`).
     pub fn origin(&self) -> String {
-        let rest = self.endpoint.trim_start_matches("http://");
-        format!("http://{}", rest.split('/').next().unwrap())
+        let (scheme, rest) = self.endpoint.split_once("://").expect("an absolute endpoint");
+        format!("{scheme}://{}", rest.split('/').next().unwrap())
     }
 
     /// The manifest text.

@@ -2,13 +2,14 @@
 //! in `provider.rs` does not do: its server closes after each answer), answering OpenAI chat
 //! completions: the first `calls` requests with one call of a tool, the rest with `done`.
 //! It counts connections and requests, and keeps each request's `authorization` header and
-//! arrival time. Used by the keep-alive tests and by the agent bench's turn over a kept
-//! connection.
+//! arrival time; over plain HTTP, or over TLS with a certificate and key in PEM files. Used
+//! by the keep-alive tests and by the agent bench's turn over a kept connection.
 #![allow(dead_code)]
 
 use serde_json::{json, Value};
 use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{TcpListener, TcpStream};
+use std::net::TcpListener;
+use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
@@ -35,6 +36,7 @@ struct Seen {
 /// A running provider (its threads end with the test process).
 pub struct KeptProvider {
     port: u16,
+    tls: bool,
     connections: Arc<AtomicUsize>,
     seen: Arc<Mutex<Seen>>,
 }
@@ -51,6 +53,42 @@ struct Answers {
 impl KeptProvider {
     /// Answer the first `calls` requests with a call of `tool` with `input`, then `done`.
     pub fn start(calls: usize, tool: &str, input: Value, mode: Mode) -> KeptProvider {
+        KeptProvider::launch(calls, tool, input, mode, None)
+    }
+
+    /// The same over TLS, with the certificate `cert` and its key `key` (PEM files).
+    pub fn start_tls(
+        calls: usize,
+        tool: &str,
+        input: Value,
+        mode: Mode,
+        cert: &Path,
+        key: &Path,
+    ) -> KeptProvider {
+        use rustls::pki_types::pem::PemObject;
+        use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+        let certs: Vec<CertificateDer<'static>> = CertificateDer::pem_file_iter(cert)
+            .expect("the certificate file")
+            .map(|c| c.expect("a certificate"))
+            .collect();
+        let key = PrivateKeyDer::from_pem_file(key).expect("the key file");
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let config = rustls::ServerConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()
+            .expect("TLS versions")
+            .with_no_client_auth()
+            .with_single_cert(certs, key)
+            .expect("the certificate and key");
+        KeptProvider::launch(calls, tool, input, mode, Some(Arc::new(config)))
+    }
+
+    fn launch(
+        calls: usize,
+        tool: &str,
+        input: Value,
+        mode: Mode,
+        tls: Option<Arc<rustls::ServerConfig>>,
+    ) -> KeptProvider {
         let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
         let port = listener.local_addr().expect("address").port();
         let connections = Arc::new(AtomicUsize::new(0));
@@ -62,23 +100,35 @@ impl KeptProvider {
             mode,
         };
         let (c, s) = (Arc::clone(&connections), Arc::clone(&seen));
+        let over_tls = tls.is_some();
         std::thread::spawn(move || {
             for stream in listener.incoming().flatten() {
                 c.fetch_add(1, Ordering::SeqCst);
-                let (s, a) = (Arc::clone(&s), answers.clone());
-                std::thread::spawn(move || serve(stream, &a, &s));
+                let (s, a, tls) = (Arc::clone(&s), answers.clone(), tls.clone());
+                let _ = stream.set_nodelay(true);
+                std::thread::spawn(move || match tls {
+                    None => serve(stream, &a, &s),
+                    Some(config) => {
+                        let Ok(server) = rustls::ServerConnection::new(config) else {
+                            return;
+                        };
+                        serve(rustls::StreamOwned::new(server, stream), &a, &s)
+                    }
+                });
             }
         });
         KeptProvider {
             port,
+            tls: over_tls,
             connections,
             seen,
         }
     }
 
-    /// `http://127.0.0.1:P/v1`: the OpenAI-compatible base.
+    /// `http://127.0.0.1:P/v1` (`https://` over TLS): the OpenAI-compatible base.
     pub fn endpoint(&self) -> String {
-        format!("http://127.0.0.1:{}/v1", self.port)
+        let scheme = if self.tls { "https" } else { "http" };
+        format!("{scheme}://127.0.0.1:{}/v1", self.port)
     }
 
     pub fn port(&self) -> u16 {
@@ -150,11 +200,10 @@ fn answer(a: &Answers, n: usize) -> String {
     )
 }
 
-/// Answer requests on `stream` until the client closes it (or after one, when dropping).
-fn serve(stream: TcpStream, a: &Answers, seen: &Mutex<Seen>) {
-    let _ = stream.set_nodelay(true);
-    let mut reader = BufReader::new(stream.try_clone().expect("clone"));
-    let mut writer = stream;
+/// Answer requests on `stream` until the client closes it (or after one, when dropping:
+/// the stream is closed with no warning, TLS's close_notify included).
+fn serve(stream: impl Read + Write, a: &Answers, seen: &Mutex<Seen>) {
+    let mut reader = BufReader::new(stream);
     while let Some((length, authorization)) = read_head(&mut reader) {
         let mut body = vec![0u8; length];
         if reader.read_exact(&mut body).is_err() {
@@ -178,11 +227,11 @@ fn serve(stream: TcpStream, a: &Answers, seen: &Mutex<Seen>) {
         };
         // One write: a head and body in two would meet Nagle and delayed ACK on a kept
         // connection (tens of ms a turn), which real servers avoid.
-        if writer.write_all(reply.as_bytes()).is_err() {
+        let writer = reader.get_mut();
+        if writer.write_all(reply.as_bytes()).is_err() || writer.flush().is_err() {
             return;
         }
         if a.mode == Mode::DropAfterAnswer {
-            let _ = writer.shutdown(std::net::Shutdown::Both);
             return;
         }
     }

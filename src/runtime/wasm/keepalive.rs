@@ -230,7 +230,7 @@ async fn connect(origin: &Origin, within: Duration) -> Result<SendRequest<WasiBo
             return start(TokioIo::new(tcp)).await;
         }
         let name = server_name(&origin.authority)?;
-        let tls = tokio_rustls::TlsConnector::from(tls_config())
+        let tls = tokio_rustls::TlsConnector::from(tls_config()?)
             .connect(name, tcp)
             .await
             .map_err(Error::Tls)?;
@@ -254,21 +254,40 @@ where
     Ok(sender)
 }
 
-/// The TLS client configuration, made once: the public web's roots, no client certificate.
-fn tls_config() -> std::sync::Arc<rustls::ClientConfig> {
-    static CONFIG: std::sync::OnceLock<std::sync::Arc<rustls::ClientConfig>> = std::sync::OnceLock::new();
+/// The TLS client configuration, made once ([`operator_trust`]), no client certificate.
+fn tls_config() -> Result<std::sync::Arc<rustls::ClientConfig>, Error> {
+    static CONFIG: std::sync::OnceLock<Result<std::sync::Arc<rustls::ClientConfig>, String>> =
+        std::sync::OnceLock::new();
     CONFIG
-        .get_or_init(|| {
+        .get_or_init(operator_trust)
+        .clone()
+        .map_err(|why| Error::Tls(std::io::Error::other(why)))
+}
+
+/// The roots an endpoint's certificate is checked against, as for registries and webhooks:
+/// `MURMUR_CA_FILE` alone when set (unreadable or holding no certificate, every `https`
+/// call fails, naming it), else the system's bundle; on a host with neither, the public
+/// web's roots compiled into wasmtime-wasi-http's client (what every call was checked
+/// against before).
+fn operator_trust() -> Result<std::sync::Arc<rustls::ClientConfig>, String> {
+    use crate::http::tls::{config_from_ca_files, CaError, MAX_CA_FILE};
+    let named = std::env::var_os("MURMUR_CA_FILE").is_some_and(|v| !v.is_empty());
+    let read = |p: &std::path::Path| crate::registry::store::read_small(p, MAX_CA_FILE);
+    match config_from_ca_files(&crate::places::ca_files(), named, read) {
+        Ok(config) => Ok(config),
+        Err(CaError::Bundle(m)) => Err(format!("the CA bundle {m}")),
+        Err(CaError::Named(m)) => Err(format!("MURMUR_CA_FILE {m}")),
+        Err(CaError::Missing) => {
             let roots = rustls::RootCertStore {
                 roots: webpki_roots::TLS_SERVER_ROOTS.into(),
             };
-            std::sync::Arc::new(
+            Ok(std::sync::Arc::new(
                 rustls::ClientConfig::builder()
                     .with_root_certificates(roots)
                     .with_no_client_auth(),
-            )
-        })
-        .clone()
+            ))
+        }
+    }
 }
 
 /// The name a certificate must carry for `authority` (`host:port`, an IPv6 host in

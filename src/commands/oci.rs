@@ -34,10 +34,7 @@ fn tls_config(r: &Reference) -> Result<Option<TlsConfig>, Diagnostic> {
         return Ok(None);
     }
     let refused = |m: String| Diagnostic::new(code::REG_REMOTE, r.to_text(), m);
-    let named = std::env::var_os("MURMUR_CA_FILE").is_some_and(|v| !v.is_empty());
-    match tls::config_from_ca_files(&places::ca_files(), named, |p| {
-        store::read_small(p, tls::MAX_CA_FILE)
-    }) {
+    match tls::operator_config(|p| store::read_small(p, tls::MAX_CA_FILE)) {
         Ok(config) => Ok(Some(config)),
         Err(CaError::Bundle(m)) => Err(refused(m)),
         Err(CaError::Named(m)) => Err(refused(format!("MURMUR_CA_FILE {m}"))),

@@ -60,6 +60,14 @@ pub fn config_from_ca_files(
     Err(CaError::Missing)
 }
 
+/// The operator's trust, as every `https` client of `mur` takes it (registries, webhooks,
+/// a driver's endpoint): `MURMUR_CA_FILE` alone when set, its failure the answer, else the
+/// first of the system's bundles (`places::ca_files`) that `read` reads.
+pub fn operator_config(read: impl Fn(&std::path::Path) -> io::Result<Vec<u8>>) -> Result<TlsConfig, CaError> {
+    let named = std::env::var_os("MURMUR_CA_FILE").is_some_and(|v| !v.is_empty());
+    config_from_ca_files(&crate::places::ca_files(), named, read)
+}
+
 /// A configuration trusting the certificates of the PEM bundle `pem` (and nothing else).
 /// A bundle with no certificate in it is an error: it would trust nobody, silently.
 #[cfg(feature = "tls")]

@@ -13,6 +13,7 @@ use crate::common;
 use common::agent::{Drv, Spec, World, KEY, KEY_VAR};
 use common::kept_provider::{KeptProvider, Mode};
 use common::provider::Provider;
+#[cfg(feature = "tls")]
 use common::TempDir;
 use serde_json::json;
 
@@ -89,6 +90,7 @@ fn a_connection_whose_call_was_answered_with_an_error_is_not_kept() {
     );
 }
 
+#[cfg(feature = "tls")]
 /// A CA and a certificate for 127.0.0.1 it signed (`ca.pem`, `server.pem`, `server.key`),
 /// and a provider over TLS with them.
 fn tls_provider(t: &TempDir) -> KeptProvider {
@@ -103,6 +105,7 @@ fn tls_provider(t: &TempDir) -> KeptProvider {
     )
 }
 
+#[cfg(feature = "tls")]
 #[test]
 fn over_tls_the_endpoint_is_checked_against_the_operators_ca_and_one_handshake_serves_the_session() {
     let t = TempDir::new("keepalive-tls");
@@ -121,6 +124,7 @@ fn over_tls_the_endpoint_is_checked_against_the_operators_ca_and_one_handshake_s
     assert_eq!(p.authorizations(), vec![bearer.clone(), bearer.clone(), bearer]);
 }
 
+#[cfg(feature = "tls")]
 #[test]
 fn without_the_operators_ca_an_endpoints_certificate_is_refused_and_no_call_is_made() {
     let t = TempDir::new("keepalive-untrusted");

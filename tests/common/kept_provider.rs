@@ -9,7 +9,6 @@
 use serde_json::{json, Value};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpListener;
-use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
@@ -56,14 +55,16 @@ impl KeptProvider {
         KeptProvider::launch(calls, tool, input, mode, None)
     }
 
-    /// The same over TLS, with the certificate `cert` and its key `key` (PEM files).
+    /// The same over TLS, with the certificate `cert` and its key `key` (PEM files); only
+    /// with the crate's `tls` feature (rustls), which builds without it do not link.
+    #[cfg(feature = "tls")]
     pub fn start_tls(
         calls: usize,
         tool: &str,
         input: Value,
         mode: Mode,
-        cert: &Path,
-        key: &Path,
+        cert: &std::path::Path,
+        key: &std::path::Path,
     ) -> KeptProvider {
         use rustls::pki_types::pem::PemObject;
         use rustls::pki_types::{CertificateDer, PrivateKeyDer};
@@ -82,13 +83,7 @@ impl KeptProvider {
         KeptProvider::launch(calls, tool, input, mode, Some(Arc::new(config)))
     }
 
-    fn launch(
-        calls: usize,
-        tool: &str,
-        input: Value,
-        mode: Mode,
-        tls: Option<Arc<rustls::ServerConfig>>,
-    ) -> KeptProvider {
+    fn launch(calls: usize, tool: &str, input: Value, mode: Mode, tls: Option<ServerTls>) -> KeptProvider {
         let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
         let port = listener.local_addr().expect("address").port();
         let connections = Arc::new(AtomicUsize::new(0));
@@ -108,12 +103,7 @@ impl KeptProvider {
                 let _ = stream.set_nodelay(true);
                 std::thread::spawn(move || match tls {
                     None => serve(stream, &a, &s),
-                    Some(config) => {
-                        let Ok(server) = rustls::ServerConnection::new(config) else {
-                            return;
-                        };
-                        serve(rustls::StreamOwned::new(server, stream), &a, &s)
-                    }
+                    Some(config) => serve_tls(stream, config, &a, &s),
                 });
             }
         });
@@ -151,6 +141,26 @@ impl KeptProvider {
         let seen = self.seen.lock().unwrap_or_else(|p| p.into_inner());
         seen.requests.iter().map(|(_, at)| *at).collect()
     }
+}
+
+/// A TLS server's configuration (nothing without the `tls` feature).
+#[cfg(feature = "tls")]
+type ServerTls = Arc<rustls::ServerConfig>;
+#[cfg(not(feature = "tls"))]
+type ServerTls = Arc<std::convert::Infallible>;
+
+/// [`serve`] over TLS on `stream`.
+#[cfg(feature = "tls")]
+fn serve_tls(stream: std::net::TcpStream, config: ServerTls, a: &Answers, seen: &Mutex<Seen>) {
+    let Ok(server) = rustls::ServerConnection::new(config) else {
+        return;
+    };
+    serve(rustls::StreamOwned::new(server, stream), a, seen)
+}
+
+#[cfg(not(feature = "tls"))]
+fn serve_tls(_: std::net::TcpStream, never: ServerTls, _: &Answers, _: &Mutex<Seen>) {
+    match *never {}
 }
 
 /// One request's head fields the provider reads: its body's length and `authorization`.

@@ -331,10 +331,9 @@ impl Pusher {
 /// The roots an `https://` webhook is checked against: `MURMUR_CA_FILE`, else the system's
 /// bundle (as `mur push`/`pull` read them).
 fn ca_config() -> Result<TlsConfig, String> {
-    use crate::http::tls::{config_from_ca_files, CaError, MAX_CA_FILE};
-    let named = std::env::var_os("MURMUR_CA_FILE").is_some_and(|v| !v.is_empty());
+    use crate::http::tls::{operator_config, CaError, MAX_CA_FILE};
     let read = |p: &std::path::Path| crate::registry::store::read_small(p, MAX_CA_FILE);
-    config_from_ca_files(&crate::places::ca_files(), named, read).map_err(|e| match e {
+    operator_config(read).map_err(|e| match e {
         CaError::Bundle(m) => m,
         CaError::Named(m) => format!("MURMUR_CA_FILE {m}"),
         CaError::Missing => {

@@ -4,9 +4,10 @@
 //! requests to its inference endpoint get here, and only when their framing cannot spill
 //! into the next request ([`framed`]; `host::Gate`, after the allow-list): every other guest
 //! request gets a connection of its own, so no other guest's bytes ever share a connection
-//! with the credentialed calls. A connection is kept once its response has been read to the
-//! end, taken again only for the same scheme and authority, idle and open, and a
-//! request it could not take before a byte of it was written goes on a fresh connection.
+//! with the credentialed calls. A connection is kept once a POST's 2xx response has been read
+//! to the end, taken again only for the same scheme, authority and provider key, idle and
+//! open, and a request it could not take before a byte of it was written goes on a fresh
+//! connection.
 
 use bytes::Bytes;
 use http_body::{Body, Frame};
@@ -165,11 +166,6 @@ impl Keeper {
             idle.pop_front();
         }
     }
-
-    /// How many connections are kept (open or not yet found closed).
-    pub fn kept(&self) -> usize {
-        self.idle.lock().unwrap_or_else(PoisonError::into_inner).len()
-    }
 }
 
 /// Whether `request` says exactly how long it is, so nothing of it can be read as part of
@@ -218,8 +214,8 @@ fn origin_form(mut request: http::Request<WasiBody>) -> Result<http::Request<Was
     Ok(request)
 }
 
-/// A new connection to `origin` (TLS with the public web roots for `https`), its HTTP/1.1
-/// state driven by a task of its own until it closes.
+/// A new connection to `origin` (for `https`, TLS checked against [`operator_trust`]), its
+/// HTTP/1.1 state driven by a task of its own until it closes.
 async fn connect(origin: &Origin, within: Duration) -> Result<SendRequest<WasiBody>, Error> {
     let handshake = async {
         let tcp = TcpStream::connect(&origin.authority)
@@ -270,10 +266,9 @@ fn tls_config() -> Result<std::sync::Arc<rustls::ClientConfig>, Error> {
 /// web's roots compiled into wasmtime-wasi-http's client (what every call was checked
 /// against before).
 fn operator_trust() -> Result<std::sync::Arc<rustls::ClientConfig>, String> {
-    use crate::http::tls::{config_from_ca_files, CaError, MAX_CA_FILE};
-    let named = std::env::var_os("MURMUR_CA_FILE").is_some_and(|v| !v.is_empty());
+    use crate::http::tls::{operator_config, CaError, MAX_CA_FILE};
     let read = |p: &std::path::Path| crate::registry::store::read_small(p, MAX_CA_FILE);
-    match config_from_ca_files(&crate::places::ca_files(), named, read) {
+    match operator_config(read) {
         Ok(config) => Ok(config),
         Err(CaError::Bundle(m)) => Err(format!("the CA bundle {m}")),
         Err(CaError::Named(m)) => Err(format!("MURMUR_CA_FILE {m}")),
